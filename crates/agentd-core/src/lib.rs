@@ -1,0 +1,13 @@
+//! The task engine. It owns the rules: who may see what, how a message is
+//! routed, how a task moves between states, what is committed together and
+//! when an event may be published. It speaks no HTTP and no SQL: the store,
+//! the agent runtime and the push-URL policy are ports (traits) implemented
+//! by other crates.
+
+pub mod principal;
+pub mod record;
+pub mod store;
+
+pub use principal::{Principal, PrincipalRole};
+pub use record::{OutboxItem, StatusEntry, TaskRecord};
+pub use store::{Batch, PushConfigRow, Store, StoreError, TaskPage, TaskQuery};

@@ -1,0 +1,100 @@
+//! The store port. Contract, which every backend must keep and the shared
+//! conformance suite (`agentd_store::conformance`) checks:
+//!
+//! * `commit` is atomic and durable: when it returns `Ok`, every part of the
+//!   batch is committed (and survives `kill -9`), or nothing is.
+//! * Push events in a batch become one outbox row per push config that the
+//!   task has *at commit time*, in the same transaction.
+//! * Reads see every committed batch.
+//! * `list_tasks` orders by status timestamp, newest first, ties broken by
+//!   task id descending, so a cursor `(timestamp, id)` is stable even when
+//!   many tasks share a timestamp.
+
+use crate::record::{OutboxItem, TaskRecord};
+use agentd_proto::{TaskPushNotificationConfig, TaskState};
+use async_trait::async_trait;
+
+#[derive(Debug, thiserror::Error)]
+#[error("store: {0}")]
+pub struct StoreError(pub String);
+
+/// A push config as stored, with the principal that registered it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PushConfigRow {
+    pub owner: String,
+    pub config: TaskPushNotificationConfig,
+}
+
+/// What one commit writes, all or nothing.
+#[derive(Clone, Debug, Default)]
+pub struct Batch {
+    /// Task rows to insert or replace (whole records).
+    pub tasks: Vec<TaskRecord>,
+    /// Push configs to insert or replace, keyed by `(task_id, id)`.
+    pub push_upserts: Vec<PushConfigRow>,
+    /// Push configs to delete: `(task_id, id)`.
+    pub push_deletes: Vec<(String, String)>,
+    /// Events to deliver to every push config of the task: `(task_id, body)`.
+    pub push_events: Vec<(String, String)>,
+    /// Outbox rows delivered (or given up on): remove them.
+    pub outbox_done: Vec<i64>,
+    /// Outbox rows to retry: `(id, not_before_ms, attempts)`.
+    pub outbox_retry: Vec<(i64, i64, u32)>,
+}
+
+impl Batch {
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+            && self.push_upserts.is_empty()
+            && self.push_deletes.is_empty()
+            && self.push_events.is_empty()
+            && self.outbox_done.is_empty()
+            && self.outbox_retry.is_empty()
+    }
+}
+
+/// A ListTasks query after validation.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskQuery {
+    /// Only this owner's tasks; `None` for every owner (operators).
+    pub owner: Option<String>,
+    pub context_id: Option<String>,
+    pub state: Option<TaskState>,
+    /// Only tasks whose status timestamp is >= this (ms).
+    pub updated_since_ms: Option<i64>,
+    /// Start strictly after this `(status timestamp ms, task id)`.
+    pub after: Option<(i64, String)>,
+    pub limit: usize,
+}
+
+/// One page of a listing.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskPage {
+    pub tasks: Vec<TaskRecord>,
+    /// Matching tasks before pagination (ignores `after` and `limit`).
+    pub total: usize,
+    /// Whether more tasks follow the last one returned.
+    pub more: bool,
+}
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    async fn commit(&self, batch: Batch) -> Result<(), StoreError>;
+    async fn get_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError>;
+    async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError>;
+    /// Tasks currently in one of `states` (for recovery at start).
+    async fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError>;
+    /// Whether any task of `context_id` is owned by someone other than `owner`.
+    async fn context_foreign(&self, context_id: &str, owner: &str) -> Result<bool, StoreError>;
+    async fn get_push_config(
+        &self,
+        task_id: &str,
+        id: &str,
+    ) -> Result<Option<PushConfigRow>, StoreError>;
+    /// A task's push configs, oldest first.
+    async fn list_push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>, StoreError>;
+    /// Outbox rows due at `now_ms` (not_before <= now), oldest first.
+    async fn due_outbox(&self, now_ms: i64, limit: usize) -> Result<Vec<OutboxItem>, StoreError>;
+    /// The earliest `not_before` of any outbox row, if any.
+    async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError>;
+}

@@ -1,0 +1,86 @@
+//! The JSON-RPC 2.0 envelope (§9). Parsing is done on a `serde_json::Value`
+//! so that malformed JSON (-32700) and a malformed envelope (-32600) are told
+//! apart and the request `id` is echoed whenever it could be read.
+
+use crate::error::{A2aError, ErrorKind};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// A request whose envelope is valid.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    /// String, number or null; echoed as received.
+    pub id: Value,
+    pub method: String,
+    /// `None` when the member is absent or null.
+    pub params: Option<Value>,
+}
+
+/// Why an envelope could not be accepted, with the id to answer with.
+#[derive(Debug)]
+pub struct EnvelopeError {
+    pub id: Value,
+    pub error: A2aError,
+}
+
+/// Parses one JSON-RPC request from raw bytes.
+pub fn parse_request(body: &[u8]) -> Result<Request, EnvelopeError> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| EnvelopeError {
+        id: Value::Null,
+        error: A2aError::new(ErrorKind::ParseError, format!("Invalid JSON payload: {e}")),
+    })?;
+    let invalid = |id: Value, msg: &str| EnvelopeError {
+        id,
+        error: A2aError::new(ErrorKind::InvalidRequest, msg.to_owned()),
+    };
+    let obj = match value {
+        Value::Object(o) => o,
+        Value::Array(_) => return Err(invalid(Value::Null, "batch requests are not supported")),
+        _ => return Err(invalid(Value::Null, "a JSON-RPC request must be an object")),
+    };
+    let id = match obj.get("id") {
+        None => Value::Null,
+        Some(v @ (Value::String(_) | Value::Number(_) | Value::Null)) => v.clone(),
+        Some(_) => return Err(invalid(Value::Null, "`id` must be a string, number or null")),
+    };
+    if obj.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+        return Err(invalid(id, "`jsonrpc` must be \"2.0\""));
+    }
+    let method = match obj.get("method") {
+        Some(Value::String(m)) if !m.is_empty() => m.clone(),
+        _ => return Err(invalid(id, "`method` must be a non-empty string")),
+    };
+    let params = match obj.get("params") {
+        None | Some(Value::Null) => None,
+        Some(v @ Value::Object(_)) => Some(v.clone()),
+        Some(_) => return Err(invalid(id, "`params` must be an object")),
+    };
+    Ok(Request { id, method, params })
+}
+
+/// `{"jsonrpc":"2.0","id":…,"result":…}`.
+pub fn success<T: Serialize>(id: &Value, result: &T) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// `{"jsonrpc":"2.0","id":…,"error":{…}}`.
+pub fn failure(id: &Value, error: &A2aError) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": error.to_jsonrpc()})
+}
+
+/// The method names of the eleven core operations.
+pub mod methods {
+    pub const SEND_MESSAGE: &str = "SendMessage";
+    pub const SEND_STREAMING_MESSAGE: &str = "SendStreamingMessage";
+    pub const GET_TASK: &str = "GetTask";
+    pub const LIST_TASKS: &str = "ListTasks";
+    pub const CANCEL_TASK: &str = "CancelTask";
+    pub const SUBSCRIBE_TO_TASK: &str = "SubscribeToTask";
+    pub const CREATE_PUSH_CONFIG: &str = "CreateTaskPushNotificationConfig";
+    pub const GET_PUSH_CONFIG: &str = "GetTaskPushNotificationConfig";
+    pub const LIST_PUSH_CONFIGS: &str = "ListTaskPushNotificationConfigs";
+    /// The singular name of release-candidate builds, still accepted.
+    pub const LIST_PUSH_CONFIGS_RC: &str = "ListTaskPushNotificationConfig";
+    pub const DELETE_PUSH_CONFIG: &str = "DeleteTaskPushNotificationConfig";
+    pub const GET_EXTENDED_CARD: &str = "GetExtendedAgentCard";
+}
