@@ -4,10 +4,16 @@
 //! the agent runtime and the push-URL policy are ports (traits) implemented
 //! by other crates.
 
+pub mod agent;
+pub mod engine;
 pub mod principal;
 pub mod record;
+pub mod slots;
 pub mod store;
+pub mod transition;
 
+pub use agent::{Agent, TaskControl, Turn};
+pub use engine::{Engine, EngineConfig, PushUrlPolicy, SendOutcome, TaskEvents};
 pub use principal::{Principal, PrincipalRole};
 pub use record::{OutboxItem, StatusEntry, TaskRecord};
 pub use store::{Batch, PushConfigRow, Store, StoreError, TaskPage, TaskQuery};

@@ -1,0 +1,83 @@
+//! The runtime port: what an agent implementation gets from the engine and
+//! what it must do. An agent run moves its task only through
+//! [`TaskControl`], so every change goes through the state machine, is
+//! committed, and only then reaches clients.
+
+use crate::engine::Engine;
+use crate::transition::Change;
+use agentd_proto::{A2aError, Artifact, Message, TaskState};
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+/// One unit of agent work: the message that started or resumed a task.
+pub struct Turn {
+    pub input: Message,
+    pub control: TaskControl,
+}
+
+#[async_trait]
+pub trait Agent: Send + Sync + 'static {
+    /// Answers a new message with a direct Message instead of a task.
+    /// Called only for messages that name no task.
+    fn direct_reply(&self, _message: &Message) -> Option<Message> {
+        None
+    }
+    /// Runs the task. When this returns and the task is neither terminal nor
+    /// waiting for input, the engine fails it: a run may not vanish.
+    async fn run(&self, turn: Turn);
+}
+
+/// The handle an agent run uses to move its task.
+#[derive(Clone)]
+pub struct TaskControl {
+    pub(crate) engine: Engine,
+    pub(crate) task_id: String,
+    pub(crate) context_id: String,
+    pub(crate) cancel: CancellationToken,
+}
+
+impl TaskControl {
+    pub fn task_id(&self) -> &str {
+        &self.task_id
+    }
+    pub fn context_id(&self) -> &str {
+        &self.context_id
+    }
+    /// Fires when the task is canceled; a run should stop promptly.
+    pub fn cancelled(&self) -> &CancellationToken {
+        &self.cancel
+    }
+    async fn change(&self, change: Change) -> Result<(), A2aError> {
+        self.engine.apply_change(&self.task_id, change).await
+    }
+    pub async fn status(&self, state: TaskState, message: Option<Message>) -> Result<(), A2aError> {
+        self.change(Change::Status { state, message }).await
+    }
+    pub async fn working(&self, message: Option<Message>) -> Result<(), A2aError> {
+        self.status(TaskState::Working, message).await
+    }
+    pub async fn complete(&self, message: Option<Message>) -> Result<(), A2aError> {
+        self.status(TaskState::Completed, message).await
+    }
+    pub async fn fail(&self, reason: &str) -> Result<(), A2aError> {
+        self.status(TaskState::Failed, Some(Message::agent_text(reason))).await
+    }
+    pub async fn reject(&self, message: Message) -> Result<(), A2aError> {
+        self.status(TaskState::Rejected, Some(message)).await
+    }
+    pub async fn input_required(&self, question: Message) -> Result<(), A2aError> {
+        self.status(TaskState::InputRequired, Some(question)).await
+    }
+    pub async fn artifact(
+        &self,
+        artifact: Artifact,
+        append: bool,
+        last_chunk: bool,
+    ) -> Result<(), A2aError> {
+        self.change(Change::Artifact { artifact, append, last_chunk }).await
+    }
+    /// Client messages that arrived while the task was working (steering input).
+    pub async fn take_steering(&self) -> Vec<Message> {
+        self.engine.take_steering(&self.task_id).await
+    }
+}

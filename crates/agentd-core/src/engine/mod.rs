@@ -1,0 +1,313 @@
+//! The engine handle: a cheap clone shared by every binding. Each operation
+//! takes the caller's [`Principal`] and enforces visibility itself, so every
+//! binding applies the same rules.
+//!
+//! Invariant: an event is published to streams only after the change that
+//! produced it is committed (see [`Engine::mutate`]).
+
+mod push;
+mod read;
+mod send;
+mod stream;
+
+pub use send::SendOutcome;
+pub use stream::TaskEvents;
+
+use crate::agent::{Agent, TaskControl, Turn};
+use crate::principal::Principal;
+use crate::record::TaskRecord;
+use crate::slots::{Slot, SlotState, Slots};
+use crate::store::{Batch, Store};
+use crate::transition::{self, Change, Refused};
+use agentd_proto::{A2aError, ErrorKind, Message, StreamResponse, TaskState, Timestamp};
+use async_trait::async_trait;
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+/// Decides whether a webhook URL may be registered (SSRF guard lives in the
+/// server crate, which knows about DNS and sockets).
+#[async_trait]
+pub trait PushUrlPolicy: Send + Sync + 'static {
+    async fn check(&self, url: &str) -> Result<(), String>;
+}
+
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Push notifications on (the four config operations and inline configs).
+    pub push_enabled: bool,
+    /// Media types accepted in message parts (`*/*` and `type/*` wildcards).
+    pub input_modes: Vec<String>,
+    /// Events buffered per task for slow streams before they are cut off.
+    pub stream_capacity: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            push_enabled: true,
+            input_modes: vec!["text/plain".into(), "text/markdown".into(), "application/json".into()],
+            stream_capacity: 1024,
+        }
+    }
+}
+
+struct Inner {
+    store: Arc<dyn Store>,
+    agent: Arc<dyn Agent>,
+    push_policy: Arc<dyn PushUrlPolicy>,
+    config: EngineConfig,
+    slots: Slots,
+    push_wakeup: Notify,
+}
+
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+impl Engine {
+    pub fn new(
+        store: Arc<dyn Store>,
+        agent: Arc<dyn Agent>,
+        push_policy: Arc<dyn PushUrlPolicy>,
+        config: EngineConfig,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                store,
+                agent,
+                push_policy,
+                config,
+                slots: Slots::default(),
+                push_wakeup: Notify::new(),
+            }),
+        }
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.inner.config
+    }
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+    /// Notified after every commit that queued push deliveries.
+    pub fn push_wakeup(&self) -> &Notify {
+        &self.inner.push_wakeup
+    }
+    /// Number of live (non-terminal, loaded) tasks.
+    pub fn live_tasks(&self) -> usize {
+        self.inner.slots.len()
+    }
+
+    /// At start: no task may stay WORKING with nothing running it. The echo
+    /// and conformance agents cannot resume a turn, so such tasks fail with a
+    /// status message that says why. Returns how many were failed.
+    pub async fn recover(&self) -> Result<usize, A2aError> {
+        let stale = self
+            .inner
+            .store
+            .tasks_in_states(&[TaskState::Submitted, TaskState::Working])
+            .await
+            .map_err(internal)?;
+        let n = stale.len();
+        for rec in stale {
+            let why = "agentd restarted while this task was running; its work could not be resumed";
+            let change = Change::Status { state: TaskState::Failed, message: Some(Message::agent_text(why)) };
+            self.apply_change(rec.id(), change).await?;
+        }
+        Ok(n)
+    }
+
+    /// The live slot of a task, loading it from the store when needed.
+    /// `Ok(None)`: no such task. Terminal tasks get no slot.
+    async fn slot(&self, id: &str) -> Result<Option<Arc<Slot>>, A2aError> {
+        if let Some(s) = self.inner.slots.get(id) {
+            return Ok(Some(s));
+        }
+        let Some(rec) = self.inner.store.get_task(id).await.map_err(internal)? else {
+            return Ok(None);
+        };
+        if rec.state().is_terminal() {
+            return Ok(None);
+        }
+        let slot = Slot::new(rec, self.inner.config.stream_capacity);
+        Ok(Some(self.inner.slots.insert_or_get(id, slot)))
+    }
+
+    /// The current record of a task, live or stored.
+    pub(crate) async fn record(&self, id: &str) -> Result<Option<TaskRecord>, A2aError> {
+        if let Some(s) = self.inner.slots.get(id) {
+            let st = s.state.lock().await;
+            if !st.detached {
+                return Ok(Some(st.record.clone()));
+            }
+        }
+        self.inner.store.get_task(id).await.map_err(internal)
+    }
+
+    /// A record the principal may see, or TaskNotFound.
+    pub(crate) async fn visible_record(&self, p: &Principal, id: &str) -> Result<TaskRecord, A2aError> {
+        match self.record(id).await? {
+            Some(r) if p.can_see(&r.owner) => Ok(r),
+            _ => Err(A2aError::task_not_found(id)),
+        }
+    }
+
+    /// Applies one change to a live task (used by agent runs).
+    pub(crate) async fn apply_change(&self, id: &str, change: Change) -> Result<(), A2aError> {
+        self.mutate(id, |rec, now| transition::apply(rec, change, now).map_err(refused))
+            .await
+            .map(|_| ())
+    }
+
+    /// The one write path for existing tasks: lock the slot, then
+    /// [`Engine::commit_locked`]. Returns the committed record.
+    pub(crate) async fn mutate<F>(&self, id: &str, f: F) -> Result<TaskRecord, A2aError>
+    where
+        F: FnOnce(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, A2aError>,
+    {
+        loop {
+            let Some(slot) = self.slot(id).await? else {
+                return match self.inner.store.get_task(id).await.map_err(internal)? {
+                    Some(r) => Err(refused(Refused::Terminal(r.state()))),
+                    None => Err(A2aError::task_not_found(id)),
+                };
+            };
+            let mut st = slot.state.lock().await;
+            if st.detached {
+                continue;
+            }
+            return self.commit_locked(&slot, &mut st, f, Batch::default()).await;
+        }
+    }
+
+    /// Changes a copy of the record, commits it with its push deliveries and
+    /// `extra`, then (and only then) adopts it and publishes its events.
+    /// The caller holds the slot lock, which orders all changes of a task.
+    pub(crate) async fn commit_locked<F>(
+        &self,
+        slot: &Arc<Slot>,
+        st: &mut SlotState,
+        f: F,
+        extra: Batch,
+    ) -> Result<TaskRecord, A2aError>
+    where
+        F: FnOnce(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, A2aError>,
+    {
+        let mut rec = st.record.clone();
+        let events = f(&mut rec, Timestamp::now())?;
+        self.commit_record(&rec, &events, extra).await?;
+        st.record = rec.clone();
+        for e in events {
+            let _ = slot.tx.send(Arc::new(e));
+        }
+        if rec.state().is_terminal() {
+            // Whatever ended the task (cancel, failure), its run must stop.
+            st.cancel.cancel();
+        }
+        if rec.state().is_terminal() || (!st.running && slot.tx.receiver_count() == 0) {
+            st.detached = true;
+            self.inner.slots.remove(rec.id());
+        }
+        Ok(rec)
+    }
+
+    /// Commits a record, its events' push deliveries and `extra` in one batch.
+    async fn commit_record(
+        &self,
+        rec: &TaskRecord,
+        events: &[StreamResponse],
+        mut batch: Batch,
+    ) -> Result<(), A2aError> {
+        batch.tasks.push(rec.clone());
+        if self.inner.config.push_enabled {
+            for e in events {
+                batch.push_events.push((rec.task.id.clone(), push_body(e)));
+            }
+        }
+        let wake = !batch.push_events.is_empty();
+        self.inner.store.commit(batch).await.map_err(internal)?;
+        if wake {
+            self.inner.push_wakeup.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Starts an agent run for a task whose slot lock the caller holds.
+    fn start_run(&self, st: &mut SlotState, input: Message) {
+        st.running = true;
+        st.cancel = tokio_util::sync::CancellationToken::new();
+        let control = TaskControl {
+            engine: self.clone(),
+            task_id: st.record.task.id.clone(),
+            context_id: st.record.task.context_id.clone(),
+            cancel: st.cancel.clone(),
+        };
+        let engine = self.clone();
+        let agent = self.inner.agent.clone();
+        tokio::spawn(async move {
+            let id = control.task_id.clone();
+            agent.run(Turn { input, control }).await;
+            engine.finish_run(&id).await;
+        });
+    }
+
+    /// After a run: a task still active with nothing running it fails.
+    async fn finish_run(&self, id: &str) {
+        if let Some(slot) = self.inner.slots.get(id) {
+            let mut st = slot.state.lock().await;
+            st.running = false;
+            let state = st.record.state();
+            let orphaned = !st.detached && !state.is_terminal() && !state.is_interrupted();
+            if !orphaned && !st.detached && slot.tx.receiver_count() == 0 {
+                st.detached = true;
+                self.inner.slots.remove(id);
+            }
+            drop(st);
+            if orphaned {
+                let why = "the agent ended its run without a result";
+                let change = Change::Status { state: TaskState::Failed, message: Some(Message::agent_text(why)) };
+                if let Err(e) = self.apply_change(id, change).await {
+                    tracing::warn!(task = id, error = %e, "could not fail an orphaned task");
+                }
+            }
+        }
+    }
+
+    pub(crate) async fn take_steering(&self, id: &str) -> Vec<Message> {
+        match self.inner.slots.get(id) {
+            Some(slot) => std::mem::take(&mut slot.state.lock().await.steering),
+            None => Vec::new(),
+        }
+    }
+}
+
+/// A push body: the event as a REST StreamResponse, never with history.
+fn push_body(e: &StreamResponse) -> String {
+    let stripped;
+    let e = match e {
+        StreamResponse::Task(t) if t.history.is_some() => {
+            let mut t = t.clone();
+            t.history = None;
+            stripped = StreamResponse::Task(t);
+            &stripped
+        }
+        other => other,
+    };
+    serde_json::to_string(e).unwrap_or_default()
+}
+
+pub(crate) fn internal(e: impl std::fmt::Display) -> A2aError {
+    tracing::error!(error = %e, "internal error");
+    A2aError::internal()
+}
+
+fn refused(r: Refused) -> A2aError {
+    match r {
+        Refused::Terminal(s) => A2aError::new(
+            ErrorKind::UnsupportedOperation,
+            format!("the task is in terminal state {}; terminal tasks cannot change", s.as_str()),
+        ),
+        Refused::Unspecified => A2aError::invalid_field("status.state", r.to_string()),
+    }
+}

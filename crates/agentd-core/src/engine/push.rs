@@ -1,0 +1,121 @@
+//! The four push-notification config operations. A config is visible to
+//! the principal that registered it and to operators: one principal never
+//! reads another's webhook credentials, even on a task both may see.
+
+use super::{Engine, internal};
+use crate::principal::Principal;
+use crate::store::{Batch, PushConfigRow};
+use agentd_proto::{
+    A2aError, ErrorKind, ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse, TaskPushConfigRef, TaskPushNotificationConfig, new_id,
+};
+
+impl Engine {
+    fn push_enabled(&self) -> Result<(), A2aError> {
+        if self.inner.config.push_enabled {
+            Ok(())
+        } else {
+            Err(A2aError::new(
+                ErrorKind::PushNotificationNotSupported,
+                "push notifications are turned off on this agent",
+            ))
+        }
+    }
+
+    pub async fn create_push_config(
+        &self,
+        p: &Principal,
+        mut cfg: TaskPushNotificationConfig,
+    ) -> Result<TaskPushNotificationConfig, A2aError> {
+        self.push_enabled()?;
+        if cfg.task_id.is_empty() {
+            return Err(A2aError::invalid_field("taskId", "is required"));
+        }
+        if let Some(auth) = &cfg.authentication
+            && auth.scheme.trim().is_empty()
+        {
+            return Err(A2aError::invalid_field("authentication.scheme", "is required"));
+        }
+        self.visible_record(p, &cfg.task_id).await?;
+        self.check_push_url("url", &cfg.url).await?;
+        if cfg.id.is_empty() {
+            cfg.id = new_id();
+        }
+        if let Some(existing) = self.inner.store.get_push_config(&cfg.task_id, &cfg.id).await.map_err(internal)?
+            && !p.can_see(&existing.owner)
+        {
+            return Err(A2aError::invalid_field("id", "is already used by another principal's config"));
+        }
+        cfg.tenant.clear();
+        let batch = Batch {
+            push_upserts: vec![PushConfigRow { owner: p.id.clone(), config: cfg.clone() }],
+            ..Batch::default()
+        };
+        self.inner.store.commit(batch).await.map_err(internal)?;
+        Ok(cfg)
+    }
+
+    pub async fn get_push_config(
+        &self,
+        p: &Principal,
+        req: TaskPushConfigRef,
+    ) -> Result<TaskPushNotificationConfig, A2aError> {
+        self.push_enabled()?;
+        require_ref(&req)?;
+        self.visible_record(p, &req.task_id).await?;
+        match self.inner.store.get_push_config(&req.task_id, &req.id).await.map_err(internal)? {
+            Some(row) if p.can_see(&row.owner) => Ok(row.config),
+            _ => Err(A2aError::new(
+                ErrorKind::TaskNotFound,
+                format!("push config {:?} of task {:?} not found", req.id, req.task_id),
+            )
+            .with_meta("taskId", &req.task_id)
+            .with_meta("configId", &req.id)),
+        }
+    }
+
+    pub async fn list_push_configs(
+        &self,
+        p: &Principal,
+        req: ListTaskPushNotificationConfigsRequest,
+    ) -> Result<ListTaskPushNotificationConfigsResponse, A2aError> {
+        self.push_enabled()?;
+        if req.task_id.is_empty() {
+            return Err(A2aError::invalid_field("taskId", "is required"));
+        }
+        if req.page_size < 0 {
+            return Err(A2aError::invalid_field("pageSize", "must not be negative"));
+        }
+        self.visible_record(p, &req.task_id).await?;
+        let rows = self.inner.store.list_push_configs(&req.task_id).await.map_err(internal)?;
+        Ok(ListTaskPushNotificationConfigsResponse {
+            configs: rows.into_iter().filter(|r| p.can_see(&r.owner)).map(|r| r.config).collect(),
+            next_page_token: String::new(),
+        })
+    }
+
+    /// Idempotent: deleting a config that is not there succeeds.
+    pub async fn delete_push_config(&self, p: &Principal, req: TaskPushConfigRef) -> Result<(), A2aError> {
+        self.push_enabled()?;
+        require_ref(&req)?;
+        self.visible_record(p, &req.task_id).await?;
+        let Some(row) = self.inner.store.get_push_config(&req.task_id, &req.id).await.map_err(internal)? else {
+            return Ok(());
+        };
+        if !p.can_see(&row.owner) {
+            return Ok(());
+        }
+        let batch = Batch { push_deletes: vec![(req.task_id, req.id)], ..Batch::default() };
+        self.inner.store.commit(batch).await.map_err(internal)
+    }
+}
+
+fn require_ref(r: &TaskPushConfigRef) -> Result<(), A2aError> {
+    let mut v = Vec::new();
+    for (field, value) in [("taskId", &r.task_id), ("id", &r.id)] {
+        if value.is_empty() {
+            v.push(agentd_proto::FieldViolation { field: field.into(), description: "is required".into() });
+        }
+    }
+    agentd_proto::validate::finish(v)
+}

@@ -1,0 +1,145 @@
+//! GetTask, ListTasks and CancelTask, and the one function that shapes a
+//! stored record into the Task a client sees.
+
+use super::{Engine, internal, refused};
+use crate::principal::Principal;
+use crate::record::TaskRecord;
+use crate::store::TaskQuery;
+use crate::transition::{self, Change};
+use agentd_proto::validate;
+use agentd_proto::{
+    A2aError, CancelTaskRequest, ErrorKind, FieldViolation, GetTaskRequest, ListTasksRequest,
+    ListTasksResponse, Task, TaskState,
+};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+pub const DEFAULT_PAGE_SIZE: i32 = 50;
+pub const MAX_PAGE_SIZE: i32 = 100;
+
+/// The client's view of a record: the last `history_length` messages (all
+/// when `None`, the member omitted when 0 or empty) and artifacts only when
+/// asked for.
+pub fn view(rec: &TaskRecord, history_length: Option<i32>, artifacts: bool) -> Task {
+    let mut t = rec.task.clone();
+    t.history = match (t.history.take(), history_length) {
+        (Some(h), None) if !h.is_empty() => Some(h),
+        (Some(mut h), Some(n)) if n > 0 && !h.is_empty() => {
+            let keep = usize::try_from(n).unwrap_or(usize::MAX);
+            if h.len() > keep {
+                h.drain(..h.len() - keep);
+            }
+            Some(h)
+        }
+        _ => None,
+    };
+    t.artifacts = if artifacts { Some(t.artifacts.take().unwrap_or_default()) } else { None };
+    t
+}
+
+impl Engine {
+    pub async fn get_task(&self, p: &Principal, req: GetTaskRequest) -> Result<Task, A2aError> {
+        let mut v = Vec::new();
+        if req.id.is_empty() {
+            v.push(FieldViolation { field: "id".into(), description: "is required".into() });
+        }
+        validate::history_length("historyLength", req.history_length, &mut v);
+        validate::finish(v)?;
+        let rec = self.visible_record(p, &req.id).await?;
+        let mut t = view(&rec, req.history_length, true);
+        if t.artifacts.as_ref().is_some_and(Vec::is_empty) {
+            t.artifacts = None;
+        }
+        Ok(t)
+    }
+
+    pub async fn list_tasks(
+        &self,
+        p: &Principal,
+        req: ListTasksRequest,
+    ) -> Result<ListTasksResponse, A2aError> {
+        let mut v = Vec::new();
+        let page_size = req.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
+        if !(1..=MAX_PAGE_SIZE).contains(&page_size) {
+            v.push(FieldViolation {
+                field: "pageSize".into(),
+                description: format!("must be between 1 and {MAX_PAGE_SIZE}, got {page_size}"),
+            });
+        }
+        validate::history_length("historyLength", req.history_length, &mut v);
+        let after = match req.page_token.as_str() {
+            "" => None,
+            tok => match decode_cursor(tok) {
+                Some(c) => Some(c),
+                None => {
+                    v.push(FieldViolation {
+                        field: "pageToken".into(),
+                        description: "is not a token this server issued".into(),
+                    });
+                    None
+                }
+            },
+        };
+        validate::finish(v)?;
+        let query = TaskQuery {
+            owner: p.owner_filter(),
+            context_id: (!req.context_id.is_empty()).then(|| req.context_id.clone()),
+            state: (req.status != TaskState::Unspecified).then_some(req.status),
+            updated_since_ms: req.status_timestamp_after.map(|t| t.millis()),
+            after,
+            limit: usize::try_from(page_size).unwrap_or(50),
+        };
+        let page = self.inner.store.list_tasks(&query).await.map_err(internal)?;
+        let include = req.include_artifacts.unwrap_or(false);
+        let next_page_token = match (page.more, page.tasks.last()) {
+            (true, Some(last)) => encode_cursor(last.updated_ms(), last.id()),
+            _ => String::new(),
+        };
+        Ok(ListTasksResponse {
+            tasks: page.tasks.iter().map(|r| view(r, req.history_length, include)).collect(),
+            next_page_token,
+            page_size,
+            total_size: i32::try_from(page.total).unwrap_or(i32::MAX),
+        })
+    }
+
+    /// CancelTask. A task already CANCELED answers with its snapshot (cancel
+    /// is idempotent); other terminal states are TaskNotCancelable.
+    pub async fn cancel_task(&self, p: &Principal, req: CancelTaskRequest) -> Result<Task, A2aError> {
+        if req.id.is_empty() {
+            return Err(A2aError::invalid_field("id", "is required"));
+        }
+        let rec = self.visible_record(p, &req.id).await?;
+        let answer = |rec: &TaskRecord| match rec.state() {
+            TaskState::Canceled => Ok(view(rec, None, true)),
+            s => Err(A2aError::new(
+                ErrorKind::TaskNotCancelable,
+                format!("task {:?} is {} and can no longer be canceled", rec.id(), s.as_str()),
+            )
+            .with_meta("taskId", rec.id())),
+        };
+        if rec.state().is_terminal() {
+            return answer(&rec);
+        }
+        let change = Change::Status { state: TaskState::Canceled, message: None };
+        match self.mutate(&req.id, |r, now| transition::apply(r, change, now).map_err(refused)).await {
+            Ok(rec) => Ok(view(&rec, None, true)),
+            // Became terminal between the read and the change.
+            Err(e) if e.kind == ErrorKind::UnsupportedOperation => {
+                let rec = self.visible_record(p, &req.id).await?;
+                answer(&rec)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn encode_cursor(ms: i64, id: &str) -> String {
+    URL_SAFE_NO_PAD.encode(format!("{ms}:{id}"))
+}
+
+fn decode_cursor(tok: &str) -> Option<(i64, String)> {
+    let raw = String::from_utf8(URL_SAFE_NO_PAD.decode(tok).ok()?).ok()?;
+    let (ms, id) = raw.split_once(':')?;
+    Some((ms.parse().ok()?, id.to_owned()))
+}

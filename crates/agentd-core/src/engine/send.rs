@@ -1,0 +1,260 @@
+//! SendMessage and SendStreamingMessage: routing of an incoming message to a
+//! new task, a direct reply, input for a waiting task, or steering input for
+//! a working one.
+
+use super::{Engine, TaskEvents, internal, refused};
+use crate::principal::Principal;
+use crate::record::{StatusEntry, TaskRecord};
+use crate::slots::Slot;
+use crate::store::{Batch, PushConfigRow};
+use crate::transition::{self, Change, Refused};
+use agentd_proto::validate;
+use agentd_proto::{
+    A2aError, ErrorKind, Message, SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
+    Task, TaskState, TaskStatus, Timestamp, new_id,
+};
+
+/// What a message turned into.
+#[allow(clippy::large_enum_variant)] // built once per request, never stored
+pub enum SendOutcome {
+    /// A direct reply; no task was created.
+    Message(Message),
+    /// The events of the task the message created or continued.
+    Task(TaskEvents),
+}
+
+impl Engine {
+    /// SendMessage: blocking unless `returnImmediately`.
+    pub async fn send_message(
+        &self,
+        p: &Principal,
+        req: SendMessageRequest,
+    ) -> Result<SendMessageResponse, A2aError> {
+        let cfg = req.configuration.clone().unwrap_or_default();
+        match self.send(p, req, true).await? {
+            SendOutcome::Message(m) => Ok(SendMessageResponse::Message(m)),
+            SendOutcome::Task(events) => {
+                let id = events.task_id().to_owned();
+                if cfg.return_immediately {
+                    drop(events);
+                } else {
+                    events.settle().await;
+                }
+                let rec = self.record(&id).await?.ok_or_else(|| A2aError::task_not_found(&id))?;
+                Ok(SendMessageResponse::Task(super::read::view(&rec, cfg.history_length, true)))
+            }
+        }
+    }
+
+    /// Routes a message. The returned events start with the task snapshot
+    /// taken under the task's lock, so no event is missed or repeated.
+    pub async fn send(
+        &self,
+        p: &Principal,
+        req: SendMessageRequest,
+        close_on_interrupt: bool,
+    ) -> Result<SendOutcome, A2aError> {
+        let mut v = Vec::new();
+        let Some(msg) = req.message else {
+            return Err(A2aError::invalid_field("message", "is required"));
+        };
+        validate::message("message", &msg, &mut v);
+        let cfg = req.configuration.unwrap_or_default();
+        validate::history_length("configuration.historyLength", cfg.history_length, &mut v);
+        validate::finish(v)?;
+        self.check_media_types(&msg)?;
+        let push = self.inline_push_config(p, &cfg).await?;
+        if msg.task_id.is_empty() {
+            self.new_task(p, msg, &cfg, push, close_on_interrupt).await
+        } else {
+            self.continue_task(p, msg, &cfg, push, close_on_interrupt).await
+        }
+    }
+
+    fn check_media_types(&self, msg: &Message) -> Result<(), A2aError> {
+        for (i, part) in msg.parts.iter().enumerate() {
+            let mt = part.media_type.trim();
+            let accepted =
+                mt.is_empty() || self.inner.config.input_modes.iter().any(|m| media_type_matches(m, mt));
+            if !accepted {
+                return Err(A2aError::new(
+                    ErrorKind::ContentTypeNotSupported,
+                    format!(
+                        "message.parts[{i}].mediaType {mt:?} is not accepted; this agent accepts {}",
+                        self.inner.config.input_modes.join(", ")
+                    ),
+                )
+                .with_meta("mediaType", mt));
+            }
+        }
+        Ok(())
+    }
+
+    async fn inline_push_config(
+        &self,
+        p: &Principal,
+        cfg: &SendMessageConfiguration,
+    ) -> Result<Option<PushConfigRow>, A2aError> {
+        let Some(pc) = &cfg.task_push_notification_config else { return Ok(None) };
+        if !self.inner.config.push_enabled {
+            return Err(A2aError::of(ErrorKind::PushNotificationNotSupported));
+        }
+        self.check_push_url("configuration.taskPushNotificationConfig.url", &pc.url).await?;
+        Ok(Some(PushConfigRow { owner: p.id.clone(), config: pc.clone() }))
+    }
+
+    async fn new_task(
+        &self,
+        p: &Principal,
+        msg: Message,
+        cfg: &SendMessageConfiguration,
+        push: Option<PushConfigRow>,
+        close_on_interrupt: bool,
+    ) -> Result<SendOutcome, A2aError> {
+        if !msg.context_id.is_empty()
+            && !p.is_operator()
+            && self.inner.store.context_foreign(&msg.context_id, &p.id).await.map_err(internal)?
+        {
+            return Err(A2aError::invalid_field(
+                "message.contextId",
+                "this contextId belongs to a conversation of another principal; omit it to start a new one",
+            ));
+        }
+        let context_id = if msg.context_id.is_empty() { new_id() } else { msg.context_id.clone() };
+        if let Some(mut reply) = self.inner.agent.direct_reply(&msg) {
+            reply.context_id = context_id;
+            return Ok(SendOutcome::Message(reply));
+        }
+        let id = new_id();
+        let now = Timestamp::now();
+        let mut input = msg;
+        input.task_id.clone_from(&id);
+        input.context_id.clone_from(&context_id);
+        let rec = TaskRecord {
+            task: Task {
+                id: id.clone(),
+                context_id,
+                status: TaskStatus { state: TaskState::Submitted, message: None, timestamp: Some(now) },
+                artifacts: Some(Vec::new()),
+                history: Some(vec![input.clone()]),
+                metadata: None,
+            },
+            owner: p.id.clone(),
+            created_at: now,
+            status_history: vec![StatusEntry { state: TaskState::Submitted, timestamp: now }],
+        };
+        let mut batch = Batch::default();
+        if let Some(mut row) = push {
+            row.config.task_id.clone_from(&id);
+            if row.config.id.is_empty() {
+                row.config.id = new_id();
+            }
+            batch.push_upserts.push(row);
+        }
+        let slot = Slot::new(rec.clone(), self.inner.config.stream_capacity);
+        let mut st = slot.state.lock().await;
+        self.commit_record(&rec, &[], batch).await?;
+        self.inner.slots.insert_or_get(&id, slot.clone());
+        let events = TaskEvents::new(
+            super::read::view(&rec, cfg.history_length, true),
+            slot.tx.subscribe(),
+            close_on_interrupt,
+        );
+        self.start_run(&mut st, input);
+        Ok(SendOutcome::Task(events))
+    }
+
+    async fn continue_task(
+        &self,
+        p: &Principal,
+        msg: Message,
+        cfg: &SendMessageConfiguration,
+        push: Option<PushConfigRow>,
+        close_on_interrupt: bool,
+    ) -> Result<SendOutcome, A2aError> {
+        let id = msg.task_id.clone();
+        loop {
+            let Some(slot) = self.slot(&id).await? else {
+                // Not live: terminal, or no such task.
+                let rec = self.visible_record(p, &id).await?;
+                return Err(refused(Refused::Terminal(rec.state())));
+            };
+            let mut st = slot.state.lock().await;
+            if st.detached {
+                continue;
+            }
+            if !p.can_see(&st.record.owner) {
+                return Err(A2aError::task_not_found(&id));
+            }
+            if !msg.context_id.is_empty() && msg.context_id != st.record.task.context_id {
+                return Err(A2aError::invalid_field(
+                    "message.contextId",
+                    format!("does not match the context of task {id:?}; omit it or send {:?}", st.record.task.context_id),
+                ));
+            }
+            let mut batch = Batch::default();
+            if let Some(mut row) = push.clone() {
+                row.config.task_id.clone_from(&id);
+                if row.config.id.is_empty() {
+                    row.config.id = new_id();
+                }
+                batch.push_upserts.push(row);
+            }
+            let running = st.running;
+            // Keeps the slot live through the commit: a run starts right after.
+            st.running = true;
+            let input = msg.clone();
+            let committed = self
+                .commit_locked(
+                    &slot,
+                    &mut st,
+                    |rec, now| {
+                        let mut ev = transition::apply(rec, Change::Input(input), now).map_err(refused)?;
+                        if !running {
+                            // A waiting task resumes: INPUT_REQUIRED → WORKING.
+                            let resume = Change::Status { state: TaskState::Working, message: None };
+                            ev.extend(transition::apply(rec, resume, now).map_err(refused)?);
+                        }
+                        Ok(ev)
+                    },
+                    batch,
+                )
+                .await;
+            let rec = match committed {
+                Ok(rec) => rec,
+                Err(e) => {
+                    st.running = running;
+                    return Err(e);
+                }
+            };
+            let events = TaskEvents::new(
+                super::read::view(&rec, cfg.history_length, true),
+                slot.tx.subscribe(),
+                close_on_interrupt,
+            );
+            let mut input = msg;
+            input.context_id.clone_from(&rec.task.context_id);
+            if running {
+                st.steering.push(input);
+            } else {
+                self.start_run(&mut st, input);
+            }
+            return Ok(SendOutcome::Task(events));
+        }
+    }
+
+    pub(super) async fn check_push_url(&self, field: &str, url: &str) -> Result<(), A2aError> {
+        if url.trim().is_empty() {
+            return Err(A2aError::invalid_field(field, "is required"));
+        }
+        self.inner.push_policy.check(url).await.map_err(|why| A2aError::invalid_field(field, why))
+    }
+}
+
+/// `accepted` may be `*/*`, `type/*` or a full type; parameters are ignored.
+fn media_type_matches(accepted: &str, actual: &str) -> bool {
+    let base = |s: &str| s.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let (a, t) = (base(accepted), base(actual));
+    a == "*/*" || a == t || a.strip_suffix("/*").is_some_and(|major| t.split('/').next() == Some(major))
+}
+

@@ -1,0 +1,67 @@
+//! A stream of one task's events, as SendStreamingMessage and
+//! SubscribeToTask deliver them: the task snapshot first, then every event
+//! in commit order, ending at a terminal state (and, for message streams,
+//! at an interrupted one).
+
+use crate::slots::Event;
+use agentd_proto::{A2aError, ErrorKind, StreamResponse, Task};
+use std::sync::Arc;
+use tokio::sync::broadcast::{self, error::RecvError};
+
+pub struct TaskEvents {
+    first: Option<Task>,
+    task_id: String,
+    rx: broadcast::Receiver<Event>,
+    close_on_interrupt: bool,
+    done: bool,
+}
+
+impl TaskEvents {
+    pub(crate) fn new(first: Task, rx: broadcast::Receiver<Event>, close_on_interrupt: bool) -> Self {
+        Self { task_id: first.id.clone(), first: Some(first), rx, close_on_interrupt, done: false }
+    }
+
+    pub fn task_id(&self) -> &str {
+        &self.task_id
+    }
+
+    /// The next event, `None` when the stream is over. An error means this
+    /// stream fell too far behind and was cut off (the task is unaffected).
+    pub async fn next(&mut self) -> Option<Result<Event, A2aError>> {
+        if let Some(t) = self.first.take() {
+            let state = t.status.state;
+            self.done = state.is_terminal() || (self.close_on_interrupt && state.is_interrupted());
+            return Some(Ok(Arc::new(StreamResponse::Task(t))));
+        }
+        if self.done {
+            return None;
+        }
+        match self.rx.recv().await {
+            Ok(ev) => {
+                if let StreamResponse::StatusUpdate(s) = ev.as_ref() {
+                    let state = s.status.state;
+                    self.done =
+                        state.is_terminal() || (self.close_on_interrupt && state.is_interrupted());
+                }
+                Some(Ok(ev))
+            }
+            Err(RecvError::Closed) => None,
+            Err(RecvError::Lagged(n)) => {
+                self.done = true;
+                Some(Err(A2aError::new(
+                    ErrorKind::Internal,
+                    format!("this stream fell {n} events behind and was closed; resubscribe to continue"),
+                )))
+            }
+        }
+    }
+
+    /// Consumes events until the stream ends (blocking SendMessage).
+    pub(crate) async fn settle(mut self) {
+        while let Some(ev) = self.next().await {
+            if ev.is_err() {
+                break;
+            }
+        }
+    }
+}

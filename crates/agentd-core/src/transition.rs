@@ -1,0 +1,171 @@
+//! The task state machine as a pure function: a record and a change in, the
+//! changed record and the events it produced out. No I/O, no clock: the
+//! caller passes the commit timestamp. Terminal states absorb every change.
+
+use crate::record::{StatusEntry, TaskRecord};
+use agentd_proto::{
+    Artifact, Message, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus,
+    TaskStatusUpdateEvent, Timestamp,
+};
+
+/// One change to a task.
+#[derive(Clone, Debug)]
+pub enum Change {
+    /// A move to `state` (the same state again is a progress update).
+    Status { state: TaskState, message: Option<Message> },
+    /// A new artifact, a replacement, or a chunk appended to one.
+    Artifact { artifact: Artifact, append: bool, last_chunk: bool },
+    /// A client message appended to the task's history.
+    Input(Message),
+}
+
+/// Why a change was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    #[error("task is in terminal state {0:?}")]
+    Terminal(TaskState),
+    #[error("TASK_STATE_UNSPECIFIED is not a state a task can move to")]
+    Unspecified,
+}
+
+/// Applies `change` at time `now`, returning the events to publish after
+/// the record is committed.
+pub fn apply(
+    rec: &mut TaskRecord,
+    change: Change,
+    now: Timestamp,
+) -> Result<Vec<StreamResponse>, Refused> {
+    let current = rec.state();
+    if current.is_terminal() {
+        return Err(Refused::Terminal(current));
+    }
+    let (task_id, context_id) = (rec.task.id.clone(), rec.task.context_id.clone());
+    match change {
+        Change::Status { state, message } => {
+            if state == TaskState::Unspecified {
+                return Err(Refused::Unspecified);
+            }
+            // Status timestamps never go backwards, whatever the clock does.
+            let last = rec.task.status.timestamp.unwrap_or(now);
+            let ts = if now < last { last } else { now };
+            let message = message.map(|m| stamp(m, &task_id, &context_id));
+            if let Some(m) = &message {
+                rec.task.history.get_or_insert_with(Vec::new).push(m.clone());
+            }
+            rec.task.status = TaskStatus { state, message, timestamp: Some(ts) };
+            rec.status_history.push(StatusEntry { state, timestamp: ts });
+            Ok(vec![StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                task_id,
+                context_id,
+                status: rec.task.status.clone(),
+                metadata: None,
+            })])
+        }
+        Change::Artifact { artifact, append, last_chunk } => {
+            let list = rec.task.artifacts.get_or_insert_with(Vec::new);
+            match list.iter_mut().find(|a| a.artifact_id == artifact.artifact_id) {
+                Some(existing) if append => existing.parts.extend(artifact.parts.iter().cloned()),
+                Some(existing) => *existing = artifact.clone(),
+                None => list.push(artifact.clone()),
+            }
+            Ok(vec![StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                task_id,
+                context_id,
+                artifact,
+                append,
+                last_chunk,
+                metadata: None,
+            })])
+        }
+        Change::Input(message) => {
+            let m = stamp(message, &task_id, &context_id);
+            rec.task.history.get_or_insert_with(Vec::new).push(m);
+            Ok(Vec::new())
+        }
+    }
+}
+
+/// A message inside a task always names the task and its context.
+fn stamp(mut m: Message, task_id: &str, context_id: &str) -> Message {
+    task_id.clone_into(&mut m.task_id);
+    context_id.clone_into(&mut m.context_id);
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentd_proto::{Part, Task};
+
+    fn rec(state: TaskState) -> TaskRecord {
+        TaskRecord {
+            task: Task {
+                id: "t".into(),
+                context_id: "c".into(),
+                status: TaskStatus { state, message: None, timestamp: Timestamp::from_millis(1000) },
+                artifacts: Some(vec![]),
+                history: Some(vec![]),
+                metadata: None,
+            },
+            owner: "user:a".into(),
+            created_at: Timestamp::from_millis(1000).unwrap(),
+            status_history: vec![],
+        }
+    }
+
+    #[test]
+    fn terminal_states_absorb_every_change() {
+        for s in [TaskState::Completed, TaskState::Failed, TaskState::Canceled, TaskState::Rejected] {
+            let mut r = rec(s);
+            let before = r.clone();
+            let now = Timestamp::from_millis(2000).unwrap();
+            let change = Change::Status { state: TaskState::Working, message: None };
+            assert_eq!(apply(&mut r, change, now), Err(Refused::Terminal(s)));
+            let change = Change::Input(Message::agent_text("x"));
+            assert_eq!(apply(&mut r, change, now), Err(Refused::Terminal(s)));
+            assert_eq!(r, before, "a refused change must leave the record untouched");
+        }
+    }
+
+    #[test]
+    fn status_change_records_history_and_one_event() {
+        let mut r = rec(TaskState::Submitted);
+        let now = Timestamp::from_millis(5000).unwrap();
+        let ev = apply(&mut r, Change::Status { state: TaskState::Completed, message: Some(Message::agent_text("done")) }, now).unwrap();
+        assert_eq!(ev.len(), 1);
+        assert_eq!(r.state(), TaskState::Completed);
+        assert_eq!(r.status_history, vec![StatusEntry { state: TaskState::Completed, timestamp: now }]);
+        let h = r.task.history.as_ref().unwrap();
+        assert_eq!(h[0].task_id, "t", "messages in a task carry its id");
+        assert_eq!(h[0].context_id, "c");
+    }
+
+    #[test]
+    fn timestamps_never_go_backwards() {
+        let mut r = rec(TaskState::Working);
+        let early = Timestamp::from_millis(10).unwrap();
+        apply(&mut r, Change::Status { state: TaskState::Working, message: None }, early).unwrap();
+        assert_eq!(r.task.status.timestamp.unwrap().millis(), 1000);
+    }
+
+    #[test]
+    fn artifact_chunks_append_to_the_same_artifact() {
+        let mut r = rec(TaskState::Working);
+        let now = Timestamp::from_millis(2000).unwrap();
+        let a = |t: &str| Artifact { artifact_id: "a".into(), parts: vec![Part::text(t)], ..Default::default() };
+        apply(&mut r, Change::Artifact { artifact: a("one "), append: false, last_chunk: false }, now).unwrap();
+        apply(&mut r, Change::Artifact { artifact: a("two"), append: true, last_chunk: true }, now).unwrap();
+        let arts = r.task.artifacts.as_ref().unwrap();
+        assert_eq!(arts.len(), 1);
+        assert_eq!(arts[0].parts.len(), 2);
+        apply(&mut r, Change::Artifact { artifact: a("new"), append: false, last_chunk: true }, now).unwrap();
+        assert_eq!(r.task.artifacts.as_ref().unwrap()[0].parts, vec![Part::text("new")], "same id without append replaces");
+    }
+
+    #[test]
+    fn unspecified_is_refused() {
+        let mut r = rec(TaskState::Working);
+        let now = Timestamp::from_millis(2000).unwrap();
+        assert_eq!(apply(&mut r, Change::Status { state: TaskState::Unspecified, message: None }, now), Err(Refused::Unspecified));
+    }
+}

@@ -1,0 +1,74 @@
+//! The stored form of records and push configs, shared by every backend so
+//! that what is read back is exactly what SQLite would give back.
+
+use agentd_core::{PushConfigRow, StatusEntry, StoreError, TaskRecord};
+use agentd_proto::{Task, TaskPushNotificationConfig, TaskState, Timestamp};
+
+/// A task row as columns.
+pub(crate) struct EncodedTask {
+    pub id: String,
+    pub context_id: String,
+    pub owner: String,
+    pub state: i64,
+    pub updated_ms: i64,
+    pub created_ms: i64,
+    pub task_json: String,
+    pub status_history_json: String,
+}
+
+/// Maps any displayable error to a `StoreError` with some context.
+pub(crate) fn err<E: std::fmt::Display>(context: &'static str) -> impl Fn(E) -> StoreError {
+    move |e| StoreError(format!("{context}: {e}"))
+}
+
+/// The number a state is stored as.
+pub(crate) fn state_number(state: TaskState) -> i64 {
+    i64::from(state.number())
+}
+
+pub(crate) fn encode_task(record: &TaskRecord) -> Result<EncodedTask, StoreError> {
+    Ok(EncodedTask {
+        id: record.task.id.clone(),
+        context_id: record.task.context_id.clone(),
+        owner: record.owner.clone(),
+        state: state_number(record.state()),
+        updated_ms: record.updated_ms(),
+        created_ms: record.created_at.millis(),
+        task_json: serde_json::to_string(&record.task).map_err(err("encode task"))?,
+        status_history_json: serde_json::to_string(&record.status_history)
+            .map_err(err("encode status history"))?,
+    })
+}
+
+pub(crate) fn decode_task(
+    owner: String,
+    created_ms: i64,
+    task_json: &str,
+    status_history_json: &str,
+) -> Result<TaskRecord, StoreError> {
+    let task: Task = serde_json::from_str(task_json).map_err(err("decode task"))?;
+    let status_history: Vec<StatusEntry> =
+        serde_json::from_str(status_history_json).map_err(err("decode status history"))?;
+    let created_at = Timestamp::from_millis(created_ms)
+        .ok_or_else(|| StoreError(format!("decode task: bad created_ms {created_ms}")))?;
+    Ok(TaskRecord { task, owner, created_at, status_history })
+}
+
+/// What the record looks like once stored and read back (timestamps at
+/// millisecond precision, ProtoJSON normal form).
+pub(crate) fn normalize_task(record: &TaskRecord) -> Result<TaskRecord, StoreError> {
+    let e = encode_task(record)?;
+    decode_task(e.owner, e.created_ms, &e.task_json, &e.status_history_json)
+}
+
+pub(crate) fn encode_config(config: &TaskPushNotificationConfig) -> Result<String, StoreError> {
+    serde_json::to_string(config).map_err(err("encode push config"))
+}
+
+pub(crate) fn decode_config(json: &str) -> Result<TaskPushNotificationConfig, StoreError> {
+    serde_json::from_str(json).map_err(err("decode push config"))
+}
+
+pub(crate) fn normalize_config(row: &PushConfigRow) -> Result<PushConfigRow, StoreError> {
+    Ok(PushConfigRow { owner: row.owner.clone(), config: decode_config(&encode_config(&row.config)?)? })
+}

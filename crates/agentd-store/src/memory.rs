@@ -1,0 +1,195 @@
+//! `MemoryStore`: the in-memory backend for unit tests. It keeps the same
+//! contract as SQLite: one lock makes each batch atomic, records are read back
+//! in their stored (normalized) form, and push events fan out to the configs
+//! a task has at commit time.
+
+use crate::codec::{normalize_config, normalize_task};
+use agentd_core::{
+    Batch, OutboxItem, PushConfigRow, Store, StoreError, TaskPage, TaskQuery, TaskRecord,
+};
+use agentd_proto::{TaskState, Timestamp};
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
+
+/// An in-memory store. Cheap to create; everything is lost on drop.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    tasks: BTreeMap<String, TaskRecord>,
+    /// `(task_id, id)` → (insertion sequence, row).
+    push: BTreeMap<(String, String), (u64, PushConfigRow)>,
+    next_push_seq: u64,
+    outbox: BTreeMap<i64, OutboxRow>,
+    next_outbox_id: i64,
+}
+
+#[derive(Debug, Clone)]
+struct OutboxRow {
+    task_id: String,
+    config_id: String,
+    body: String,
+    attempts: u32,
+    not_before_ms: i64,
+}
+
+impl MemoryStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Inner>, StoreError> {
+        self.inner.lock().map_err(|_| StoreError("memory store lock poisoned".into()))
+    }
+}
+
+/// The ListTasks order: newest status first, ties by id descending.
+fn sort_key(r: &TaskRecord) -> (std::cmp::Reverse<i64>, std::cmp::Reverse<&str>) {
+    (std::cmp::Reverse(r.updated_ms()), std::cmp::Reverse(r.id()))
+}
+
+fn matches(r: &TaskRecord, q: &TaskQuery) -> bool {
+    q.owner.as_ref().is_none_or(|o| &r.owner == o)
+        && q.context_id.as_ref().is_none_or(|c| &r.task.context_id == c)
+        && q.state.is_none_or(|s| r.state() == s)
+        && q.updated_since_ms.is_none_or(|ms| r.updated_ms() >= ms)
+}
+
+impl Inner {
+    /// Applies a batch; every step is infallible once the inputs are
+    /// normalized, so the batch is all or nothing.
+    fn apply(&mut self, tasks: Vec<TaskRecord>, upserts: Vec<PushConfigRow>, batch: &Batch) {
+        for r in tasks {
+            self.tasks.insert(r.task.id.clone(), r);
+        }
+        for row in upserts {
+            let key = (row.config.task_id.clone(), row.config.id.clone());
+            match self.push.get_mut(&key) {
+                Some(existing) => existing.1 = row,
+                None => {
+                    self.next_push_seq += 1;
+                    self.push.insert(key, (self.next_push_seq, row));
+                }
+            }
+        }
+        for key in &batch.push_deletes {
+            self.push.remove(key);
+            self.outbox.retain(|_, o| (&o.task_id, &o.config_id) != (&key.0, &key.1));
+        }
+        let now = Timestamp::now().millis();
+        for (task_id, body) in &batch.push_events {
+            let mut configs: Vec<_> = self
+                .push
+                .iter()
+                .filter(|((t, _), _)| t == task_id)
+                .map(|((_, id), (seq, _))| (*seq, id.clone()))
+                .collect();
+            configs.sort();
+            for (_, config_id) in configs {
+                self.next_outbox_id += 1;
+                let row = OutboxRow {
+                    task_id: task_id.clone(),
+                    config_id,
+                    body: body.clone(),
+                    attempts: 0,
+                    not_before_ms: now,
+                };
+                self.outbox.insert(self.next_outbox_id, row);
+            }
+        }
+        for id in &batch.outbox_done {
+            self.outbox.remove(id);
+        }
+        for (id, not_before_ms, attempts) in &batch.outbox_retry {
+            if let Some(row) = self.outbox.get_mut(id) {
+                row.not_before_ms = *not_before_ms;
+                row.attempts = *attempts;
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn commit(&self, batch: Batch) -> Result<(), StoreError> {
+        // Normalize first: an encoding error fails the batch before any change.
+        let tasks = batch.tasks.iter().map(normalize_task).collect::<Result<Vec<_>, _>>()?;
+        let upserts =
+            batch.push_upserts.iter().map(normalize_config).collect::<Result<Vec<_>, _>>()?;
+        self.lock()?.apply(tasks, upserts, &batch);
+        Ok(())
+    }
+
+    async fn get_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(self.lock()?.tasks.get(id).cloned())
+    }
+
+    async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        let inner = self.lock()?;
+        let mut matched: Vec<&TaskRecord> =
+            inner.tasks.values().filter(|r| matches(r, query)).collect();
+        matched.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)));
+        let total = matched.len();
+        let mut rest = matched.into_iter().filter(|r| match &query.after {
+            Some((ms, id)) => (r.updated_ms(), r.id()) < (*ms, id.as_str()),
+            None => true,
+        });
+        let tasks: Vec<TaskRecord> = rest.by_ref().take(query.limit).cloned().collect();
+        let more = rest.next().is_some();
+        Ok(TaskPage { tasks, total, more })
+    }
+
+    async fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError> {
+        let inner = self.lock()?;
+        let mut out: Vec<TaskRecord> =
+            inner.tasks.values().filter(|r| states.contains(&r.state())).cloned().collect();
+        out.sort_by(|a, b| (a.updated_ms(), a.id()).cmp(&(b.updated_ms(), b.id())));
+        Ok(out)
+    }
+
+    async fn context_foreign(&self, context_id: &str, owner: &str) -> Result<bool, StoreError> {
+        let inner = self.lock()?;
+        Ok(inner.tasks.values().any(|r| r.task.context_id == context_id && r.owner != owner))
+    }
+
+    async fn get_push_config(
+        &self,
+        task_id: &str,
+        id: &str,
+    ) -> Result<Option<PushConfigRow>, StoreError> {
+        let key = (task_id.to_owned(), id.to_owned());
+        Ok(self.lock()?.push.get(&key).map(|(_, row)| row.clone()))
+    }
+
+    async fn list_push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>, StoreError> {
+        let inner = self.lock()?;
+        let mut rows: Vec<&(u64, PushConfigRow)> =
+            inner.push.iter().filter(|((t, _), _)| t == task_id).map(|(_, v)| v).collect();
+        rows.sort_by_key(|(seq, _)| *seq);
+        Ok(rows.into_iter().map(|(_, row)| row.clone()).collect())
+    }
+
+    async fn due_outbox(&self, now_ms: i64, limit: usize) -> Result<Vec<OutboxItem>, StoreError> {
+        let inner = self.lock()?;
+        let due = inner.outbox.iter().filter(|(_, o)| o.not_before_ms <= now_ms);
+        let items = due.filter_map(|(id, o)| {
+            let key = (o.task_id.clone(), o.config_id.clone());
+            inner.push.get(&key).map(|(_, row)| OutboxItem {
+                id: *id,
+                task_id: o.task_id.clone(),
+                config: row.config.clone(),
+                body: o.body.clone(),
+                attempts: o.attempts,
+            })
+        });
+        Ok(items.take(limit).collect())
+    }
+
+    async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError> {
+        Ok(self.lock()?.outbox.values().map(|o| o.not_before_ms).min())
+    }
+}

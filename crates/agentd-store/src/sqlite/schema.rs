@@ -1,0 +1,102 @@
+//! The SQLite schema: connection pragmas and the ordered migrations, tracked
+//! in `PRAGMA user_version` (the number of migrations applied).
+
+use crate::codec::err;
+use agentd_core::StoreError;
+use rusqlite::{Connection, OpenFlags};
+use std::path::Path;
+use std::time::Duration;
+
+/// How long a connection waits on a lock before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Migration `i` takes the schema from version `i` to `i + 1`. Append only.
+pub(crate) const MIGRATIONS: &[&str] = &[
+    // 1: tasks, push configs, outbox.
+    "CREATE TABLE tasks (
+        id TEXT PRIMARY KEY NOT NULL,
+        context_id TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        state INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        created_ms INTEGER NOT NULL,
+        task_json TEXT NOT NULL,
+        status_history_json TEXT NOT NULL
+    );
+    CREATE INDEX tasks_updated ON tasks (updated_ms DESC, id DESC);
+    CREATE INDEX tasks_owner_updated ON tasks (owner, updated_ms DESC, id DESC);
+    CREATE INDEX tasks_context ON tasks (context_id, owner);
+    CREATE INDEX tasks_state ON tasks (state);
+    CREATE TABLE push_configs (
+        task_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        config_json TEXT NOT NULL,
+        created_seq INTEGER NOT NULL,
+        PRIMARY KEY (task_id, id)
+    );
+    CREATE TABLE outbox (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        task_id TEXT NOT NULL,
+        config_id TEXT NOT NULL,
+        body TEXT NOT NULL,
+        attempts INTEGER NOT NULL,
+        not_before_ms INTEGER NOT NULL,
+        FOREIGN KEY (task_id, config_id) REFERENCES push_configs (task_id, id)
+            ON DELETE CASCADE
+    );
+    CREATE INDEX outbox_config ON outbox (task_id, config_id);
+    CREATE INDEX outbox_due ON outbox (not_before_ms);",
+];
+
+/// Opens the one read-write connection: WAL, busy timeout, foreign keys,
+/// the requested `synchronous` level, then runs pending migrations.
+pub(crate) fn open_writer(path: &Path, synchronous_full: bool) -> Result<Connection, StoreError> {
+    let mut conn = Connection::open(path).map_err(err("open database"))?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(err("set busy_timeout"))?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+        .map_err(err("set journal_mode"))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError(format!("database refused WAL mode (got {mode})")));
+    }
+    let sync = if synchronous_full { "FULL" } else { "NORMAL" };
+    conn.pragma_update(None, "synchronous", sync).map_err(err("set synchronous"))?;
+    conn.pragma_update(None, "foreign_keys", true).map_err(err("set foreign_keys"))?;
+    migrate(&mut conn)?;
+    Ok(conn)
+}
+
+/// Opens a read-only connection for the read pool.
+pub(crate) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(err("open reader"))?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(err("set busy_timeout"))?;
+    Ok(conn)
+}
+
+/// Applies every migration not yet applied, each in its own transaction
+/// together with the version bump. Running it again is a no-op.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(err("read user_version"))?;
+    let known = MIGRATIONS.len() as i64;
+    if !(0..=known).contains(&version) {
+        return Err(StoreError(format!(
+            "database schema version {version} is not one this build knows (0..={known})"
+        )));
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        let tx = conn.transaction().map_err(err("begin migration"))?;
+        tx.execute_batch(sql).map_err(|e| StoreError(format!("migration {}: {e}", i + 1)))?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64).map_err(err("set user_version"))?;
+        tx.commit().map_err(err("commit migration"))?;
+    }
+    Ok(())
+}
+
+/// The schema version of an open connection.
+pub(crate) fn version(conn: &Connection) -> Result<i64, StoreError> {
+    conn.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(err("read user_version"))
+}

@@ -1,0 +1,151 @@
+//! The group-commit writer: one OS thread owns the read-write connection,
+//! drains every queued batch, applies them in one transaction and acks each
+//! caller only after COMMIT returned. If the group fails, each batch is
+//! retried alone so one bad batch fails alone.
+
+use crate::codec::{encode_config, encode_task, err};
+use agentd_core::{Batch, StoreError};
+use agentd_proto::Timestamp;
+use rusqlite::{Connection, Transaction, TransactionBehavior, params};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::thread::JoinHandle;
+use tokio::sync::oneshot;
+
+/// The most batches committed in one transaction.
+const MAX_GROUP: usize = 256;
+
+/// One queued commit and where to send its outcome.
+pub(crate) struct Job {
+    pub batch: Batch,
+    pub reply: oneshot::Sender<Result<(), StoreError>>,
+}
+
+/// Starts the writer thread; it ends when every sender is dropped.
+pub(crate) fn spawn(conn: Connection) -> Result<(Sender<Job>, JoinHandle<()>), StoreError> {
+    let (tx, rx) = channel();
+    let handle = std::thread::Builder::new()
+        .name("agentd-store-writer".into())
+        .spawn(move || run(conn, rx))
+        .map_err(err("spawn writer thread"))?;
+    Ok((tx, handle))
+}
+
+fn run(mut conn: Connection, rx: Receiver<Job>) {
+    while let Ok(first) = rx.recv() {
+        let mut jobs = vec![first];
+        while jobs.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(job) => jobs.push(job),
+                Err(_) => break,
+            }
+        }
+        write_group(&mut conn, jobs);
+    }
+}
+
+fn write_group(conn: &mut Connection, jobs: Vec<Job>) {
+    match apply_in_tx(conn, jobs.iter().map(|j| &j.batch)) {
+        Ok(()) => {
+            for job in jobs {
+                // The caller may have stopped waiting; the write stands.
+                let _ = job.reply.send(Ok(()));
+            }
+        }
+        Err(e) if jobs.len() == 1 => {
+            for job in jobs {
+                let _ = job.reply.send(Err(e));
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, batches = jobs.len(), "group commit failed; retrying one by one");
+            for job in jobs {
+                let outcome = apply_in_tx(conn, std::iter::once(&job.batch));
+                let _ = job.reply.send(outcome);
+            }
+        }
+    }
+}
+
+/// Applies `batches` in order in one IMMEDIATE transaction and commits.
+/// On error the transaction is rolled back (by drop) and nothing is written.
+fn apply_in_tx<'a>(
+    conn: &mut Connection,
+    batches: impl Iterator<Item = &'a Batch>,
+) -> Result<(), StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(err("begin"))?;
+    for batch in batches {
+        apply(&tx, batch)?;
+    }
+    tx.commit().map_err(err("commit"))
+}
+
+const UPSERT_TASK: &str = "INSERT INTO tasks
+    (id, context_id, owner, state, updated_ms, created_ms, task_json, status_history_json)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+    ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id,
+        owner = excluded.owner, state = excluded.state, updated_ms = excluded.updated_ms,
+        created_ms = excluded.created_ms, task_json = excluded.task_json,
+        status_history_json = excluded.status_history_json";
+
+const UPSERT_PUSH: &str = "INSERT INTO push_configs (task_id, id, owner, config_json, created_seq)
+    VALUES (?1, ?2, ?3, ?4,
+        (SELECT COALESCE(MAX(created_seq), 0) + 1 FROM push_configs WHERE task_id = ?1))
+    ON CONFLICT (task_id, id) DO UPDATE SET owner = excluded.owner,
+        config_json = excluded.config_json";
+
+const FAN_OUT: &str = "INSERT INTO outbox (task_id, config_id, body, attempts, not_before_ms)
+    SELECT task_id, id, ?2, 0, ?3 FROM push_configs WHERE task_id = ?1 ORDER BY created_seq";
+
+/// Writes one batch inside `tx`, in the order: tasks, push upserts, push
+/// deletes (their outbox rows go by cascade), push events, outbox done,
+/// outbox retry.
+fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
+    for record in &batch.tasks {
+        let t = encode_task(record)?;
+        tx.prepare_cached(UPSERT_TASK)
+            .and_then(|mut s| {
+                s.execute(params![
+                    t.id,
+                    t.context_id,
+                    t.owner,
+                    t.state,
+                    t.updated_ms,
+                    t.created_ms,
+                    t.task_json,
+                    t.status_history_json
+                ])
+            })
+            .map_err(err("write task"))?;
+    }
+    for row in &batch.push_upserts {
+        let json = encode_config(&row.config)?;
+        let c = &row.config;
+        tx.prepare_cached(UPSERT_PUSH)
+            .and_then(|mut s| s.execute(params![c.task_id, c.id, row.owner, json]))
+            .map_err(err("write push config"))?;
+    }
+    for (task_id, id) in &batch.push_deletes {
+        tx.prepare_cached("DELETE FROM push_configs WHERE task_id = ?1 AND id = ?2")
+            .and_then(|mut s| s.execute(params![task_id, id]))
+            .map_err(err("delete push config"))?;
+    }
+    let now = Timestamp::now().millis();
+    for (task_id, body) in &batch.push_events {
+        tx.prepare_cached(FAN_OUT)
+            .and_then(|mut s| s.execute(params![task_id, body, now]))
+            .map_err(err("fan out push event"))?;
+    }
+    for id in &batch.outbox_done {
+        tx.prepare_cached("DELETE FROM outbox WHERE id = ?1")
+            .and_then(|mut s| s.execute(params![id]))
+            .map_err(err("remove outbox row"))?;
+    }
+    for (id, not_before_ms, attempts) in &batch.outbox_retry {
+        tx.prepare_cached("UPDATE outbox SET not_before_ms = ?2, attempts = ?3 WHERE id = ?1")
+            .and_then(|mut s| s.execute(params![id, not_before_ms, attempts]))
+            .map_err(err("reschedule outbox row"))?;
+    }
+    Ok(())
+}
