@@ -15,8 +15,11 @@ pub type Metadata = Map<String, Value>;
 pub struct Timestamp(pub DateTime<Utc>);
 
 impl Timestamp {
+    /// The current time at the wire's precision (milliseconds), so that a
+    /// value kept in memory equals the same value read back from a store.
     pub fn now() -> Self {
-        Self(Utc::now())
+        let ms = Utc::now().timestamp_millis();
+        Self::from_millis(ms).unwrap_or(Self(Utc::now()))
     }
     /// Milliseconds since the Unix epoch; the precision the wire carries.
     pub fn millis(&self) -> i64 {
@@ -218,7 +221,7 @@ impl<'de> Deserialize<'de> for Part {
             metadata: Option<Metadata>,
             #[serde(default, deserialize_with = "null_default")]
             filename: String,
-            #[serde(default, alias = "media_type", deserialize_with = "null_default")]
+            #[serde(default, rename = "mediaType", alias = "media_type", deserialize_with = "null_default")]
             media_type: String,
         }
         fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {

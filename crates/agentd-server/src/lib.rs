@@ -1,1 +1,39 @@
-//! placeholder
+//! The A2A bindings on one listener: JSON-RPC 2.0 and HTTP+JSON/REST, SSE
+//! for the streaming methods, the agent card, authentication and push
+//! delivery. This is the one place domain errors become wire errors; it
+//! holds no business rules (those are in `agentd-core`).
+
+pub mod auth;
+pub mod card;
+mod dispatch;
+mod errors;
+pub mod extensions;
+mod jsonrpc;
+mod params;
+pub mod push;
+mod rest;
+mod routes;
+mod sse;
+pub mod state;
+
+pub use auth::{Authenticator, TokenEntry};
+pub use card::{CardConfig, CardService};
+pub use extensions::{DeclaredExtension, ExtensionRegistry};
+pub use routes::app;
+pub use state::{AppState, ServerConfig, VersionPolicy};
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// Serves `app` on an already bound listener until `shutdown` fires.
+/// Taking the listener (not an address) lets tests bind `127.0.0.1:0`.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let router = app(state);
+    axum::serve(listener, router.into_make_service_with_connect_info::<std::net::SocketAddr>())
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+}

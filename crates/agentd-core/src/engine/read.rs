@@ -143,3 +143,37 @@ fn decode_cursor(tok: &str) -> Option<(i64, String)> {
     let (ms, id) = raw.split_once(':')?;
     Some((ms.parse().ok()?, id.to_owned()))
 }
+
+impl Engine {
+    /// SubscribeToTask: the current task first, then its events until it
+    /// ends. A terminal task is refused before any stream opens. A task
+    /// waiting for input with nothing running still streams: the events of
+    /// a later resume reach it.
+    pub async fn subscribe(
+        &self,
+        p: &Principal,
+        req: agentd_proto::SubscribeToTaskRequest,
+    ) -> Result<super::TaskEvents, A2aError> {
+        if req.id.is_empty() {
+            return Err(A2aError::invalid_field("id", "is required"));
+        }
+        loop {
+            let Some(slot) = self.slot(&req.id).await? else {
+                let rec = self.visible_record(p, &req.id).await?;
+                return Err(A2aError::new(
+                    ErrorKind::UnsupportedOperation,
+                    format!("task {:?} is {}; a terminal task has no events to subscribe to", req.id, rec.state().as_str()),
+                )
+                .with_meta("taskId", &req.id));
+            };
+            let st = slot.state.lock().await;
+            if st.detached {
+                continue;
+            }
+            if !p.can_see(&st.record.owner) {
+                return Err(A2aError::task_not_found(&req.id));
+            }
+            return Ok(super::TaskEvents::new(view(&st.record, None, true), slot.tx.subscribe(), false));
+        }
+    }
+}

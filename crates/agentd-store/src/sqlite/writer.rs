@@ -52,7 +52,7 @@ fn write_group(conn: &mut Connection, jobs: Vec<Job>) {
             }
         }
         Err(e) if jobs.len() == 1 => {
-            for job in jobs {
+            if let Some(job) = jobs.into_iter().next() {
                 let _ = job.reply.send(Err(e));
             }
         }

@@ -1,0 +1,112 @@
+//! The agent card: built once at start from what the listener really does
+//! (bindings, capabilities, security, extensions), served at
+//! `/.well-known/agent-card.json` with `Cache-Control`, `ETag` and
+//! `Last-Modified`, and as the extended card to authenticated callers.
+
+use crate::extensions::ExtensionRegistry;
+use agentd_proto::{
+    AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill, HttpAuthSecurityScheme,
+    SecurityRequirement, SecurityScheme, StringList,
+};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+/// Paths of the two bindings under the base URL.
+pub const JSONRPC_PATH: &str = "/a2a/jsonrpc";
+pub const REST_PATH: &str = "/a2a/rest";
+pub const CARD_PATH: &str = "/.well-known/agent-card.json";
+
+#[derive(Clone, Debug)]
+pub struct CardConfig {
+    pub name: String,
+    pub description: String,
+    pub version: String,
+    /// Base URL clients reach this listener at, e.g. `http://127.0.0.1:7420`.
+    pub base_url: String,
+    pub streaming: bool,
+    pub push_notifications: bool,
+    /// Whether bearer tokens are required (declared as a security scheme).
+    pub bearer_auth: bool,
+    pub input_modes: Vec<String>,
+    pub output_modes: Vec<String>,
+    pub skills: Vec<AgentSkill>,
+    /// `Cache-Control: max-age` in seconds.
+    pub max_age_secs: u32,
+}
+
+/// The card and its precomputed HTTP caching headers.
+pub struct CardService {
+    pub card: AgentCard,
+    pub json: Vec<u8>,
+    pub etag: String,
+    pub last_modified: String,
+    pub max_age_secs: u32,
+}
+
+impl CardService {
+    pub fn new(cfg: CardConfig, extensions: &ExtensionRegistry) -> Self {
+        let base = cfg.base_url.trim_end_matches('/');
+        let interface = |path: &str, binding: &str| AgentInterface {
+            url: format!("{base}{path}"),
+            protocol_binding: binding.into(),
+            tenant: String::new(),
+            protocol_version: agentd_proto::PROTOCOL_VERSION.into(),
+        };
+        let (security_schemes, security_requirements) = if cfg.bearer_auth {
+            let scheme = SecurityScheme::HttpAuth(HttpAuthSecurityScheme {
+                description: "A bearer token issued by the operator of this agent".into(),
+                scheme: "Bearer".into(),
+                bearer_format: String::new(),
+            });
+            let req = SecurityRequirement {
+                schemes: BTreeMap::from([("bearer".to_owned(), StringList::default())]),
+            };
+            (BTreeMap::from([("bearer".to_owned(), scheme)]), vec![req])
+        } else {
+            (BTreeMap::new(), Vec::new())
+        };
+        let card = AgentCard {
+            name: cfg.name,
+            description: cfg.description,
+            supported_interfaces: vec![
+                interface(JSONRPC_PATH, "JSONRPC"),
+                interface(REST_PATH, "HTTP+JSON"),
+            ],
+            provider: Some(AgentProvider { url: "https://agentd.dev".into(), organization: "agentd".into() }),
+            version: cfg.version,
+            documentation_url: Some("https://agentd.dev/docs".into()),
+            capabilities: AgentCapabilities {
+                streaming: Some(cfg.streaming),
+                push_notifications: Some(cfg.push_notifications),
+                extensions: extensions.card_entries(),
+                extended_agent_card: Some(true),
+            },
+            security_schemes,
+            security_requirements,
+            default_input_modes: cfg.input_modes,
+            default_output_modes: cfg.output_modes,
+            skills: cfg.skills,
+            signatures: Vec::new(),
+            icon_url: None,
+        };
+        let json = serde_json::to_vec(&card).unwrap_or_default();
+        let hash = Sha256::digest(&json);
+        let etag = format!("\"{}\"", hex::encode(&hash[..12]));
+        let last_modified = chrono::Utc::now().format("%a, %d %b %Y %H:%M:%S GMT").to_string();
+        Self { card, json, etag, last_modified, max_age_secs: cfg.max_age_secs }
+    }
+}
+
+/// The skill every agentd agent has.
+pub fn chat_skill() -> AgentSkill {
+    AgentSkill {
+        id: "chat".into(),
+        name: "Chat".into(),
+        description: "Talk with the agent: each message is a turn of the conversation named by contextId.".into(),
+        tags: vec!["chat".into(), "conversation".into()],
+        examples: vec!["Summarise the open incidents".into()],
+        input_modes: Vec::new(),
+        output_modes: Vec::new(),
+        security_requirements: Vec::new(),
+    }
+}

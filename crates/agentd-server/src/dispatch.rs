@@ -1,0 +1,75 @@
+//! The operation table both bindings share: a method name and its params
+//! (already assembled from body, path and query) in, a result or an event
+//! stream out. A binding is a thin adapter around this.
+
+use crate::params::RequestContext;
+use crate::state::AppState;
+use agentd_core::{SendOutcome, TaskEvents};
+use agentd_proto::jsonrpc::methods as m;
+use agentd_proto::validate::decode;
+use agentd_proto::{A2aError, ErrorKind, StreamResponse};
+use serde_json::Value;
+
+/// The result of an operation.
+pub enum Outcome {
+    /// A unary result (`Value::Null` for DeleteTaskPushNotificationConfig).
+    Value(Value),
+    /// A streaming result.
+    Stream(EventSource),
+}
+
+/// What a stream carries: a single direct message, or a task's events.
+pub enum EventSource {
+    One(StreamResponse),
+    Task(TaskEvents),
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, A2aError> {
+    serde_json::to_value(v).map_err(|e| {
+        tracing::error!(error = %e, "could not serialize a result");
+        A2aError::internal()
+    })
+}
+
+pub async fn dispatch(
+    state: &AppState,
+    ctx: &RequestContext,
+    method: &str,
+    params: Value,
+) -> Result<Outcome, A2aError> {
+    let e = &state.engine;
+    let p = &ctx.principal;
+    let value = match method {
+        m::SEND_MESSAGE => to_value(&e.send_message(p, decode(params)?).await?)?,
+        m::SEND_STREAMING_MESSAGE => {
+            return Ok(Outcome::Stream(match e.send(p, decode(params)?, true).await? {
+                SendOutcome::Message(msg) => EventSource::One(StreamResponse::Message(msg)),
+                SendOutcome::Task(events) => EventSource::Task(events),
+            }));
+        }
+        m::GET_TASK => to_value(&e.get_task(p, decode(params)?).await?)?,
+        m::LIST_TASKS => to_value(&e.list_tasks(p, decode(params)?).await?)?,
+        m::CANCEL_TASK => to_value(&e.cancel_task(p, decode(params)?).await?)?,
+        m::SUBSCRIBE_TO_TASK => {
+            return Ok(Outcome::Stream(EventSource::Task(e.subscribe(p, decode(params)?).await?)));
+        }
+        m::CREATE_PUSH_CONFIG => to_value(&e.create_push_config(p, decode(params)?).await?)?,
+        m::GET_PUSH_CONFIG => to_value(&e.get_push_config(p, decode(params)?).await?)?,
+        m::LIST_PUSH_CONFIGS | m::LIST_PUSH_CONFIGS_RC => {
+            to_value(&e.list_push_configs(p, decode(params)?).await?)?
+        }
+        m::DELETE_PUSH_CONFIG => {
+            e.delete_push_config(p, decode(params)?).await?;
+            Value::Null
+        }
+        m::GET_EXTENDED_CARD => {
+            let _: agentd_proto::GetExtendedAgentCardRequest = decode(params)?;
+            to_value(&state.card.card)?
+        }
+        other => {
+            return Err(A2aError::new(ErrorKind::MethodNotFound, format!("method {other:?} not found"))
+                .with_meta("method", other));
+        }
+    };
+    Ok(Outcome::Value(value))
+}

@@ -1,0 +1,47 @@
+//! The JSON-RPC 2.0 binding: POST on the interface URL (with or without a
+//! trailing slash). Errors are JSON-RPC error objects with HTTP 200; a
+//! streaming method answers with SSE once it validated, and with a plain
+//! error object before that.
+
+use crate::dispatch::{Outcome, dispatch};
+use crate::errors::{json_response, jsonrpc_error, unauthenticated};
+use crate::params::{authenticate, service_params};
+use crate::routes::{read_body, with_extensions};
+use crate::sse::{self, Framing};
+use crate::state::AppState;
+use agentd_proto::jsonrpc::{self as rpc};
+use axum::body::Body;
+use axum::extract::State;
+use axum::response::Response;
+use http::{HeaderMap, StatusCode, Uri};
+use serde_json::Value;
+
+pub async fn handle(State(state): State<AppState>, uri: Uri, headers: HeaderMap, body: Body) -> Response {
+    let principal = match authenticate(&state, &headers) {
+        Ok(p) => p,
+        Err(f) => return unauthenticated(f == crate::auth::AuthFailure::Missing),
+    };
+    let bytes = match read_body(body, state.config.max_body_bytes).await {
+        Ok(b) => b,
+        Err(e) => {
+            let mut r = jsonrpc_error(&Value::Null, &e);
+            *r.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+            return r;
+        }
+    };
+    let req = match rpc::parse_request(&bytes) {
+        Ok(r) => r,
+        Err(env) => return jsonrpc_error(&env.id, &env.error),
+    };
+    let ctx = match service_params(&state, principal, &headers, uri.query(), &req.method) {
+        Ok(c) => c,
+        Err(e) => return jsonrpc_error(&req.id, &e),
+    };
+    let params = req.params.unwrap_or_else(|| Value::Object(Default::default()));
+    let response = match dispatch(&state, &ctx, &req.method, params).await {
+        Ok(Outcome::Value(v)) => json_response(StatusCode::OK, &rpc::success(&req.id, &v)),
+        Ok(Outcome::Stream(src)) => sse::response(&state, src, Framing::JsonRpc { id: req.id }),
+        Err(e) => jsonrpc_error(&req.id, &e),
+    };
+    with_extensions(response, &ctx.activated)
+}

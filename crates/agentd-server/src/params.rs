@@ -1,0 +1,73 @@
+//! Service parameters of a request (§3.2.6): authentication, `A2A-Version`
+//! (header or query parameter) and extension activation, resolved once per
+//! request before dispatch.
+
+use crate::auth::AuthFailure;
+use crate::extensions::{self, Activated};
+use crate::state::{AppState, VersionPolicy};
+use agentd_core::Principal;
+use agentd_proto::{A2aError, ErrorKind};
+use http::HeaderMap;
+
+/// Who is calling and what the request activated.
+pub struct RequestContext {
+    pub principal: Principal,
+    pub activated: Activated,
+}
+
+/// Authentication outcome before any dispatch: 401 on failure.
+pub fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Principal, AuthFailure> {
+    let value = headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    state.auth.authenticate(value)
+}
+
+/// Checks `A2A-Version` (header first, then the `A2A-Version` query
+/// parameter). Major.Minor only; a patch number is ignored.
+pub fn check_version(state: &AppState, headers: &HeaderMap, query: Option<&str>) -> Result<(), A2aError> {
+    let from_query = query.and_then(|q| {
+        q.split('&').find_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            k.eq_ignore_ascii_case("A2A-Version").then(|| v.to_owned())
+        })
+    });
+    let value = headers
+        .get("a2a-version")
+        .and_then(|v| v.to_str().ok())
+        .map(|s| s.trim().to_owned())
+        .or(from_query)
+        .unwrap_or_default();
+    if value.is_empty() {
+        return match state.config.version_policy {
+            VersionPolicy::Lenient => Ok(()),
+            VersionPolicy::Strict => Err(unsupported_version("(none, which means 0.3)")),
+        };
+    }
+    let mut it = value.split('.');
+    let (major, minor) = (it.next().map(str::trim), it.next().map(str::trim).unwrap_or("0"));
+    if major == Some("1") && minor == "0" {
+        Ok(())
+    } else {
+        Err(unsupported_version(&value))
+    }
+}
+
+fn unsupported_version(got: &str) -> A2aError {
+    A2aError::new(
+        ErrorKind::VersionNotSupported,
+        format!("A2A-Version {got} is not supported; this agent speaks {}", agentd_proto::PROTOCOL_VERSION),
+    )
+    .with_meta("supportedVersions", agentd_proto::PROTOCOL_VERSION)
+}
+
+/// Version check and extension activation for `method`.
+pub fn service_params(
+    state: &AppState,
+    principal: Principal,
+    headers: &HeaderMap,
+    query: Option<&str>,
+    method: &str,
+) -> Result<RequestContext, A2aError> {
+    check_version(state, headers, query)?;
+    let activated = state.extensions.activate(method, &extensions::requested(headers))?;
+    Ok(RequestContext { principal, activated })
+}

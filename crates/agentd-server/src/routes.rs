@@ -1,0 +1,69 @@
+//! The router: one listener for both bindings and the card.
+
+use crate::card::{CARD_PATH, JSONRPC_PATH, REST_PATH};
+use crate::extensions::Activated;
+use crate::state::AppState;
+use crate::{jsonrpc, rest};
+use agentd_proto::{A2aError, ErrorKind};
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, post};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .route(CARD_PATH, get(card))
+        .route(JSONRPC_PATH, post(jsonrpc::handle))
+        .route(&format!("{JSONRPC_PATH}/"), post(jsonrpc::handle))
+        .route(&format!("{REST_PATH}/{{*rest}}"), any(rest::handle))
+        .route("/healthz", get(|| async { "ok" }))
+        .with_state(state)
+}
+
+/// The public card, with HTTP caching (`If-None-Match` → 304).
+async fn card(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let c = &state.card;
+    let not_modified = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == c.etag || t.trim() == "*"));
+    let mut r = if not_modified {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (StatusCode::OK, c.json.clone()).into_response()
+    };
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(crate::errors::JSON));
+    let pairs = [
+        (header::CACHE_CONTROL, format!("public, max-age={}", c.max_age_secs)),
+        (header::ETAG, c.etag.clone()),
+        (header::LAST_MODIFIED, c.last_modified.clone()),
+    ];
+    for (k, v) in pairs {
+        if let Ok(v) = HeaderValue::from_str(&v) {
+            h.insert(k, v);
+        }
+    }
+    r
+}
+
+/// Reads a request body up to `limit` bytes; past it, a clear error.
+pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, A2aError> {
+    axum::body::to_bytes(body, limit).await.map_err(|_| {
+        A2aError::new(
+            ErrorKind::PayloadTooLarge,
+            format!("the request body is larger than this server accepts ({limit} bytes)"),
+        )
+        .with_meta("limitBytes", limit.to_string())
+    })
+}
+
+/// Echoes the activated extensions in the `A2A-Extensions` response header.
+pub fn with_extensions(mut r: Response, activated: &Activated) -> Response {
+    if let Some(v) = activated.header_value().and_then(|v| HeaderValue::from_str(&v).ok()) {
+        r.headers_mut().insert("a2a-extensions", v);
+    }
+    r
+}

@@ -1,0 +1,53 @@
+//! Conformance checks for the lookups the engine makes outside ListTasks:
+//! recovery by state and context ownership.
+
+use super::build::{commit, ids, ok, records, tasks_batch};
+use agentd_core::Store;
+use agentd_proto::TaskState::{self, Canceled, Completed, Submitted, Working};
+
+/// `tasks_in_states` returns exactly the tasks in the given states.
+pub async fn tasks_in_states(store: &dyn Store) {
+    let specs = [
+        ("t1", "alice", "c", Submitted, 1_000),
+        ("t2", "alice", "c", Working, 2_000),
+        ("t3", "bob", "c", Completed, 3_000),
+        ("t4", "bob", "c", Working, 4_000),
+    ];
+    commit(store, tasks_batch(records(&specs)), "four tasks").await;
+    let cases: [(&[TaskState], &[&str]); 4] = [
+        (&[Submitted, Working], &["t1", "t2", "t4"]),
+        (&[Completed], &["t3"]),
+        (&[Canceled], &[]),
+        (&[], &[]),
+    ];
+    for (states, expected) in cases {
+        let got = ok(store.tasks_in_states(states).await, "tasks_in_states");
+        let mut got = ids(&got);
+        got.sort();
+        assert_eq!(got, expected, "tasks_in_states({states:?})");
+    }
+}
+
+/// `context_foreign` is true iff another owner has a task in the context.
+pub async fn context_foreign(store: &dyn Store) {
+    let specs = [
+        ("t1", "alice", "shared", Working, 1_000),
+        ("t2", "bob", "shared", Working, 2_000),
+        ("t3", "alice", "mine", Working, 3_000),
+    ];
+    commit(store, tasks_batch(records(&specs)), "three tasks").await;
+    let cases = [
+        ("shared", "alice", true),
+        ("shared", "bob", true),
+        ("mine", "alice", false),
+        ("mine", "bob", true),
+        ("unknown", "alice", false),
+    ];
+    for (context, owner, expected) in cases {
+        let got = ok(
+            store.context_foreign(context, owner).await,
+            "context_foreign",
+        );
+        assert_eq!(got, expected, "context_foreign({context:?}, {owner:?})");
+    }
+}

@@ -1,0 +1,79 @@
+//! The one conformance suite every `Store` backend must pass. Each check is
+//! a plain async function taking a fresh, empty `&dyn Store` and asserting
+//! with a message that names the broken rule.
+//!
+//! Run it either with [`run_all`] in one test, or with one `#[tokio::test]`
+//! per check via [`conformance_tests!`](crate::conformance_tests):
+//!
+//! ```text
+//! agentd_store::conformance_tests!(|| ((), agentd_store::MemoryStore::new()));
+//! ```
+//!
+//! The factory returns `(guard, store)`; the guard (e.g. a temp dir) is
+//! dropped after the store.
+
+pub mod build;
+pub mod lookup;
+pub mod push;
+pub mod tasks;
+
+use agentd_core::Store;
+use std::future::Future;
+use std::pin::Pin;
+
+/// A check, as a function pointer.
+pub type Check = for<'a> fn(&'a dyn Store) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+macro_rules! define_checks {
+    ($d:tt $($module:ident :: $name:ident),* $(,)?) => {
+        pub use self::{$($module::$name),*};
+
+        /// Every check with its name, in a stable order.
+        pub const CHECKS: &[(&str, Check)] = &[$((stringify!($name), |s| Box::pin($module::$name(s)))),*];
+
+        /// Defines one `#[tokio::test]` per conformance check. The argument
+        /// is a factory `Fn() -> (Guard, S)` with `S: Store`, called once per
+        /// check. The calling crate needs `tokio` (macros, rt).
+        #[macro_export]
+        macro_rules! conformance_tests {
+            ($d make:expr) => {
+                $(
+                    #[tokio::test]
+                    async fn $name() {
+                        let (guard, store) = ($d make)();
+                        $d crate::conformance::$name(&store).await;
+                        drop(store);
+                        drop(guard);
+                    }
+                )*
+            };
+        }
+    };
+}
+
+define_checks!($
+    tasks::empty_batch,
+    tasks::roundtrip_full_record,
+    tasks::recommit_replaces,
+    tasks::list_order,
+    tasks::paginate_shared_timestamp,
+    tasks::total_ignores_cursor,
+    tasks::list_filters,
+    lookup::tasks_in_states,
+    lookup::context_foreign,
+    push::push_config_crud,
+    push::outbox_fan_out,
+    push::outbox_due_retry_done,
+    push::outbox_deleted_config,
+);
+
+/// Runs every check, each against a fresh store from `make`.
+pub async fn run_all<G, S: Store>(make: impl Fn() -> (G, S)) {
+    for (name, check) in CHECKS {
+        tracing::info!(check = name, "store conformance");
+        let (guard, store) = make();
+        check(&store).await;
+        drop(store);
+        drop(guard);
+    }
+}

@@ -1,0 +1,157 @@
+//! `SqliteStore`: the durable backend. One writer thread group-commits
+//! batches (see `writer`); reads use a pool of read-only connections on
+//! tokio's blocking pool (see `read`); the schema lives in `schema`.
+
+mod read;
+mod schema;
+mod writer;
+
+use crate::codec::err;
+use agentd_core::{
+    Batch, OutboxItem, PushConfigRow, Store, StoreError, TaskPage, TaskQuery, TaskRecord,
+};
+use agentd_proto::TaskState;
+use async_trait::async_trait;
+use read::ReadPool;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::mpsc::Sender;
+use std::thread::JoinHandle;
+use tokio::sync::oneshot;
+use writer::Job;
+
+/// How the database is opened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SqliteOptions {
+    /// `PRAGMA synchronous=FULL` (true, the default) or `NORMAL` (false).
+    /// WAL survives a process kill either way; FULL also survives power loss.
+    pub synchronous_full: bool,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        Self {
+            synchronous_full: true,
+        }
+    }
+}
+
+/// A store in one SQLite file (WAL mode). Dropping it stops the writer
+/// thread after the batches already queued are written.
+pub struct SqliteStore {
+    jobs: Option<Sender<Job>>,
+    writer: Option<JoinHandle<()>>,
+    reads: Arc<ReadPool>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path` and runs pending
+    /// migrations. Blocking; call it at start-up or via `spawn_blocking`.
+    pub fn open(path: &Path, options: SqliteOptions) -> Result<SqliteStore, StoreError> {
+        let conn = schema::open_writer(path, options.synchronous_full)?;
+        let (jobs, writer) = writer::spawn(conn)?;
+        Ok(SqliteStore {
+            jobs: Some(jobs),
+            writer: Some(writer),
+            reads: ReadPool::new(path.into()),
+        })
+    }
+
+    /// The number of migrations applied to the database.
+    pub async fn schema_version(&self) -> Result<i64, StoreError> {
+        self.reads.run(|conn| schema::version(conn)).await
+    }
+
+    /// The number of migrations this build knows.
+    pub fn latest_schema_version() -> i64 {
+        schema::MIGRATIONS.len() as i64
+    }
+}
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        // Closing the channel lets the writer finish the queue and exit.
+        self.jobs.take();
+        if let Some(handle) = self.writer.take()
+            && handle.join().is_err()
+        {
+            tracing::error!("store writer thread panicked");
+        }
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn commit(&self, batch: Batch) -> Result<(), StoreError> {
+        let (reply, outcome) = oneshot::channel();
+        let jobs = self
+            .jobs
+            .as_ref()
+            .ok_or_else(|| StoreError("store is closed".into()))?;
+        jobs.send(Job { batch, reply })
+            .map_err(|_| StoreError("store writer stopped".into()))?;
+        outcome
+            .await
+            .map_err(err("store writer stopped before answering"))?
+    }
+
+    async fn get_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let id = id.to_owned();
+        self.reads.run(move |conn| read::get_task(conn, &id)).await
+    }
+
+    async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        let query = query.clone();
+        self.reads
+            .run(move |conn| read::list_tasks(conn, &query))
+            .await
+    }
+
+    async fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError> {
+        let states = states.to_vec();
+        self.reads
+            .run(move |conn| read::tasks_in_states(conn, &states))
+            .await
+    }
+
+    async fn context_foreign(&self, context_id: &str, owner: &str) -> Result<bool, StoreError> {
+        let (context_id, owner) = (context_id.to_owned(), owner.to_owned());
+        self.reads
+            .run(move |conn| read::context_foreign(conn, &context_id, &owner))
+            .await
+    }
+
+    async fn get_push_config(
+        &self,
+        task_id: &str,
+        id: &str,
+    ) -> Result<Option<PushConfigRow>, StoreError> {
+        let (task_id, id) = (task_id.to_owned(), id.to_owned());
+        self.reads
+            .run(move |conn| read::get_push_config(conn, &task_id, &id))
+            .await
+    }
+
+    async fn list_push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>, StoreError> {
+        let task_id = task_id.to_owned();
+        self.reads
+            .run(move |conn| read::list_push_configs(conn, &task_id))
+            .await
+    }
+
+    async fn due_outbox(&self, now_ms: i64, limit: usize) -> Result<Vec<OutboxItem>, StoreError> {
+        self.reads
+            .run(move |conn| read::due_outbox(conn, now_ms, limit))
+            .await
+    }
+
+    async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError> {
+        self.reads.run(read::next_outbox_due).await
+    }
+}

@@ -1,0 +1,268 @@
+//! Reads: a small pool of read-only connections used on the blocking pool,
+//! and the queries behind every `Store` read. Each query runs in its own
+//! read transaction, so it sees every batch committed before it started.
+
+use super::schema::open_reader;
+use crate::codec::{decode_config, decode_task, err, state_number};
+use agentd_core::{OutboxItem, PushConfigRow, StoreError, TaskPage, TaskQuery, TaskRecord};
+use agentd_proto::TaskState;
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// Idle read connections kept for reuse; more are opened on demand.
+const MAX_IDLE: usize = 4;
+
+pub(crate) struct ReadPool {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+}
+
+impl ReadPool {
+    pub(crate) fn new(path: PathBuf) -> Arc<Self> {
+        Arc::new(Self {
+            path,
+            idle: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn take(&self) -> Result<Connection, StoreError> {
+        let pooled = self
+            .idle
+            .lock()
+            .map_err(|_| StoreError("read pool poisoned".into()))?
+            .pop();
+        match pooled {
+            Some(conn) => Ok(conn),
+            None => open_reader(&self.path),
+        }
+    }
+
+    fn give(&self, conn: Connection) {
+        if let Ok(mut idle) = self.idle.lock()
+            && idle.len() < MAX_IDLE
+        {
+            idle.push(conn);
+        }
+    }
+
+    /// Runs `f` with a pooled connection on tokio's blocking pool.
+    pub(crate) async fn run<T, F>(self: &Arc<Self>, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let pool = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            let mut conn = pool.take()?;
+            let out = f(&mut conn);
+            pool.give(conn);
+            out
+        })
+        .await
+        .map_err(err("read task"))?
+    }
+}
+
+const TASK_COLUMNS: &str = "owner, created_ms, task_json, status_history_json";
+
+fn task_from_row(row: &Row<'_>) -> rusqlite::Result<(String, i64, String, String)> {
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+}
+
+fn decode_rows(rows: Vec<(String, i64, String, String)>) -> Result<Vec<TaskRecord>, StoreError> {
+    rows.into_iter()
+        .map(|(owner, created, task, hist)| decode_task(owner, created, &task, &hist))
+        .collect()
+}
+
+fn query_tasks(
+    conn: &Connection,
+    sql: &str,
+    args: &[Value],
+) -> Result<Vec<TaskRecord>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(sql)
+        .map_err(err("prepare task query"))?;
+    let rows = stmt
+        .query_map(params_from_iter(args.iter()), task_from_row)
+        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+        .map_err(err("query tasks"))?;
+    decode_rows(rows)
+}
+
+pub(crate) fn get_task(conn: &mut Connection, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+    let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1");
+    Ok(query_tasks(conn, &sql, &[Value::Text(id.to_owned())])?.pop())
+}
+
+pub(crate) fn list_tasks(conn: &mut Connection, q: &TaskQuery) -> Result<TaskPage, StoreError> {
+    let mut filter = vec!["1 = 1".to_owned()];
+    let mut args: Vec<Value> = Vec::new();
+    if let Some(owner) = &q.owner {
+        filter.push("owner = ?".into());
+        args.push(Value::Text(owner.clone()));
+    }
+    if let Some(context_id) = &q.context_id {
+        filter.push("context_id = ?".into());
+        args.push(Value::Text(context_id.clone()));
+    }
+    if let Some(state) = q.state {
+        filter.push("state = ?".into());
+        args.push(Value::Integer(state_number(state)));
+    }
+    if let Some(since) = q.updated_since_ms {
+        filter.push("updated_ms >= ?".into());
+        args.push(Value::Integer(since));
+    }
+    let filter = filter.join(" AND ");
+    // One read transaction: the count and the page see the same snapshot.
+    let tx = conn.transaction().map_err(err("begin read"))?;
+    let total: i64 = tx
+        .prepare_cached(&format!("SELECT COUNT(*) FROM tasks WHERE {filter}"))
+        .and_then(|mut s| s.query_row(params_from_iter(args.iter()), |row| row.get(0)))
+        .map_err(err("count tasks"))?;
+    let mut page_args = args;
+    let mut cursor = String::new();
+    if let Some((ms, id)) = &q.after {
+        cursor = " AND (updated_ms < ? OR (updated_ms = ? AND id < ?))".into();
+        page_args.extend([
+            Value::Integer(*ms),
+            Value::Integer(*ms),
+            Value::Text(id.clone()),
+        ]);
+    }
+    page_args.push(Value::Integer(
+        i64::try_from(q.limit)
+            .unwrap_or(i64::MAX - 1)
+            .saturating_add(1),
+    ));
+    let sql = format!(
+        "SELECT {TASK_COLUMNS} FROM tasks WHERE {filter}{cursor} \
+         ORDER BY updated_ms DESC, id DESC LIMIT ?"
+    );
+    let mut tasks = query_tasks(&tx, &sql, &page_args)?;
+    let more = tasks.len() > q.limit;
+    tasks.truncate(q.limit);
+    Ok(TaskPage {
+        tasks,
+        total: usize::try_from(total).unwrap_or(0),
+        more,
+    })
+}
+
+pub(crate) fn tasks_in_states(
+    conn: &mut Connection,
+    states: &[TaskState],
+) -> Result<Vec<TaskRecord>, StoreError> {
+    if states.is_empty() {
+        return Ok(Vec::new());
+    }
+    let marks = vec!["?"; states.len()].join(", ");
+    let sql = format!(
+        "SELECT {TASK_COLUMNS} FROM tasks WHERE state IN ({marks}) ORDER BY updated_ms, id"
+    );
+    let args: Vec<Value> = states
+        .iter()
+        .map(|s| Value::Integer(state_number(*s)))
+        .collect();
+    query_tasks(conn, &sql, &args)
+}
+
+pub(crate) fn context_foreign(
+    conn: &mut Connection,
+    context_id: &str,
+    owner: &str,
+) -> Result<bool, StoreError> {
+    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM tasks WHERE context_id = ?1 AND owner <> ?2)")
+        .and_then(|mut s| s.query_row(params![context_id, owner], |row| row.get(0)))
+        .map_err(err("query context owners"))
+}
+
+fn push_from_row(row: &Row<'_>) -> rusqlite::Result<(String, String)> {
+    Ok((row.get(0)?, row.get(1)?))
+}
+
+fn decode_push((owner, json): (String, String)) -> Result<PushConfigRow, StoreError> {
+    Ok(PushConfigRow {
+        owner,
+        config: decode_config(&json)?,
+    })
+}
+
+pub(crate) fn get_push_config(
+    conn: &mut Connection,
+    task_id: &str,
+    id: &str,
+) -> Result<Option<PushConfigRow>, StoreError> {
+    conn.prepare_cached(
+        "SELECT owner, config_json FROM push_configs WHERE task_id = ?1 AND id = ?2",
+    )
+    .and_then(|mut s| s.query_row(params![task_id, id], push_from_row).optional())
+    .map_err(err("query push config"))?
+    .map(decode_push)
+    .transpose()
+}
+
+pub(crate) fn list_push_configs(
+    conn: &mut Connection,
+    task_id: &str,
+) -> Result<Vec<PushConfigRow>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT owner, config_json FROM push_configs WHERE task_id = ?1 ORDER BY created_seq",
+        )
+        .map_err(err("prepare push config list"))?;
+    let rows = stmt
+        .query_map(params![task_id], push_from_row)
+        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+        .map_err(err("list push configs"))?;
+    rows.into_iter().map(decode_push).collect()
+}
+
+pub(crate) fn due_outbox(
+    conn: &mut Connection,
+    now_ms: i64,
+    limit: usize,
+) -> Result<Vec<OutboxItem>, StoreError> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT o.id, o.task_id, o.body, o.attempts, p.config_json
+             FROM outbox o JOIN push_configs p ON p.task_id = o.task_id AND p.id = o.config_id
+             WHERE o.not_before_ms <= ?1 ORDER BY o.id LIMIT ?2",
+        )
+        .map_err(err("prepare outbox query"))?;
+    let rows = stmt
+        .query_map(params![now_ms, limit], |row| {
+            Ok((
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get::<_, String>(4)?,
+            ))
+        })
+        .and_then(|rows| {
+            rows.collect::<rusqlite::Result<Vec<(i64, String, String, u32, String)>>>()
+        })
+        .map_err(err("query outbox"))?;
+    rows.into_iter()
+        .map(|(id, task_id, body, attempts, json)| {
+            Ok(OutboxItem {
+                id,
+                task_id,
+                config: decode_config(&json)?,
+                body,
+                attempts,
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn next_outbox_due(conn: &mut Connection) -> Result<Option<i64>, StoreError> {
+    conn.prepare_cached("SELECT MIN(not_before_ms) FROM outbox")
+        .and_then(|mut s| s.query_row([], |row| row.get(0)))
+        .map_err(err("query next outbox due"))
+}

@@ -1,0 +1,285 @@
+//! `SqliteStore`: the shared conformance suite, plus what only a real file
+//! can show: reopen and migrations, concurrent group commits, one bad batch
+//! failing alone, and durability across `kill -9`.
+
+use agentd_core::{Batch, Store, TaskQuery};
+use agentd_proto::TaskState::Working;
+use agentd_store::conformance::build::{full_record, push_config, record, tasks_batch};
+use agentd_store::{SqliteOptions, SqliteStore};
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use tempfile::TempDir;
+
+fn open(path: &Path) -> SqliteStore {
+    SqliteStore::open(path, SqliteOptions::default()).expect("open store")
+}
+
+fn fixture() -> (TempDir, SqliteStore) {
+    let dir = TempDir::new().expect("temp dir");
+    let store = open(&dir.path().join("agentd.db"));
+    (dir, store)
+}
+
+agentd_store::conformance_tests!(fixture);
+
+#[tokio::test]
+async fn conformance_with_synchronous_normal() {
+    agentd_store::conformance::run_all(|| {
+        let dir = TempDir::new().expect("temp dir");
+        let options = SqliteOptions {
+            synchronous_full: false,
+        };
+        let store = SqliteStore::open(&dir.path().join("n.db"), options).expect("open store");
+        (dir, store)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn reopen_sees_everything_and_migrations_are_idempotent() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = dir.path().join("agentd.db");
+    let rec = full_record("t1", "alice", "ctx", 1_700_000_000_000);
+    {
+        let store = open(&path);
+        assert_eq!(
+            store.schema_version().await.ok(),
+            Some(SqliteStore::latest_schema_version())
+        );
+        let batch = Batch {
+            tasks: vec![rec.clone()],
+            push_upserts: vec![push_config("t1", "p1", "alice")],
+            push_events: vec![("t1".into(), "event".into())],
+            ..Default::default()
+        };
+        store.commit(batch).await.expect("commit");
+    }
+    for _ in 0..3 {
+        let store = open(&path);
+        assert_eq!(
+            store.schema_version().await.ok(),
+            Some(SqliteStore::latest_schema_version())
+        );
+        assert_eq!(store.get_task("t1").await.expect("get"), Some(rec.clone()));
+        let configs = store.list_push_configs("t1").await.expect("list configs");
+        assert_eq!(configs, vec![push_config("t1", "p1", "alice")]);
+        let due = store.due_outbox(i64::MAX, 10).await.expect("due");
+        assert_eq!(
+            due.iter().map(|i| i.body.as_str()).collect::<Vec<_>>(),
+            ["event"]
+        );
+    }
+}
+
+#[tokio::test]
+async fn refuses_a_newer_schema() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = dir.path().join("agentd.db");
+    drop(open(&path));
+    let conn = rusqlite::Connection::open(&path).expect("raw open");
+    conn.pragma_update(None, "user_version", 99)
+        .expect("bump version");
+    drop(conn);
+    let err = SqliteStore::open(&path, SqliteOptions::default()).expect_err("newer schema");
+    assert!(err.0.contains("99"), "error names the version: {err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_commits_all_land() {
+    let (_dir, store) = fixture();
+    let store = Arc::new(store);
+    let mut handles = Vec::new();
+    for w in 0..50 {
+        let store = Arc::clone(&store);
+        handles.push(tokio::spawn(async move {
+            for n in 0..10 {
+                let id = format!("w{w:02}-{n:02}");
+                let rec = record((&id, "alice", "ctx", Working, 1_000 + n));
+                store.commit(tasks_batch(vec![rec])).await.expect("commit");
+            }
+        }));
+    }
+    for h in handles {
+        h.await.expect("writer task");
+    }
+    let page = store
+        .list_tasks(&TaskQuery {
+            limit: 1_000,
+            ..Default::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(page.total, 500);
+    let ids: HashSet<String> = page.tasks.into_iter().map(|r| r.task.id).collect();
+    assert_eq!(ids.len(), 500, "every commit is readable once");
+    assert!(store.get_task("w49-09").await.expect("get").is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_bad_batch_fails_alone() {
+    let (dir, store) = fixture();
+    let raw = rusqlite::Connection::open(dir.path().join("agentd.db")).expect("raw open");
+    raw.execute_batch(
+        "CREATE TRIGGER poison BEFORE INSERT ON tasks WHEN NEW.id = 'poison'
+         BEGIN SELECT RAISE(ABORT, 'poisoned batch'); END;",
+    )
+    .expect("install trigger");
+    drop(raw);
+    let store = Arc::new(store);
+    let mut handles = Vec::new();
+    for i in 0..200 {
+        let store = Arc::clone(&store);
+        let id = if i == 100 {
+            "poison".to_owned()
+        } else {
+            format!("ok-{i:03}")
+        };
+        handles.push(tokio::spawn(async move {
+            let outcome = store
+                .commit(tasks_batch(vec![record((&id, "a", "c", Working, 1))]))
+                .await;
+            (id, outcome)
+        }));
+    }
+    for h in handles {
+        let (id, outcome) = h.await.expect("commit task");
+        match id.as_str() {
+            "poison" => assert!(outcome.is_err(), "the poisoned batch must fail"),
+            _ => assert!(
+                outcome.is_ok(),
+                "batch {id} must not fail with the poisoned one: {outcome:?}"
+            ),
+        }
+    }
+    let page = store
+        .list_tasks(&TaskQuery {
+            limit: 1_000,
+            ..Default::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(
+        page.total, 199,
+        "every good batch landed, the poisoned one did not"
+    );
+    assert!(store.get_task("poison").await.expect("get").is_none());
+}
+
+const CHILD_ENV: &str = "AGENTD_STORE_CHILD";
+
+/// Not a test on its own: when `AGENTD_STORE_CHILD` names a database, this
+/// process becomes the writer that `kill9_loses_no_acknowledged_commit`
+/// kills. It commits from 8 tasks and prints `ACK <id>` after each commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill9_child() {
+    let Some(path) = std::env::var_os(CHILD_ENV) else {
+        return;
+    };
+    let store = Arc::new(open(Path::new(&path)));
+    let mut handles = Vec::new();
+    for w in 0..8 {
+        let store = Arc::clone(&store);
+        handles.push(tokio::spawn(async move {
+            for n in 0..100_000 {
+                let id = format!("w{w}-{n:06}");
+                let rec = record((&id, "alice", "ctx", Working, 1_000 + n));
+                store
+                    .commit(tasks_batch(vec![rec]))
+                    .await
+                    .expect("child commit");
+                let mut out = std::io::stdout().lock();
+                if writeln!(out, "ACK {id}")
+                    .and_then(|()| out.flush())
+                    .is_err()
+                {
+                    return; // the parent is gone
+                }
+            }
+        }));
+    }
+    for h in handles {
+        let _ = h.await;
+    }
+}
+
+#[test]
+fn kill9_loses_no_acknowledged_commit() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = dir.path().join("agentd.db");
+    let mut child = Command::new(std::env::current_exe().expect("current exe"))
+        .args([
+            "kill9_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(CHILD_ENV, &path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn child");
+    let stdout = child.stdout.take().expect("child stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let mut acked = Vec::new();
+    while acked.len() < 1_000 {
+        match lines.next() {
+            Some(Ok(line)) => acked.extend(line.strip_prefix("ACK ").map(str::to_owned)),
+            _ => break,
+        }
+    }
+    assert!(
+        acked.len() >= 1_000,
+        "child stopped early after {} acks",
+        acked.len()
+    );
+    child.kill().expect("SIGKILL the child");
+    // Every line already written was acknowledged before the kill.
+    acked.extend(
+        lines
+            .map_while(Result::ok)
+            .filter_map(|l| l.strip_prefix("ACK ").map(str::to_owned)),
+    );
+    let status = child.wait().expect("wait child");
+    assert!(
+        !status.success(),
+        "the child must have been killed, not finished"
+    );
+
+    let integrity: String = rusqlite::Connection::open(&path)
+        .and_then(|c| c.query_row("PRAGMA integrity_check", [], |r| r.get(0)))
+        .expect("integrity check");
+    assert_eq!(integrity, "ok");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let store = open(&path);
+        let page = store
+            .list_tasks(&TaskQuery {
+                limit: 1_000_000,
+                ..Default::default()
+            })
+            .await
+            .expect("list");
+        let stored: HashSet<String> = page.tasks.into_iter().map(|r| r.task.id).collect();
+        let missing: Vec<&String> = acked.iter().filter(|id| !stored.contains(*id)).collect();
+        assert!(
+            missing.is_empty(),
+            "{} of {} acknowledged commits lost: {:?}",
+            missing.len(),
+            acked.len(),
+            &missing[..missing.len().min(10)]
+        );
+        assert!(stored.len() >= acked.len());
+        eprintln!(
+            "kill -9 after {} acknowledged commits; {} rows stored",
+            acked.len(),
+            stored.len()
+        );
+    });
+}

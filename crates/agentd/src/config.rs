@@ -1,0 +1,250 @@
+//! Configuration: embedded defaults, then a YAML file (`--config`), then
+//! `AGENTD_*` environment variables, then flags; later sources win.
+//! Secrets are given by reference (`env:NAME`, `file:/path`) and are never
+//! logged.
+
+use anyhow::{Context, bail};
+use clap::Args;
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Args, Debug, Default)]
+pub struct ServeFlags {
+    /// Address to listen on (AGENTD_LISTEN). Port 0 picks a free port.
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+    /// Data directory; holds the SQLite database (AGENTD_DATA_DIR).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// YAML configuration file (AGENTD_CONFIG).
+    #[arg(long, env = "AGENTD_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Agent profile: `default` (the echo agent) or `tck` (AGENTD_AGENT).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Let webhooks reach loopback and private addresses (tests, single host).
+    #[arg(long)]
+    pub push_allow_private: bool,
+    /// Base URL written into the agent card (AGENTD_PUBLIC_URL).
+    #[arg(long)]
+    pub public_url: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    pub agent: String,
+    pub public_url: Option<String>,
+    /// `lenient` (missing A2A-Version means 1.0) or `strict` (means 0.3).
+    pub a2a_version: String,
+    pub max_body_bytes: usize,
+    pub store: StoreConfig,
+    pub push: PushConfig,
+    pub auth: AuthConfig,
+    pub log: LogConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// `full` (fsync every commit group; survives power loss) or `normal`
+    /// (survives a process crash, not a power loss).
+    pub sync: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PushConfig {
+    pub enabled: bool,
+    pub allow_private: bool,
+    pub max_attempts: u32,
+    pub timeout_secs: u64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    pub tokens: Vec<TokenConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    /// Principal id, e.g. `user:alice`.
+    pub id: String,
+    /// `operator`, `user` or `agent`.
+    pub role: String,
+    /// The token's SHA-256 digest in hex (preferred: the secret never touches the config).
+    pub sha256: Option<String>,
+    /// Or the token itself by reference: `env:NAME` or `file:/path`.
+    pub token: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// `text` or `json`.
+    pub format: String,
+    /// A tracing filter, e.g. `info` or `agentd=debug`.
+    pub level: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 7420)),
+            data_dir: PathBuf::from(".agentd"),
+            agent: "default".into(),
+            public_url: None,
+            a2a_version: "lenient".into(),
+            max_body_bytes: 4 * 1024 * 1024,
+            store: StoreConfig::default(),
+            push: PushConfig::default(),
+            auth: AuthConfig::default(),
+            log: LogConfig::default(),
+        }
+    }
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self { sync: "full".into() }
+    }
+}
+
+impl Default for PushConfig {
+    fn default() -> Self {
+        Self { enabled: true, allow_private: false, max_attempts: 10, timeout_secs: 10 }
+    }
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self { format: "text".into(), level: "info".into() }
+    }
+}
+
+/// Resolves a secret reference: `env:NAME` or `file:/path`. Inline secrets
+/// are refused so they cannot leak through a config file or a log.
+pub fn resolve_secret(reference: &str) -> anyhow::Result<String> {
+    if let Some(name) = reference.strip_prefix("env:") {
+        std::env::var(name).with_context(|| format!("environment variable {name} is not set"))
+    } else if let Some(path) = reference.strip_prefix("file:") {
+        Ok(std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read secret file {path}"))?
+            .trim()
+            .to_owned())
+    } else {
+        bail!("secrets are given by reference: `env:NAME` or `file:/path`")
+    }
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn env_bool(name: &str) -> anyhow::Result<Option<bool>> {
+    match env(name).as_deref() {
+        None => Ok(None),
+        Some("1" | "true" | "yes" | "on") => Ok(Some(true)),
+        Some("0" | "false" | "no" | "off") => Ok(Some(false)),
+        Some(v) => bail!("{name}={v:?} is not a boolean (true/false)"),
+    }
+}
+
+/// Builds the effective configuration.
+pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
+    let mut cfg = match &flags.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read config file {}", path.display()))?;
+            serde_yaml_ng::from_str(&text)
+                .with_context(|| format!("invalid config file {}", path.display()))?
+        }
+        None => Config::default(),
+    };
+    if let Some(v) = env("AGENTD_LISTEN") {
+        cfg.listen = v.parse().with_context(|| format!("AGENTD_LISTEN={v:?} is not an address"))?;
+    }
+    if let Some(v) = env("AGENTD_DATA_DIR") {
+        cfg.data_dir = v.into();
+    }
+    if let Some(v) = env("AGENTD_AGENT") {
+        cfg.agent = v;
+    }
+    if let Some(v) = env("AGENTD_PUBLIC_URL") {
+        cfg.public_url = Some(v);
+    }
+    if let Some(v) = env("AGENTD_A2A_VERSION") {
+        cfg.a2a_version = v;
+    }
+    if let Some(v) = env("AGENTD_STORE_SYNC") {
+        cfg.store.sync = v;
+    }
+    if let Some(v) = env_bool("AGENTD_PUSH_ENABLED")? {
+        cfg.push.enabled = v;
+    }
+    if let Some(v) = env_bool("AGENTD_PUSH_ALLOW_PRIVATE")? {
+        cfg.push.allow_private = v;
+    }
+    if let Some(v) = env("AGENTD_LOG_FORMAT") {
+        cfg.log.format = v;
+    }
+    if let Some(v) = env("AGENTD_LOG") {
+        cfg.log.level = v;
+    }
+    if let Some(v) = flags.listen {
+        cfg.listen = v;
+    }
+    if let Some(v) = &flags.data_dir {
+        cfg.data_dir.clone_from(v);
+    }
+    if let Some(v) = &flags.agent {
+        cfg.agent.clone_from(v);
+    }
+    if let Some(v) = &flags.public_url {
+        cfg.public_url = Some(v.clone());
+    }
+    if flags.push_allow_private {
+        cfg.push.allow_private = true;
+    }
+    validate(&cfg)?;
+    Ok(cfg)
+}
+
+fn validate(cfg: &Config) -> anyhow::Result<()> {
+    if agentd_runtime::profile(&cfg.agent).is_none() {
+        bail!("unknown agent profile {:?}; choose one of: {}", cfg.agent, agentd_runtime::PROFILES.join(", "));
+    }
+    if !matches!(cfg.a2a_version.as_str(), "lenient" | "strict") {
+        bail!("a2a_version must be `lenient` or `strict`, not {:?}", cfg.a2a_version);
+    }
+    if !matches!(cfg.store.sync.as_str(), "full" | "normal") {
+        bail!("store.sync must be `full` or `normal`, not {:?}", cfg.store.sync);
+    }
+    if !matches!(cfg.log.format.as_str(), "text" | "json") {
+        bail!("log.format must be `text` or `json`, not {:?}", cfg.log.format);
+    }
+    if cfg.max_body_bytes < 1024 {
+        bail!("max_body_bytes must be at least 1024");
+    }
+    for t in &cfg.auth.tokens {
+        if agentd_core::PrincipalRole::parse(&t.role).is_none() {
+            bail!("auth.tokens[{}].role {:?} must be operator, user or agent", t.id, t.role);
+        }
+        if t.sha256.is_some() == t.token.is_some() {
+            bail!("auth.tokens[{}]: give exactly one of `sha256` or `token`", t.id);
+        }
+    }
+    if !cfg.listen.ip().is_loopback() && cfg.auth.tokens.is_empty() {
+        bail!(
+            "refusing to listen on {} without credentials: anyone who can reach it could act as an operator. \
+             Configure auth.tokens in the config file, or listen on 127.0.0.1",
+            cfg.listen
+        );
+    }
+    Ok(())
+}

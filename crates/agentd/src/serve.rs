@@ -1,0 +1,152 @@
+//! `agentd serve`: wires store, engine, agent, push worker and listener,
+//! then serves until SIGINT/SIGTERM.
+
+use crate::config::{Config, resolve_secret};
+use agentd_core::{Engine, EngineConfig, Principal, PrincipalRole};
+use agentd_server::push::{PushWorkerConfig, SsrfGuard, spawn_push_worker};
+use agentd_server::{
+    AppState, Authenticator, CardConfig, CardService, ExtensionRegistry, ServerConfig, TokenEntry,
+    VersionPolicy,
+};
+use agentd_store::{SqliteOptions, SqliteStore};
+use anyhow::Context;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+pub async fn run(cfg: Config) -> anyhow::Result<()> {
+    init_logging(&cfg);
+    std::fs::create_dir_all(&cfg.data_dir)
+        .with_context(|| format!("cannot create data directory {}", cfg.data_dir.display()))?;
+    let db = cfg.data_dir.join("agentd.db");
+    let store = SqliteStore::open(&db, SqliteOptions { synchronous_full: cfg.store.sync == "full" })
+        .with_context(|| format!("cannot open the store at {}", db.display()))?;
+    let agent = agentd_runtime::profile(&cfg.agent).context("unknown agent profile")?;
+    let engine_cfg = EngineConfig { push_enabled: cfg.push.enabled, ..EngineConfig::default() };
+    let input_modes = engine_cfg.input_modes.clone();
+    let engine = Engine::new(
+        Arc::new(store),
+        agent,
+        Arc::new(SsrfGuard::new(cfg.push.allow_private)),
+        engine_cfg,
+    );
+    let failed = engine.recover().await.map_err(|e| anyhow::anyhow!("recovery failed: {e}"))?;
+    if failed > 0 {
+        tracing::warn!(tasks = failed, "tasks interrupted by the last shutdown were marked failed");
+    }
+
+    let listener = tokio::net::TcpListener::bind(cfg.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", cfg.listen))?;
+    let local = listener.local_addr()?;
+    let base_url = cfg.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
+
+    let auth = Authenticator::new(tokens(&cfg)?);
+    let extensions = ExtensionRegistry::default();
+    let card = CardService::new(
+        CardConfig {
+            name: "agentd".into(),
+            description: format!("An agentd agent ({} profile) served over A2A 1.0", cfg.agent),
+            version: env!("CARGO_PKG_VERSION").into(),
+            base_url: base_url.clone(),
+            streaming: true,
+            push_notifications: cfg.push.enabled,
+            bearer_auth: auth.is_protected(),
+            input_modes,
+            output_modes: vec!["text/plain".into(), "application/json".into()],
+            skills: vec![agentd_server::card::chat_skill()],
+            max_age_secs: 300,
+        },
+        &extensions,
+    );
+    let shutdown = CancellationToken::new();
+    let state = AppState {
+        engine: engine.clone(),
+        auth: Arc::new(auth),
+        card: Arc::new(card),
+        extensions: Arc::new(extensions),
+        config: Arc::new(ServerConfig {
+            version_policy: if cfg.a2a_version == "strict" { VersionPolicy::Strict } else { VersionPolicy::Lenient },
+            max_body_bytes: cfg.max_body_bytes,
+            ..ServerConfig::default()
+        }),
+        shutdown: shutdown.clone(),
+    };
+    let push = cfg.push.enabled.then(|| {
+        spawn_push_worker(
+            engine.clone(),
+            PushWorkerConfig {
+                allow_private: cfg.push.allow_private,
+                max_attempts: cfg.push.max_attempts,
+                timeout: Duration::from_secs(cfg.push.timeout_secs),
+                ..PushWorkerConfig::default()
+            },
+            shutdown.clone(),
+        )
+    });
+
+    tokio::spawn(signal_shutdown(shutdown.clone()));
+    tracing::info!(url = %base_url, agent = %cfg.agent, data = %cfg.data_dir.display(), "agentd listening on {base_url}");
+    agentd_server::serve(listener, state, shutdown.clone()).await?;
+    if let Some(p) = push {
+        let _ = p.await;
+    }
+    tracing::info!("agentd stopped");
+    Ok(())
+}
+
+fn tokens(cfg: &Config) -> anyhow::Result<Vec<TokenEntry>> {
+    let mut out = Vec::new();
+    for t in &cfg.auth.tokens {
+        let role = PrincipalRole::parse(&t.role).context("role")?;
+        let principal = Principal::new(t.id.clone(), role);
+        let entry = match (&t.sha256, &t.token) {
+            (Some(hex), _) => TokenEntry::from_hex(hex, principal).map_err(|e| anyhow::anyhow!("auth.tokens[{}]: {e}", t.id))?,
+            (None, Some(reference)) => TokenEntry::from_secret(
+                &resolve_secret(reference).with_context(|| format!("auth.tokens[{}].token", t.id))?,
+                principal,
+            ),
+            (None, None) => anyhow::bail!("auth.tokens[{}]: give `sha256` or `token`", t.id),
+        };
+        out.push(entry);
+    }
+    Ok(out)
+}
+
+async fn signal_shutdown(shutdown: CancellationToken) {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                shutdown.cancel();
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    tracing::info!("shutting down");
+    shutdown.cancel();
+}
+
+fn init_logging(cfg: &Config) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_new(&cfg.log.level).unwrap_or_else(|_| EnvFilter::new("info"));
+    use std::io::IsTerminal;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
+    if cfg.log.format == "json" {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
