@@ -1,0 +1,179 @@
+//! ProtoJSON rules, pinned: camelCase out, camelCase and snake_case in,
+//! enum names (numbers accepted), member-based oneofs, unknown fields
+//! ignored, `.sssZ` UTC timestamps out and any RFC 3339 in, base64 `raw`,
+//! REQUIRED members always written. Payloads are the spec's examples.
+
+use agentd_proto::validate::decode;
+use agentd_proto::*;
+use serde_json::{Value, json};
+
+fn roundtrip<T: serde::Serialize + serde::de::DeserializeOwned>(v: Value) -> Value {
+    let t: T = decode(v).expect("decodes");
+    serde_json::to_value(&t).expect("encodes")
+}
+
+#[test]
+fn spec_stream_examples_roundtrip_byte_for_byte() {
+    // §9.4.2 / digest §7.2 stream payloads.
+    for ev in [
+        json!({"task":{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_SUBMITTED"}}}),
+        json!({"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING"}}}),
+        json!({"artifactUpdate":{"taskId":"t1","contextId":"c1","artifact":{"artifactId":"a1","parts":[{"text":"..."}]},"lastChunk":true}}),
+        json!({"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_COMPLETED","timestamp":"2024-03-15T18:30:00.000Z"}}}),
+    ] {
+        assert_eq!(roundtrip::<StreamResponse>(ev.clone()), ev);
+    }
+}
+
+#[test]
+fn parts_are_a_oneof_by_member() {
+    for p in [
+        json!({"text":"Hello","mediaType":"text/plain"}),
+        json!({"raw":"iVBORw0KGgo=","filename":"a.png","mediaType":"image/png"}),
+        json!({"url":"https://host/doc.pdf","filename":"doc.pdf","mediaType":"application/pdf"}),
+        json!({"data":{"k":"v"},"mediaType":"application/json"}),
+        json!({"data":[1,2,3]}),
+        json!({"data":null}),
+    ] {
+        assert_eq!(roundtrip::<Part>(p.clone()), p);
+    }
+    for bad in [json!({"text":"a","data":{}}), json!({"mediaType":"text/plain"}), json!({})] {
+        let e = decode::<Part>(bad.clone()).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidParams, "{bad}");
+    }
+}
+
+#[test]
+fn raw_accepts_every_base64_flavour_and_writes_standard_padded() {
+    for input in ["+/8=", "+/8", "-_8=", "-_8"] {
+        let p: Part = decode(json!({"raw": input})).unwrap();
+        assert_eq!(p.content, PartContent::Raw(vec![0xfb, 0xff]), "{input}");
+        assert_eq!(serde_json::to_value(&p).unwrap(), json!({"raw":"+/8="}));
+    }
+}
+
+#[test]
+fn snake_case_names_are_accepted_on_input() {
+    let r: ListTasksRequest = decode(json!({
+        "context_id":"c","page_size":5,"page_token":"x","history_length":2,
+        "include_artifacts":true,"status_timestamp_after":"2025-11-09T10:30:00+02:00","status":"TASK_STATE_WORKING"
+    }))
+    .unwrap();
+    assert_eq!((r.context_id.as_str(), r.page_size, r.history_length, r.include_artifacts), ("c", Some(5), Some(2), Some(true)));
+    assert_eq!(r.status, TaskState::Working);
+    assert_eq!(r.status_timestamp_after.unwrap().to_wire(), "2025-11-09T08:30:00.000Z", "offsets normalise to Z");
+    let m: Message = decode(json!({"message_id":"m","role":"ROLE_USER","parts":[{"text":"x","media_type":"text/plain"}],"reference_task_ids":["t"]})).unwrap();
+    assert_eq!(m.message_id, "m");
+    assert_eq!(m.parts[0].media_type, "text/plain");
+    assert_eq!(m.reference_task_ids, vec!["t"]);
+    let out = serde_json::to_value(&m).unwrap();
+    assert!(out.get("messageId").is_some() && out.get("referenceTaskIds").is_some(), "camelCase out: {out}");
+    assert_eq!(out["parts"][0]["mediaType"], "text/plain");
+}
+
+#[test]
+fn enums_are_names_out_and_names_or_numbers_in() {
+    let s: TaskStatus = decode(json!({"state": 6})).unwrap();
+    assert_eq!(s.state, TaskState::InputRequired);
+    assert_eq!(serde_json::to_value(&s).unwrap(), json!({"state":"TASK_STATE_INPUT_REQUIRED"}));
+    assert_eq!(TaskState::Rejected.number(), 7);
+    assert_eq!(TaskState::AuthRequired.number(), 8);
+    let e = decode::<TaskStatus>(json!({"state":"completed"})).unwrap_err();
+    assert_eq!(e.violations[0].field, "state", "the bad field is named");
+    let e = decode::<Message>(json!({"role": 99})).unwrap_err();
+    assert_eq!(e.violations[0].field, "role");
+}
+
+#[test]
+fn unknown_fields_are_ignored_and_null_means_absent() {
+    let r: SendMessageRequest = decode(json!({
+        "message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"x","futureField":1}],"contextId":null,"extensions":null},
+        "configuration":{"returnImmediately":null,"historyLength":null,"somethingNew":true},
+        "futureTopLevel":{"a":1}
+    }))
+    .unwrap();
+    let m = r.message.unwrap();
+    assert!(m.context_id.is_empty() && m.extensions.is_empty());
+    let c = r.configuration.unwrap();
+    assert!(!c.return_immediately && c.history_length.is_none());
+}
+
+#[test]
+fn timestamps_are_millisecond_utc_out() {
+    let t = Timestamp::parse("2024-03-15T18:30:00Z").unwrap();
+    assert_eq!(t.to_wire(), "2024-03-15T18:30:00.000Z");
+    let t = Timestamp::parse("2024-03-15T18:30:00.123456789-05:00").unwrap();
+    assert_eq!(t.to_wire(), "2024-03-15T23:30:00.123Z");
+    assert!(Timestamp::parse("yesterday").is_err());
+    assert!(Timestamp::now().to_wire().ends_with('Z'));
+}
+
+#[test]
+fn required_members_are_always_written() {
+    let r = ListTasksResponse::default();
+    assert_eq!(serde_json::to_value(&r).unwrap(), json!({"tasks":[],"nextPageToken":"","pageSize":0,"totalSize":0}));
+    let t = Task { id: "t".into(), status: TaskStatus { state: TaskState::Working, ..Default::default() }, ..Default::default() };
+    assert_eq!(serde_json::to_value(&t).unwrap(), json!({"id":"t","status":{"state":"TASK_STATE_WORKING"}}));
+}
+
+#[test]
+fn send_message_response_and_push_config_shapes() {
+    let v = json!({"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"hi"}]}});
+    assert_eq!(roundtrip::<SendMessageResponse>(v.clone()), v);
+    // digest §3.7 create example.
+    let c = json!({"taskId":"t1","url":"https://example.com/hook","authentication":{"scheme":"Bearer","credentials":"tok"}});
+    assert_eq!(roundtrip::<TaskPushNotificationConfig>(c.clone()), c);
+    let c: TaskPushNotificationConfig = decode(json!({"task_id":"t1","url":"u"})).unwrap();
+    assert_eq!(c.task_id, "t1");
+}
+
+#[test]
+fn int32_fields_accept_numeric_strings_but_name_bad_values() {
+    let r: GetTaskRequest = decode(json!({"id":"t","historyLength":"3"})).unwrap();
+    assert_eq!(r.history_length, Some(3));
+    let e = decode::<GetTaskRequest>(json!({"id":"t","historyLength":"abc"})).unwrap_err();
+    assert_eq!(e.violations[0].field, "historyLength");
+    let e = decode::<GetTaskRequest>(json!({"id":"t","historyLength": 3_000_000_000_i64})).unwrap_err();
+    assert_eq!(e.violations[0].field, "historyLength");
+}
+
+#[test]
+fn errors_map_through_the_one_table() {
+    let e = A2aError::task_not_found("nope");
+    assert_eq!(
+        e.to_jsonrpc(),
+        json!({"code":-32001,"message":"task \"nope\" not found","data":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_FOUND","domain":"a2a-protocol.org","metadata":{"taskId":"nope"}}]})
+    );
+    let rest = e.to_rest();
+    assert_eq!(rest["error"]["code"], 404);
+    assert_eq!(rest["error"]["status"], "NOT_FOUND");
+    let v = A2aError::invalid_field("message.parts", "At least one part is required").to_jsonrpc();
+    assert_eq!(v["code"], -32602);
+    assert_eq!(v["data"][0]["@type"], "type.googleapis.com/google.rpc.BadRequest");
+    assert_eq!(v["data"][0]["fieldViolations"][0]["field"], "message.parts");
+    // v1.0.1 statuses, not v1.0.0's.
+    assert_eq!(ErrorKind::TaskNotCancelable.codes().http, 400);
+    assert_eq!(ErrorKind::ContentTypeNotSupported.codes().http, 400);
+    assert_eq!(ErrorKind::InvalidAgentResponse.codes().http, 500);
+    assert_eq!(ErrorKind::VersionNotSupported.codes().grpc, "FAILED_PRECONDITION");
+}
+
+#[test]
+fn jsonrpc_envelopes_are_told_apart() {
+    use agentd_proto::jsonrpc::parse_request;
+    assert_eq!(parse_request(b"{not json").unwrap_err().error.kind, ErrorKind::ParseError);
+    let e = parse_request(br#"{"jsonrpc":"1.0","id":5,"method":"GetTask"}"#).unwrap_err();
+    assert_eq!((e.error.kind, e.id), (ErrorKind::InvalidRequest, json!(5)));
+    assert_eq!(parse_request(br#"[{"jsonrpc":"2.0"}]"#).unwrap_err().error.kind, ErrorKind::InvalidRequest);
+    assert_eq!(parse_request(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#).unwrap_err().error.kind, ErrorKind::InvalidRequest);
+    let r = parse_request(br#"{"jsonrpc":"2.0","id":"a","method":"GetExtendedAgentCard"}"#).unwrap();
+    assert_eq!((r.id, r.params), (json!("a"), None));
+}
+
+#[test]
+fn agent_card_serialises_oneof_security_schemes_by_member() {
+    let s = SecurityScheme::HttpAuth(HttpAuthSecurityScheme { scheme: "Bearer".into(), ..Default::default() });
+    assert_eq!(serde_json::to_value(&s).unwrap(), json!({"httpAuthSecurityScheme":{"scheme":"Bearer"}}));
+    let req = SecurityRequirement { schemes: [("bearer".to_owned(), StringList::default())].into() };
+    assert_eq!(serde_json::to_value(&req).unwrap(), json!({"schemes":{"bearer":{"list":[]}}}));
+}
