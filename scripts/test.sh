@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The project's one test command (README quick start; CI runs exactly this):
+# formatting, lints, every Rust test (unit, store conformance, end-to-end
+# against the real daemon), then the interop tests that drive the daemon
+# with the official A2A Python SDK. It installs what it needs by itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo test"
+cargo build --locked -p agentd
+cargo test --workspace --locked
+echo "== interop (official A2A Python SDK)"
+scripts/interop-venv.sh
+AGENTD_BIN="$PWD/target/debug/agentd" .venv/bin/python -m pytest -q tests/interop
