@@ -20,8 +20,8 @@ pub enum Outcome {
 
 /// What a stream carries: a single direct message, or a task's events.
 pub enum EventSource {
-    One(StreamResponse),
-    Task(TaskEvents),
+    One(Box<StreamResponse>),
+    Task(Box<TaskEvents>),
 }
 
 fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, A2aError> {
@@ -43,15 +43,15 @@ pub async fn dispatch(
         m::SEND_MESSAGE => to_value(&e.send_message(p, decode(params)?).await?)?,
         m::SEND_STREAMING_MESSAGE => {
             return Ok(Outcome::Stream(match e.send(p, decode(params)?, true).await? {
-                SendOutcome::Message(msg) => EventSource::One(StreamResponse::Message(msg)),
-                SendOutcome::Task(events) => EventSource::Task(events),
+                SendOutcome::Message(msg) => EventSource::One(Box::new(StreamResponse::Message(msg))),
+                SendOutcome::Task(events) => EventSource::Task(Box::new(events)),
             }));
         }
         m::GET_TASK => to_value(&e.get_task(p, decode(params)?).await?)?,
         m::LIST_TASKS => to_value(&e.list_tasks(p, decode(params)?).await?)?,
         m::CANCEL_TASK => to_value(&e.cancel_task(p, decode(params)?).await?)?,
         m::SUBSCRIBE_TO_TASK => {
-            return Ok(Outcome::Stream(EventSource::Task(e.subscribe(p, decode(params)?).await?)));
+            return Ok(Outcome::Stream(EventSource::Task(Box::new(e.subscribe(p, decode(params)?).await?))));
         }
         m::CREATE_PUSH_CONFIG => to_value(&e.create_push_config(p, decode(params)?).await?)?,
         m::GET_PUSH_CONFIG => to_value(&e.get_push_config(p, decode(params)?).await?)?,

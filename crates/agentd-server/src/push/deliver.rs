@@ -1,0 +1,173 @@
+//! One webhook delivery: the HTTP POST of an outbox item (A2A §4.3.3: the
+//! bare StreamResponse as `application/a2a+json`, the config's credentials
+//! and token as headers) and the retry schedule after a failure.
+
+use super::ssrf::{GuardedResolver, SsrfGuard};
+use agentd_core::OutboxItem;
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
+use reqwest::{Client, Url, redirect};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// The media type of a push body.
+pub const PUSH_CONTENT_TYPE: &str = "application/a2a+json";
+/// The header that carries a config's `token` (a2a-python's and 0.3's name).
+pub const TOKEN_HEADER: &str = "x-a2a-notification-token";
+
+/// How one attempt ended.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// The receiver answered 2xx.
+    Delivered,
+    /// Worth retrying: error status, connect error, timeout, refused address.
+    Failed(String),
+    /// Can never succeed (the config itself is unusable): give up now.
+    Permanent(String),
+}
+
+/// Posts outbox items with a client that cannot be led to private
+/// addresses: guarded resolver, literal-IP check, no redirects, no proxy.
+#[derive(Clone)]
+pub(crate) struct Deliverer {
+    client: Client,
+    guard: SsrfGuard,
+    timeout: Duration,
+}
+
+impl Deliverer {
+    pub(crate) fn new(guard: SsrfGuard, timeout: Duration) -> Result<Self, String> {
+        let client = Client::builder()
+            .redirect(redirect::Policy::none())
+            .no_proxy()
+            .dns_resolver(Arc::new(GuardedResolver::new(guard)))
+            .connect_timeout(timeout)
+            .timeout(timeout)
+            .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("cannot build the push HTTP client: {e}"))?;
+        Ok(Self {
+            client,
+            guard,
+            timeout,
+        })
+    }
+
+    pub(crate) async fn deliver(&self, item: &OutboxItem) -> Outcome {
+        let url = match Url::parse(item.config.url.trim()) {
+            Ok(u) => u,
+            Err(e) => return Outcome::Permanent(format!("url is not a valid URL: {e}")),
+        };
+        if let Err(why) = self.guard.check_target(&url) {
+            return Outcome::Failed(format!("url refused: {why}"));
+        }
+        let mut req = self
+            .client
+            .post(url)
+            .timeout(self.timeout)
+            .header(CONTENT_TYPE, HeaderValue::from_static(PUSH_CONTENT_TYPE))
+            .body(item.body.clone());
+        if let Some(auth) = &item.config.authentication
+            && !auth.credentials.is_empty()
+        {
+            match secret(&format!("{} {}", auth.scheme.trim(), auth.credentials)) {
+                Some(v) => req = req.header(AUTHORIZATION, v),
+                None => {
+                    return Outcome::Permanent(
+                        "authentication has characters not allowed in an HTTP header".into(),
+                    );
+                }
+            }
+        }
+        if !item.config.token.is_empty() {
+            match secret(&item.config.token) {
+                Some(v) => req = req.header(HeaderName::from_static(TOKEN_HEADER), v),
+                None => {
+                    return Outcome::Permanent(
+                        "token has characters not allowed in an HTTP header".into(),
+                    );
+                }
+            }
+        }
+        match req.send().await {
+            Ok(resp) if resp.status().is_success() => Outcome::Delivered,
+            Ok(resp) => Outcome::Failed(format!("receiver answered {}", resp.status())),
+            // Without the URL: it may carry credentials in its query.
+            Err(e) if e.is_builder() => Outcome::Permanent(e.without_url().to_string()),
+            Err(e) => Outcome::Failed(describe(&e)),
+        }
+    }
+}
+
+/// A header value marked sensitive (kept out of `Debug` output).
+fn secret(s: &str) -> Option<HeaderValue> {
+    let mut v = HeaderValue::from_str(s).ok()?;
+    v.set_sensitive(true);
+    Some(v)
+}
+
+/// A reqwest error with its causes (the resolver's SSRF refusal is one),
+/// without the URL.
+fn describe(e: &reqwest::Error) -> String {
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else {
+        "request failed"
+    };
+    let mut out = kind.to_owned();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cause = c.source();
+    }
+    out
+}
+
+/// The wait before attempt `attempts + 1`, after `attempts` (>= 1) failed
+/// ones: `base * 2^(attempts-1)`, capped at `max`, then ±20% jitter.
+pub(crate) fn backoff(base: Duration, max: Duration, attempts: u32) -> Duration {
+    let exp = attempts.saturating_sub(1).min(63);
+    let factor = 1u128 << exp;
+    let ms = base.as_millis().saturating_mul(factor).min(max.as_millis());
+    let jittered = ms.saturating_mul(u128::from(800 + jitter_per_mille(400))) / 1000;
+    Duration::from_millis(u64::try_from(jittered).unwrap_or(u64::MAX))
+}
+
+/// A pseudo-random number in `0..n` (splitmix64 over a counter and the
+/// clock): enough to spread retries, no crate needed.
+fn jitter_per_mille(n: u64) -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let mut z = COUNTER.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed) ^ u64::from(nanos);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    z % n.max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::backoff;
+    use std::time::Duration;
+
+    #[test]
+    fn backoff_doubles_caps_and_jitters() {
+        let (base, max) = (Duration::from_millis(1000), Duration::from_secs(300));
+        for _ in 0..200 {
+            let first = backoff(base, max, 1).as_millis();
+            assert!((800..=1200).contains(&first), "{first}");
+            let third = backoff(base, max, 3).as_millis();
+            assert!((3200..=4800).contains(&third), "{third}");
+            let late = backoff(base, max, 40).as_millis();
+            assert!((240_000..=360_000).contains(&late), "{late}");
+            let huge = backoff(base, max, u32::MAX).as_millis();
+            assert!((240_000..=360_000).contains(&huge), "{huge}");
+        }
+    }
+}
