@@ -68,12 +68,7 @@ impl TaskControl {
     pub async fn input_required(&self, question: Message) -> Result<(), A2aError> {
         self.status(TaskState::InputRequired, Some(question)).await
     }
-    pub async fn artifact(
-        &self,
-        artifact: Artifact,
-        append: bool,
-        last_chunk: bool,
-    ) -> Result<(), A2aError> {
+    pub async fn artifact(&self, artifact: Artifact, append: bool, last_chunk: bool) -> Result<(), A2aError> {
         self.change(Change::Artifact { artifact, append, last_chunk }).await
     }
     /// Client messages that arrived while the task was working (steering input).

@@ -16,6 +16,10 @@ pub struct SlotState {
     pub record: TaskRecord,
     /// Whether an agent run is executing for this task.
     pub running: bool,
+    /// Which run owns the slot: a resume starts a new run while the
+    /// previous one may still be finishing, and only the newest may clear
+    /// `running`.
+    pub run_gen: u64,
     /// Cancels the current run (replaced for each run).
     pub cancel: CancellationToken,
     /// Client messages sent while the task was working, not yet seen by the agent.
@@ -36,6 +40,7 @@ impl Slot {
             state: Mutex::new(SlotState {
                 record,
                 running: false,
+                run_gen: 0,
                 cancel: CancellationToken::new(),
                 steering: Vec::new(),
                 detached: false,

@@ -86,11 +86,7 @@ pub trait Store: Send + Sync + 'static {
     async fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError>;
     /// Whether any task of `context_id` is owned by someone other than `owner`.
     async fn context_foreign(&self, context_id: &str, owner: &str) -> Result<bool, StoreError>;
-    async fn get_push_config(
-        &self,
-        task_id: &str,
-        id: &str,
-    ) -> Result<Option<PushConfigRow>, StoreError>;
+    async fn get_push_config(&self, task_id: &str, id: &str) -> Result<Option<PushConfigRow>, StoreError>;
     /// A task's push configs, oldest first.
     async fn list_push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>, StoreError>;
     /// Outbox rows due at `now_ms` (not_before <= now), oldest first.

@@ -4,8 +4,8 @@
 
 use crate::record::{StatusEntry, TaskRecord};
 use agentd_proto::{
-    Artifact, Message, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus,
-    TaskStatusUpdateEvent, Timestamp,
+    Artifact, Message, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
+    Timestamp,
 };
 
 /// One change to a task.
@@ -30,11 +30,7 @@ pub enum Refused {
 
 /// Applies `change` at time `now`, returning the events to publish after
 /// the record is committed.
-pub fn apply(
-    rec: &mut TaskRecord,
-    change: Change,
-    now: Timestamp,
-) -> Result<Vec<StreamResponse>, Refused> {
+pub fn apply(rec: &mut TaskRecord, change: Change, now: Timestamp) -> Result<Vec<StreamResponse>, Refused> {
     let current = rec.state();
     if current.is_terminal() {
         return Err(Refused::Terminal(current));
@@ -131,7 +127,12 @@ mod tests {
     fn status_change_records_history_and_one_event() {
         let mut r = rec(TaskState::Submitted);
         let now = Timestamp::from_millis(5000).unwrap();
-        let ev = apply(&mut r, Change::Status { state: TaskState::Completed, message: Some(Message::agent_text("done")) }, now).unwrap();
+        let ev = apply(
+            &mut r,
+            Change::Status { state: TaskState::Completed, message: Some(Message::agent_text("done")) },
+            now,
+        )
+        .unwrap();
         assert_eq!(ev.len(), 1);
         assert_eq!(r.state(), TaskState::Completed);
         assert_eq!(r.status_history, vec![StatusEntry { state: TaskState::Completed, timestamp: now }]);
@@ -152,20 +153,29 @@ mod tests {
     fn artifact_chunks_append_to_the_same_artifact() {
         let mut r = rec(TaskState::Working);
         let now = Timestamp::from_millis(2000).unwrap();
-        let a = |t: &str| Artifact { artifact_id: "a".into(), parts: vec![Part::text(t)], ..Default::default() };
-        apply(&mut r, Change::Artifact { artifact: a("one "), append: false, last_chunk: false }, now).unwrap();
+        let a =
+            |t: &str| Artifact { artifact_id: "a".into(), parts: vec![Part::text(t)], ..Default::default() };
+        apply(&mut r, Change::Artifact { artifact: a("one "), append: false, last_chunk: false }, now)
+            .unwrap();
         apply(&mut r, Change::Artifact { artifact: a("two"), append: true, last_chunk: true }, now).unwrap();
         let arts = r.task.artifacts.as_ref().unwrap();
         assert_eq!(arts.len(), 1);
         assert_eq!(arts[0].parts.len(), 2);
         apply(&mut r, Change::Artifact { artifact: a("new"), append: false, last_chunk: true }, now).unwrap();
-        assert_eq!(r.task.artifacts.as_ref().unwrap()[0].parts, vec![Part::text("new")], "same id without append replaces");
+        assert_eq!(
+            r.task.artifacts.as_ref().unwrap()[0].parts,
+            vec![Part::text("new")],
+            "same id without append replaces"
+        );
     }
 
     #[test]
     fn unspecified_is_refused() {
         let mut r = rec(TaskState::Working);
         let now = Timestamp::from_millis(2000).unwrap();
-        assert_eq!(apply(&mut r, Change::Status { state: TaskState::Unspecified, message: None }, now), Err(Refused::Unspecified));
+        assert_eq!(
+            apply(&mut r, Change::Status { state: TaskState::Unspecified, message: None }, now),
+            Err(Refused::Unspecified)
+        );
     }
 }

@@ -59,22 +59,76 @@ impl ErrorKind {
         use ErrorKind::*;
         match self {
             TaskNotFound => c(-32001, 404, "NOT_FOUND", Some("TASK_NOT_FOUND"), "Task not found"),
-            TaskNotCancelable => c(-32002, 400, "FAILED_PRECONDITION", Some("TASK_NOT_CANCELABLE"), "Task cannot be canceled"),
-            PushNotificationNotSupported => c(-32003, 400, "FAILED_PRECONDITION", Some("PUSH_NOTIFICATION_NOT_SUPPORTED"), "Push notifications are not supported"),
-            UnsupportedOperation => c(-32004, 400, "FAILED_PRECONDITION", Some("UNSUPPORTED_OPERATION"), "This operation is not supported"),
-            ContentTypeNotSupported => c(-32005, 400, "INVALID_ARGUMENT", Some("CONTENT_TYPE_NOT_SUPPORTED"), "Incompatible content types"),
-            InvalidAgentResponse => c(-32006, 500, "INTERNAL", Some("INVALID_AGENT_RESPONSE"), "Invalid agent response"),
-            ExtendedAgentCardNotConfigured => c(-32007, 400, "FAILED_PRECONDITION", Some("EXTENDED_AGENT_CARD_NOT_CONFIGURED"), "Extended agent card is not configured"),
-            ExtensionSupportRequired => c(-32008, 400, "FAILED_PRECONDITION", Some("EXTENSION_SUPPORT_REQUIRED"), "A required extension was not requested"),
-            VersionNotSupported => c(-32009, 400, "FAILED_PRECONDITION", Some("VERSION_NOT_SUPPORTED"), "Protocol version not supported"),
+            TaskNotCancelable => {
+                c(-32002, 400, "FAILED_PRECONDITION", Some("TASK_NOT_CANCELABLE"), "Task cannot be canceled")
+            }
+            PushNotificationNotSupported => c(
+                -32003,
+                400,
+                "FAILED_PRECONDITION",
+                Some("PUSH_NOTIFICATION_NOT_SUPPORTED"),
+                "Push notifications are not supported",
+            ),
+            UnsupportedOperation => c(
+                -32004,
+                400,
+                "FAILED_PRECONDITION",
+                Some("UNSUPPORTED_OPERATION"),
+                "This operation is not supported",
+            ),
+            ContentTypeNotSupported => c(
+                -32005,
+                400,
+                "INVALID_ARGUMENT",
+                Some("CONTENT_TYPE_NOT_SUPPORTED"),
+                "Incompatible content types",
+            ),
+            InvalidAgentResponse => {
+                c(-32006, 500, "INTERNAL", Some("INVALID_AGENT_RESPONSE"), "Invalid agent response")
+            }
+            ExtendedAgentCardNotConfigured => c(
+                -32007,
+                400,
+                "FAILED_PRECONDITION",
+                Some("EXTENDED_AGENT_CARD_NOT_CONFIGURED"),
+                "Extended agent card is not configured",
+            ),
+            ExtensionSupportRequired => c(
+                -32008,
+                400,
+                "FAILED_PRECONDITION",
+                Some("EXTENSION_SUPPORT_REQUIRED"),
+                "A required extension was not requested",
+            ),
+            VersionNotSupported => c(
+                -32009,
+                400,
+                "FAILED_PRECONDITION",
+                Some("VERSION_NOT_SUPPORTED"),
+                "Protocol version not supported",
+            ),
             ParseError => c(-32700, 400, "INVALID_ARGUMENT", None, "Invalid JSON payload"),
-            InvalidRequest => c(-32600, 400, "INVALID_ARGUMENT", None, "Request payload validation error"),
+            // Validation errors carry a reason too (the §10.6 rule applied to the
+            // error name): REST clients such as a2a-python map errors by reason only.
+            InvalidRequest => c(
+                -32600,
+                400,
+                "INVALID_ARGUMENT",
+                Some("INVALID_REQUEST"),
+                "Request payload validation error",
+            ),
             MethodNotFound => c(-32601, 404, "UNIMPLEMENTED", None, "Method not found"),
-            InvalidParams => c(-32602, 400, "INVALID_ARGUMENT", None, "Invalid parameters"),
+            InvalidParams => c(-32602, 400, "INVALID_ARGUMENT", Some("INVALID_PARAMS"), "Invalid parameters"),
             Internal => c(-32603, 500, "INTERNAL", None, "Internal error"),
-            Unauthenticated => c(-31401, 401, "UNAUTHENTICATED", Some("UNAUTHENTICATED"), "Authentication required"),
-            PermissionDenied => c(-31403, 403, "PERMISSION_DENIED", Some("PERMISSION_DENIED"), "Permission denied"),
-            PayloadTooLarge => c(-32600, 413, "INVALID_ARGUMENT", Some("PAYLOAD_TOO_LARGE"), "Request body too large"),
+            Unauthenticated => {
+                c(-31401, 401, "UNAUTHENTICATED", Some("UNAUTHENTICATED"), "Authentication required")
+            }
+            PermissionDenied => {
+                c(-31403, 403, "PERMISSION_DENIED", Some("PERMISSION_DENIED"), "Permission denied")
+            }
+            PayloadTooLarge => {
+                c(-32600, 413, "INVALID_ARGUMENT", Some("PAYLOAD_TOO_LARGE"), "Request body too large")
+            }
             Unavailable => c(-32603, 503, "UNAVAILABLE", Some("UNAVAILABLE"), "Service unavailable"),
         }
     }

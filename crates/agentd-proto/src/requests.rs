@@ -10,13 +10,28 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageConfiguration {
-    #[serde(default, alias = "accepted_output_modes", deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        alias = "accepted_output_modes",
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub accepted_output_modes: Vec<String>,
     #[serde(default, alias = "task_push_notification_config", skip_serializing_if = "Option::is_none")]
     pub task_push_notification_config: Option<TaskPushNotificationConfig>,
-    #[serde(default, alias = "history_length", deserialize_with = "opt_i32", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "history_length",
+        deserialize_with = "opt_i32",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub history_length: Option<i32>,
-    #[serde(default, alias = "return_immediately", deserialize_with = "bool_default", skip_serializing_if = "std::ops::Not::not")]
+    #[serde(
+        default,
+        alias = "return_immediately",
+        deserialize_with = "bool_default",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
     pub return_immediately: bool,
 }
 
@@ -43,7 +58,12 @@ pub struct GetTaskRequest {
     pub tenant: String,
     #[serde(default, deserialize_with = "null_default")]
     pub id: String,
-    #[serde(default, alias = "history_length", deserialize_with = "opt_i32", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "history_length",
+        deserialize_with = "opt_i32",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub history_length: Option<i32>,
 }
 
@@ -53,19 +73,44 @@ pub struct GetTaskRequest {
 pub struct ListTasksRequest {
     #[serde(default, deserialize_with = "null_default", skip_serializing_if = "String::is_empty")]
     pub tenant: String,
-    #[serde(default, alias = "context_id", deserialize_with = "null_default", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        alias = "context_id",
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub context_id: String,
     #[serde(default, skip_serializing_if = "is_unspecified")]
     pub status: TaskState,
-    #[serde(default, alias = "page_size", deserialize_with = "opt_i32", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "page_size",
+        deserialize_with = "opt_i32",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub page_size: Option<i32>,
-    #[serde(default, alias = "page_token", deserialize_with = "null_default", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        alias = "page_token",
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub page_token: String,
-    #[serde(default, alias = "history_length", deserialize_with = "opt_i32", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "history_length",
+        deserialize_with = "opt_i32",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub history_length: Option<i32>,
     #[serde(default, alias = "status_timestamp_after", skip_serializing_if = "Option::is_none")]
     pub status_timestamp_after: Option<Timestamp>,
-    #[serde(default, alias = "include_artifacts", deserialize_with = "opt_bool", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "include_artifacts",
+        deserialize_with = "opt_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub include_artifacts: Option<bool>,
 }
 
@@ -133,7 +178,12 @@ pub struct ListTaskPushNotificationConfigsRequest {
     pub task_id: String,
     #[serde(default, alias = "page_size", deserialize_with = "i32_default", skip_serializing_if = "is_zero")]
     pub page_size: i32,
-    #[serde(default, alias = "page_token", deserialize_with = "null_default", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        alias = "page_token",
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub page_token: String,
 }
 

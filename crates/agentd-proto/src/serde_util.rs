@@ -45,11 +45,9 @@ pub fn opt_i32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error>
             .and_then(|v| i32::try_from(v).ok())
             .map(Some)
             .ok_or_else(|| D::Error::custom("expected a 32-bit integer")),
-        Some(serde_json::Value::String(s)) => s
-            .trim()
-            .parse::<i32>()
-            .map(Some)
-            .map_err(|_| D::Error::custom("expected a 32-bit integer")),
+        Some(serde_json::Value::String(s)) => {
+            s.trim().parse::<i32>().map(Some).map_err(|_| D::Error::custom("expected a 32-bit integer"))
+        }
         Some(_) => Err(D::Error::custom("expected a 32-bit integer")),
     }
 }

@@ -117,10 +117,7 @@ proto_enum!(
 impl TaskState {
     /// COMPLETED, FAILED, CANCELED, REJECTED: nothing changes such a task.
     pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            TaskState::Completed | TaskState::Failed | TaskState::Canceled | TaskState::Rejected
-        )
+        matches!(self, TaskState::Completed | TaskState::Failed | TaskState::Canceled | TaskState::Rejected)
     }
     /// INPUT_REQUIRED, AUTH_REQUIRED: the task waits for someone else.
     pub fn is_interrupted(self) -> bool {
@@ -242,9 +239,7 @@ impl<'de> Deserialize<'de> for Part {
             found.push(PartContent::Data(v));
         }
         if found.len() != 1 {
-            return Err(D::Error::custom(
-                "a part must have exactly one of `text`, `raw`, `url`, `data`",
-            ));
+            return Err(D::Error::custom("a part must have exactly one of `text`, `raw`, `url`, `data`"));
         }
         let content = found.pop().unwrap_or(PartContent::Text(String::new()));
         Ok(Part { content, metadata: r.metadata, filename: r.filename, media_type: r.media_type })
@@ -257,9 +252,19 @@ impl<'de> Deserialize<'de> for Part {
 pub struct Message {
     #[serde(default, alias = "message_id", deserialize_with = "null_default")]
     pub message_id: String,
-    #[serde(default, alias = "context_id", deserialize_with = "null_default", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        alias = "context_id",
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub context_id: String,
-    #[serde(default, alias = "task_id", deserialize_with = "null_default", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        alias = "task_id",
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub task_id: String,
     #[serde(default)]
     pub role: Role,
@@ -269,19 +274,19 @@ pub struct Message {
     pub metadata: Option<Metadata>,
     #[serde(default, deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<String>,
-    #[serde(default, alias = "reference_task_ids", deserialize_with = "null_default", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        alias = "reference_task_ids",
+        deserialize_with = "null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub reference_task_ids: Vec<String>,
 }
 
 impl Message {
     /// An agent-role message with text parts.
     pub fn agent_text(text: impl Into<String>) -> Self {
-        Self {
-            message_id: new_id(),
-            role: Role::Agent,
-            parts: vec![Part::text(text)],
-            ..Default::default()
-        }
+        Self { message_id: new_id(), role: Role::Agent, parts: vec![Part::text(text)], ..Default::default() }
     }
     /// All text parts joined with newlines.
     pub fn text(&self) -> String {
@@ -330,7 +335,12 @@ pub struct TaskStatus {
 pub struct Task {
     #[serde(default, deserialize_with = "null_default")]
     pub id: String,
-    #[serde(default, alias = "context_id", deserialize_with = "null_default", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        alias = "context_id",
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub context_id: String,
     #[serde(default)]
     pub status: TaskStatus,
@@ -370,7 +380,12 @@ pub struct TaskArtifactUpdateEvent {
     pub artifact: Artifact,
     #[serde(default, deserialize_with = "bool_default", skip_serializing_if = "is_false")]
     pub append: bool,
-    #[serde(default, alias = "last_chunk", deserialize_with = "bool_default", skip_serializing_if = "is_false")]
+    #[serde(
+        default,
+        alias = "last_chunk",
+        deserialize_with = "bool_default",
+        skip_serializing_if = "is_false"
+    )]
     pub last_chunk: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
@@ -414,7 +429,12 @@ pub struct TaskPushNotificationConfig {
     pub tenant: String,
     #[serde(default, deserialize_with = "null_default", skip_serializing_if = "String::is_empty")]
     pub id: String,
-    #[serde(default, alias = "task_id", deserialize_with = "null_default", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        alias = "task_id",
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub task_id: String,
     #[serde(default, deserialize_with = "null_default")]
     pub url: String,

@@ -21,9 +21,8 @@ pub fn decode_bytes<T: DeserializeOwned>(body: &[u8]) -> Result<T, A2aError> {
     let v: Value = if body.iter().all(u8::is_ascii_whitespace) {
         Value::Object(Default::default())
     } else {
-        serde_json::from_slice(body).map_err(|e| {
-            A2aError::new(crate::ErrorKind::ParseError, format!("Invalid JSON payload: {e}"))
-        })?
+        serde_json::from_slice(body)
+            .map_err(|e| A2aError::new(crate::ErrorKind::ParseError, format!("Invalid JSON payload: {e}")))?
     };
     if !v.is_object() {
         return Err(A2aError::invalid_field("body", "the request body must be a JSON object"));

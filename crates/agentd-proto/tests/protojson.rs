@@ -59,9 +59,16 @@ fn snake_case_names_are_accepted_on_input() {
         "include_artifacts":true,"status_timestamp_after":"2025-11-09T10:30:00+02:00","status":"TASK_STATE_WORKING"
     }))
     .unwrap();
-    assert_eq!((r.context_id.as_str(), r.page_size, r.history_length, r.include_artifacts), ("c", Some(5), Some(2), Some(true)));
+    assert_eq!(
+        (r.context_id.as_str(), r.page_size, r.history_length, r.include_artifacts),
+        ("c", Some(5), Some(2), Some(true))
+    );
     assert_eq!(r.status, TaskState::Working);
-    assert_eq!(r.status_timestamp_after.unwrap().to_wire(), "2025-11-09T08:30:00.000Z", "offsets normalise to Z");
+    assert_eq!(
+        r.status_timestamp_after.unwrap().to_wire(),
+        "2025-11-09T08:30:00.000Z",
+        "offsets normalise to Z"
+    );
     let m: Message = decode(json!({"message_id":"m","role":"ROLE_USER","parts":[{"text":"x","media_type":"text/plain"}],"reference_task_ids":["t"]})).unwrap();
     assert_eq!(m.message_id, "m");
     assert_eq!(m.parts[0].media_type, "text/plain");
@@ -111,8 +118,15 @@ fn timestamps_are_millisecond_utc_out() {
 #[test]
 fn required_members_are_always_written() {
     let r = ListTasksResponse::default();
-    assert_eq!(serde_json::to_value(&r).unwrap(), json!({"tasks":[],"nextPageToken":"","pageSize":0,"totalSize":0}));
-    let t = Task { id: "t".into(), status: TaskStatus { state: TaskState::Working, ..Default::default() }, ..Default::default() };
+    assert_eq!(
+        serde_json::to_value(&r).unwrap(),
+        json!({"tasks":[],"nextPageToken":"","pageSize":0,"totalSize":0})
+    );
+    let t = Task {
+        id: "t".into(),
+        status: TaskStatus { state: TaskState::Working, ..Default::default() },
+        ..Default::default()
+    };
     assert_eq!(serde_json::to_value(&t).unwrap(), json!({"id":"t","status":{"state":"TASK_STATE_WORKING"}}));
 }
 
@@ -149,8 +163,10 @@ fn errors_map_through_the_one_table() {
     assert_eq!(rest["error"]["status"], "NOT_FOUND");
     let v = A2aError::invalid_field("message.parts", "At least one part is required").to_jsonrpc();
     assert_eq!(v["code"], -32602);
-    assert_eq!(v["data"][0]["@type"], "type.googleapis.com/google.rpc.BadRequest");
-    assert_eq!(v["data"][0]["fieldViolations"][0]["field"], "message.parts");
+    assert_eq!(v["data"][0]["@type"], "type.googleapis.com/google.rpc.ErrorInfo");
+    assert_eq!(v["data"][0]["reason"], "INVALID_PARAMS");
+    assert_eq!(v["data"][1]["@type"], "type.googleapis.com/google.rpc.BadRequest");
+    assert_eq!(v["data"][1]["fieldViolations"][0]["field"], "message.parts");
     // v1.0.1 statuses, not v1.0.0's.
     assert_eq!(ErrorKind::TaskNotCancelable.codes().http, 400);
     assert_eq!(ErrorKind::ContentTypeNotSupported.codes().http, 400);
@@ -165,14 +181,18 @@ fn jsonrpc_envelopes_are_told_apart() {
     let e = parse_request(br#"{"jsonrpc":"1.0","id":5,"method":"GetTask"}"#).unwrap_err();
     assert_eq!((e.error.kind, e.id), (ErrorKind::InvalidRequest, json!(5)));
     assert_eq!(parse_request(br#"[{"jsonrpc":"2.0"}]"#).unwrap_err().error.kind, ErrorKind::InvalidRequest);
-    assert_eq!(parse_request(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#).unwrap_err().error.kind, ErrorKind::InvalidRequest);
+    assert_eq!(
+        parse_request(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#).unwrap_err().error.kind,
+        ErrorKind::InvalidRequest
+    );
     let r = parse_request(br#"{"jsonrpc":"2.0","id":"a","method":"GetExtendedAgentCard"}"#).unwrap();
     assert_eq!((r.id, r.params), (json!("a"), None));
 }
 
 #[test]
 fn agent_card_serialises_oneof_security_schemes_by_member() {
-    let s = SecurityScheme::HttpAuth(HttpAuthSecurityScheme { scheme: "Bearer".into(), ..Default::default() });
+    let s =
+        SecurityScheme::HttpAuth(HttpAuthSecurityScheme { scheme: "Bearer".into(), ..Default::default() });
     assert_eq!(serde_json::to_value(&s).unwrap(), json!({"httpAuthSecurityScheme":{"scheme":"Bearer"}}));
     let req = SecurityRequirement { schemes: [("bearer".to_owned(), StringList::default())].into() };
     assert_eq!(serde_json::to_value(&req).unwrap(), json!({"schemes":{"bearer":{"list":[]}}}));

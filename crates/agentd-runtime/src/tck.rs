@@ -43,7 +43,11 @@ async fn scenario(c: &TaskControl, id: &str) -> Result<(), A2aError> {
     let has = |p: &str| id.starts_with(p);
     if has("tck-stream-artifact-chunked") {
         c.working(None).await?;
-        let chunk = |t: &str| Artifact { artifact_id: "chunked".into(), parts: vec![Part::text(t)], ..Default::default() };
+        let chunk = |t: &str| Artifact {
+            artifact_id: "chunked".into(),
+            parts: vec![Part::text(t)],
+            ..Default::default()
+        };
         c.artifact(chunk("chunk-1 "), false, false).await?;
         c.artifact(chunk("chunk-2"), true, true).await?;
         c.complete(None).await

@@ -80,7 +80,11 @@ mod tests {
     fn auth() -> Authenticator {
         Authenticator::new(vec![
             TokenEntry::from_secret("s3cret", Principal::new("user:alice", PrincipalRole::User)),
-            TokenEntry::from_hex(&hex::encode(digest("op")), Principal::new("operator:ops", PrincipalRole::Operator)).unwrap(),
+            TokenEntry::from_hex(
+                &hex::encode(digest("op")),
+                Principal::new("operator:ops", PrincipalRole::Operator),
+            )
+            .unwrap(),
         ])
     }
 

@@ -68,10 +68,7 @@ impl CardService {
         let card = AgentCard {
             name: cfg.name,
             description: cfg.description,
-            supported_interfaces: vec![
-                interface(JSONRPC_PATH, "JSONRPC"),
-                interface(REST_PATH, "HTTP+JSON"),
-            ],
+            supported_interfaces: vec![interface(JSONRPC_PATH, "JSONRPC"), interface(REST_PATH, "HTTP+JSON")],
             provider: Some(AgentProvider { url: "https://agentd.dev".into(), organization: "agentd".into() }),
             version: cfg.version,
             documentation_url: Some("https://agentd.dev/docs".into()),
@@ -102,7 +99,8 @@ pub fn chat_skill() -> AgentSkill {
     AgentSkill {
         id: "chat".into(),
         name: "Chat".into(),
-        description: "Talk with the agent: each message is a turn of the conversation named by contextId.".into(),
+        description: "Talk with the agent: each message is a turn of the conversation named by contextId."
+            .into(),
         tags: vec!["chat".into(), "conversation".into()],
         examples: vec!["Summarise the open incidents".into()],
         input_modes: Vec::new(),

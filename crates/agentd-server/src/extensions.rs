@@ -75,7 +75,10 @@ impl ExtensionRegistry {
         if let Some(missing) = self.declared.iter().find(|d| d.required && !requested.contains(&d.uri)) {
             return Err(A2aError::new(
                 ErrorKind::ExtensionSupportRequired,
-                format!("this agent requires the extension {}; list it in the A2A-Extensions header", missing.uri),
+                format!(
+                    "this agent requires the extension {}; list it in the A2A-Extensions header",
+                    missing.uri
+                ),
             )
             .with_meta("uri", &missing.uri));
         }

@@ -44,11 +44,7 @@ pub fn check_version(state: &AppState, headers: &HeaderMap, query: Option<&str>)
     }
     let mut it = value.split('.');
     let (major, minor) = (it.next().map(str::trim), it.next().map(str::trim).unwrap_or("0"));
-    if major == Some("1") && minor == "0" {
-        Ok(())
-    } else {
-        Err(unsupported_version(&value))
-    }
+    if major == Some("1") && minor == "0" { Ok(()) } else { Err(unsupported_version(&value)) }
 }
 
 fn unsupported_version(got: &str) -> A2aError {

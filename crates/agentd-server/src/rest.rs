@@ -122,8 +122,11 @@ pub async fn handle(
     let rest_path = uri.path().strip_prefix(crate::card::REST_PATH).unwrap_or("");
     let Some(route) = match_route(&http_method, rest_path) else {
         return rest_error(
-            &A2aError::new(ErrorKind::MethodNotFound, format!("no A2A operation at {http_method} {}", uri.path()))
-                .with_reason("ROUTE_NOT_FOUND"),
+            &A2aError::new(
+                ErrorKind::MethodNotFound,
+                format!("no A2A operation at {http_method} {}", uri.path()),
+            )
+            .with_reason("ROUTE_NOT_FOUND"),
         );
     };
     let principal = match authenticate(&state, &headers) {
@@ -146,7 +149,10 @@ pub async fn handle(
                 Ok(Value::Null) => {}
                 Ok(_) => return rest_error(&A2aError::invalid_field("body", "must be a JSON object")),
                 Err(e) => {
-                    return rest_error(&A2aError::new(ErrorKind::ParseError, format!("Invalid JSON payload: {e}")));
+                    return rest_error(&A2aError::new(
+                        ErrorKind::ParseError,
+                        format!("Invalid JSON payload: {e}"),
+                    ));
                 }
             }
         }
@@ -178,19 +184,34 @@ mod tests {
     fn custom_verbs_split_on_the_last_colon_after_decoding() {
         assert_eq!(r(Method::POST, "/tasks/a:b:cancel"), Some((m::CANCEL_TASK, vec![("id", "a:b".into())])));
         assert_eq!(r(Method::POST, "/tasks/t1%3Acancel"), Some((m::CANCEL_TASK, vec![("id", "t1".into())])));
-        assert_eq!(r(Method::GET, "/tasks/t1:subscribe"), Some((m::SUBSCRIBE_TO_TASK, vec![("id", "t1".into())])));
-        assert_eq!(r(Method::POST, "/tasks/t1:subscribe"), Some((m::SUBSCRIBE_TO_TASK, vec![("id", "t1".into())])));
+        assert_eq!(
+            r(Method::GET, "/tasks/t1:subscribe"),
+            Some((m::SUBSCRIBE_TO_TASK, vec![("id", "t1".into())]))
+        );
+        assert_eq!(
+            r(Method::POST, "/tasks/t1:subscribe"),
+            Some((m::SUBSCRIBE_TO_TASK, vec![("id", "t1".into())]))
+        );
         assert_eq!(r(Method::GET, "/tasks/x:other"), Some((m::GET_TASK, vec![("id", "x:other".into())])));
     }
 
     #[test]
     fn every_route_exists_under_a_tenant() {
-        assert_eq!(r(Method::POST, "/acme/message:send"), Some((m::SEND_MESSAGE, vec![("tenant", "acme".into())])));
+        assert_eq!(
+            r(Method::POST, "/acme/message:send"),
+            Some((m::SEND_MESSAGE, vec![("tenant", "acme".into())]))
+        );
         assert_eq!(
             r(Method::DELETE, "/acme/tasks/t/pushNotificationConfigs/c"),
-            Some((m::DELETE_PUSH_CONFIG, vec![("taskId", "t".into()), ("id", "c".into()), ("tenant", "acme".into())]))
+            Some((
+                m::DELETE_PUSH_CONFIG,
+                vec![("taskId", "t".into()), ("id", "c".into()), ("tenant", "acme".into())]
+            ))
         );
-        assert_eq!(r(Method::GET, "/acme/extendedAgentCard"), Some((m::GET_EXTENDED_CARD, vec![("tenant", "acme".into())])));
+        assert_eq!(
+            r(Method::GET, "/acme/extendedAgentCard"),
+            Some((m::GET_EXTENDED_CARD, vec![("tenant", "acme".into())]))
+        );
     }
 
     #[test]

@@ -18,6 +18,9 @@ pub fn app(state: AppState) -> Router {
         .route(JSONRPC_PATH, post(jsonrpc::handle))
         .route(&format!("{JSONRPC_PATH}/"), post(jsonrpc::handle))
         .route(&format!("{REST_PATH}/{{*rest}}"), any(rest::handle))
+        // The bare base path names no operation: a JSON 404 like any other.
+        .route(REST_PATH, any(rest::handle))
+        .route(&format!("{REST_PATH}/"), any(rest::handle))
         .route("/healthz", get(|| async { "ok" }))
         .with_state(state)
 }
@@ -28,7 +31,10 @@ async fn card(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let not_modified = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == c.etag || t.trim() == "*"));
+        // Weak comparison (RFC 9110 §13.1.2): `W/"x"` matches `"x"`.
+        .is_some_and(|v| {
+            v.split(',').map(|t| t.trim()).any(|t| t.trim_start_matches("W/") == c.etag || t == "*")
+        });
     let mut r = if not_modified {
         StatusCode::NOT_MODIFIED.into_response()
     } else {

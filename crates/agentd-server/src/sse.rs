@@ -64,7 +64,9 @@ fn events(
                             Ok(Event::default().data(framing.data(&ev))),
                             Phase::Running(EventSource::Task(evs)),
                         )),
-                        Err(e) => Some((Ok(Event::default().event("error").data(framing.error(&e))), Phase::Done)),
+                        Err(e) => {
+                            Some((Ok(Event::default().event("error").data(framing.error(&e))), Phase::Done))
+                        }
                     }
                 }
             }

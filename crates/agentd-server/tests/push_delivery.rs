@@ -5,14 +5,11 @@
 
 use agentd_core::{Engine, EngineConfig, Principal, PrincipalRole, PushUrlPolicy};
 use agentd_proto::{
-    AuthenticationInfo, ErrorKind, Message, Part, Role, SendMessageConfiguration,
-    SendMessageRequest, SendMessageResponse, StreamResponse, TaskPushNotificationConfig, TaskState,
-    new_id,
+    AuthenticationInfo, ErrorKind, Message, Part, Role, SendMessageConfiguration, SendMessageRequest,
+    SendMessageResponse, StreamResponse, TaskPushNotificationConfig, TaskState, new_id,
 };
 use agentd_runtime::EchoAgent;
-use agentd_server::push::{
-    GuardedResolver, PushWorkerConfig, SsrfGuard, refusal_reason, spawn_push_worker,
-};
+use agentd_server::push::{GuardedResolver, PushWorkerConfig, SsrfGuard, refusal_reason, spawn_push_worker};
 use agentd_store::MemoryStore;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -40,33 +37,17 @@ struct RxState {
 }
 
 async fn hook(State(s): State<Arc<RxState>>, headers: HeaderMap, body: String) -> StatusCode {
-    let failing = s
-        .fail
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-        .is_ok();
-    let status = if failing {
-        StatusCode::SERVICE_UNAVAILABLE
-    } else {
-        StatusCode::OK
-    };
-    let _ = s.tx.send(Hit {
-        headers,
-        body,
-        status,
-    });
+    let failing = s.fail.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+    let status = if failing { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
+    let _ = s.tx.send(Hit { headers, body, status });
     status
 }
 
 /// A webhook receiver on `listener` answering 503 to its first `fail` requests.
 fn serve_receiver(listener: tokio::net::TcpListener, fail: usize) -> mpsc::UnboundedReceiver<Hit> {
     let (tx, rx) = mpsc::unbounded_channel();
-    let state = Arc::new(RxState {
-        tx,
-        fail: AtomicUsize::new(fail),
-    });
-    let app = axum::Router::new()
-        .route("/hook", axum::routing::post(hook))
-        .with_state(state);
+    let state = Arc::new(RxState { tx, fail: AtomicUsize::new(fail) });
+    let app = axum::Router::new().route("/hook", axum::routing::post(hook)).with_state(state);
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
@@ -74,20 +55,13 @@ fn serve_receiver(listener: tokio::net::TcpListener, fail: usize) -> mpsc::Unbou
 }
 
 async fn receiver(fail: usize) -> (SocketAddr, mpsc::UnboundedReceiver<Hit>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind receiver");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind receiver");
     let addr = listener.local_addr().expect("receiver address");
     (addr, serve_receiver(listener, fail))
 }
 
 fn engine_with(store: Arc<MemoryStore>, policy: SsrfGuard) -> Engine {
-    Engine::new(
-        store,
-        Arc::new(EchoAgent),
-        Arc::new(policy),
-        EngineConfig::default(),
-    )
+    Engine::new(store, Arc::new(EchoAgent), Arc::new(policy), EngineConfig::default())
 }
 
 fn alice() -> Principal {
@@ -108,10 +82,7 @@ fn webhook(url: String) -> TaskPushNotificationConfig {
     TaskPushNotificationConfig {
         url,
         token: "tok-123".into(),
-        authentication: Some(AuthenticationInfo {
-            scheme: "Bearer".into(),
-            credentials: "s3cret".into(),
-        }),
+        authentication: Some(AuthenticationInfo { scheme: "Bearer".into(), credentials: "s3cret".into() }),
         ..Default::default()
     }
 }
@@ -135,16 +106,9 @@ fn request(text: &str, push: Option<TaskPushNotificationConfig>) -> SendMessageR
 /// Sends a message that registers `push` inline; returns the task id once
 /// the (blocking) call answered with the completed task.
 async fn run_task(engine: &Engine, push: Option<TaskPushNotificationConfig>) -> String {
-    match engine
-        .send_message(&alice(), request("hello webhook", push))
-        .await
-    {
+    match engine.send_message(&alice(), request("hello webhook", push)).await {
         Ok(SendMessageResponse::Task(t)) => {
-            assert_eq!(
-                t.status.state,
-                TaskState::Completed,
-                "a webhook never holds up its task"
-            );
+            assert_eq!(t.status.state, TaskState::Completed, "a webhook never holds up its task");
             t.id
         }
         other => panic!("expected a task, got {other:?}"),
@@ -152,10 +116,7 @@ async fn run_task(engine: &Engine, push: Option<TaskPushNotificationConfig>) -> 
 }
 
 async fn next_hit(rx: &mut mpsc::UnboundedReceiver<Hit>) -> Hit {
-    tokio::time::timeout(WAIT, rx.recv())
-        .await
-        .expect("webhook delivery in time")
-        .expect("receiver alive")
+    tokio::time::timeout(WAIT, rx.recv()).await.expect("webhook delivery in time").expect("receiver alive")
 }
 
 fn event(hit: &Hit) -> StreamResponse {
@@ -219,17 +180,8 @@ fn assert_echo_sequence(events: &[StreamResponse], task_id: &str) {
 
 async fn wait_outbox_empty(engine: &Engine) {
     let deadline = tokio::time::Instant::now() + WAIT;
-    while engine
-        .store()
-        .next_outbox_due()
-        .await
-        .expect("store")
-        .is_some()
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "outbox never drained"
-        );
+    while engine.store().next_outbox_due().await.expect("store").is_some() {
+        assert!(tokio::time::Instant::now() < deadline, "outbox never drained");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -250,32 +202,16 @@ async fn delivers_stream_responses_with_credentials_and_token() {
         assert_eq!(hit.headers["content-type"], "application/a2a+json");
         assert_eq!(hit.headers["authorization"], "Bearer s3cret");
         assert_eq!(hit.headers["x-a2a-notification-token"], "tok-123");
-        assert!(
-            !hit.body.contains("\"history\""),
-            "push bodies carry no history: {}",
-            hit.body
-        );
+        assert!(!hit.body.contains("\"history\""), "push bodies carry no history: {}", hit.body);
         let json: serde_json::Value = serde_json::from_str(&hit.body).expect("JSON");
         let member = json.as_object().expect("object");
-        assert_eq!(
-            member.len(),
-            1,
-            "a bare StreamResponse, no envelope: {}",
-            hit.body
-        );
-        assert!(
-            member.contains_key("statusUpdate") || member.contains_key("artifactUpdate"),
-            "{}",
-            hit.body
-        );
+        assert_eq!(member.len(), 1, "a bare StreamResponse, no envelope: {}", hit.body);
+        assert!(member.contains_key("statusUpdate") || member.contains_key("artifactUpdate"), "{}", hit.body);
     }
     let completed = all.last().expect("a delivery");
     let json: serde_json::Value = serde_json::from_str(&completed.body).expect("JSON");
     assert_eq!(json["statusUpdate"]["taskId"], task_id.as_str());
-    assert_eq!(
-        json["statusUpdate"]["status"]["state"],
-        "TASK_STATE_COMPLETED"
-    );
+    assert_eq!(json["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED");
     wait_outbox_empty(&engine).await;
 
     stop.cancel();
@@ -291,10 +227,7 @@ async fn optional_headers_are_left_out() {
 
     let mut cfg = webhook(format!("http://{addr}/hook"));
     cfg.token.clear();
-    cfg.authentication = Some(AuthenticationInfo {
-        scheme: "Bearer".into(),
-        credentials: String::new(),
-    });
+    cfg.authentication = Some(AuthenticationInfo { scheme: "Bearer".into(), credentials: String::new() });
     let task_id = run_task(&engine, Some(cfg)).await;
     let mut all = Vec::new();
     let events = delivered_until_completed(&mut rx, &mut all).await;
@@ -365,11 +298,7 @@ async fn gives_up_after_max_attempts_without_touching_the_task() {
     let (addr, mut rx) = receiver(usize::MAX).await;
     let engine = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
     let stop = CancellationToken::new();
-    let cfg = PushWorkerConfig {
-        max_attempts: 3,
-        backoff_base: Duration::from_millis(5),
-        ..fast(true)
-    };
+    let cfg = PushWorkerConfig { max_attempts: 3, backoff_base: Duration::from_millis(5), ..fast(true) };
     let _worker = spawn_push_worker(engine.clone(), cfg, stop.clone());
 
     let task_id = run_task(&engine, Some(webhook(format!("http://{addr}/hook")))).await;
@@ -378,11 +307,7 @@ async fn gives_up_after_max_attempts_without_touching_the_task() {
     while let Ok(hit) = rx.try_recv() {
         hits.push(hit);
     }
-    assert_eq!(
-        hits.len(),
-        4 * 3,
-        "three attempts for each of the four events"
-    );
+    assert_eq!(hits.len(), 4 * 3, "three attempts for each of the four events");
     for attempts in hits.chunks(3) {
         assert!(
             attempts
@@ -392,12 +317,7 @@ async fn gives_up_after_max_attempts_without_touching_the_task() {
     }
     let bodies: Vec<StreamResponse> = hits.iter().step_by(3).map(event).collect();
     assert_echo_sequence(&bodies, &task_id);
-    let rec = engine
-        .store()
-        .get_task(&task_id)
-        .await
-        .expect("store")
-        .expect("task");
+    let rec = engine.store().get_task(&task_id).await.expect("store").expect("task");
     assert_eq!(rec.task.status.state, TaskState::Completed);
     stop.cancel();
 }
@@ -419,35 +339,17 @@ async fn a_retry_pending_at_shutdown_is_delivered_after_restart() {
     let first = next_hit(&mut rx).await;
     assert_eq!(first.status, StatusCode::SERVICE_UNAVAILABLE);
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(
-        rx.try_recv().is_err(),
-        "the failed event holds back the rest"
-    );
+    assert!(rx.try_recv().is_err(), "the failed event holds back the rest");
     stop.cancel();
-    tokio::time::timeout(WAIT, worker)
-        .await
-        .expect("worker stops")
-        .expect("worker ends cleanly");
-    assert!(
-        engine
-            .store()
-            .next_outbox_due()
-            .await
-            .expect("store")
-            .is_some(),
-        "rows stay queued"
-    );
+    tokio::time::timeout(WAIT, worker).await.expect("worker stops").expect("worker ends cleanly");
+    assert!(engine.store().next_outbox_due().await.expect("store").is_some(), "rows stay queued");
 
     let stop = CancellationToken::new();
     let _worker = spawn_push_worker(engine.clone(), fast(true), stop.clone());
     let mut all = Vec::new();
     let events = delivered_until_completed(&mut rx, &mut all).await;
     assert_echo_sequence(&events, &task_id);
-    assert_eq!(
-        events.len(),
-        all.len(),
-        "after the restart every request succeeded"
-    );
+    assert_eq!(events.len(), all.len(), "after the restart every request succeeded");
     wait_outbox_empty(&engine).await;
     stop.cancel();
 }
@@ -458,32 +360,14 @@ async fn delivery_refuses_private_targets_when_not_allowed() {
     // Registration allowed (as if DNS had said otherwise), delivery guarded.
     let engine = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
     let stop = CancellationToken::new();
-    let cfg = PushWorkerConfig {
-        max_attempts: 2,
-        backoff_base: Duration::from_millis(5),
-        ..fast(false)
-    };
+    let cfg = PushWorkerConfig { max_attempts: 2, backoff_base: Duration::from_millis(5), ..fast(false) };
     let _worker = spawn_push_worker(engine.clone(), cfg, stop.clone());
 
     run_task(&engine, Some(webhook(format!("http://{addr}/hook")))).await;
-    run_task(
-        &engine,
-        Some(webhook(format!("http://localhost:{}/hook", addr.port()))),
-    )
-    .await;
-    run_task(
-        &engine,
-        Some(webhook(format!(
-            "http://[::ffff:127.0.0.1]:{}/hook",
-            addr.port()
-        ))),
-    )
-    .await;
+    run_task(&engine, Some(webhook(format!("http://localhost:{}/hook", addr.port())))).await;
+    run_task(&engine, Some(webhook(format!("http://[::ffff:127.0.0.1]:{}/hook", addr.port())))).await;
     wait_outbox_empty(&engine).await;
-    assert!(
-        rx.try_recv().is_err(),
-        "nothing reached the private receiver"
-    );
+    assert!(rx.try_recv().is_err(), "nothing reached the private receiver");
     stop.cancel();
 }
 
@@ -497,10 +381,7 @@ async fn ssrf_guard_refuses_private_and_non_http_urls() {
         ("http://10.0.0.1/", "a private address"),
         ("http://192.168.1.20/", "a private address"),
         ("http://172.20.0.1/", "a private address"),
-        (
-            "http://169.254.169.254/latest/meta-data",
-            "a link-local address",
-        ),
+        ("http://169.254.169.254/latest/meta-data", "a link-local address"),
         ("http://[::1]/", "a loopback address"),
         ("http://[fd00::1]/", "unique-local"),
         ("http://[fe80::1]/", "a link-local address"),
@@ -517,38 +398,17 @@ async fn ssrf_guard_refuses_private_and_non_http_urls() {
         let e = guard.check(url).await.expect_err(url);
         assert!(e.contains(why), "{url}: {e}");
     }
-    let e = guard
-        .check("http://127.0.0.1:8080/hook")
-        .await
-        .expect_err("loopback");
-    assert!(
-        e.contains("127.0.0.1") && e.contains("push.allow_private"),
-        "{e}"
-    );
+    let e = guard.check("http://127.0.0.1:8080/hook").await.expect_err("loopback");
+    assert!(e.contains("127.0.0.1") && e.contains("push.allow_private"), "{e}");
     // Public literals pass without any lookup or connection.
-    guard
-        .check("https://8.8.8.8/hook")
-        .await
-        .expect("public IPv4");
-    guard
-        .check("https://[2001:4860:4860::8888]/hook")
-        .await
-        .expect("public IPv6");
+    guard.check("https://8.8.8.8/hook").await.expect("public IPv4");
+    guard.check("https://[2001:4860:4860::8888]/hook").await.expect("public IPv6");
 
     let open = SsrfGuard::new(true);
-    for url in [
-        "http://127.0.0.1:8080/hook",
-        "http://localhost/",
-        "http://[::1]/",
-        "http://10.0.0.1/",
-    ] {
-        open.check(url)
-            .await
-            .unwrap_or_else(|e| panic!("{url} allowed with allow_private: {e}"));
+    for url in ["http://127.0.0.1:8080/hook", "http://localhost/", "http://[::1]/", "http://10.0.0.1/"] {
+        open.check(url).await.unwrap_or_else(|e| panic!("{url} allowed with allow_private: {e}"));
     }
-    open.check("ftp://example.com/")
-        .await
-        .expect_err("the scheme rule always holds");
+    open.check("ftp://example.com/").await.expect_err("the scheme rule always holds");
 }
 
 #[tokio::test]
@@ -563,60 +423,33 @@ async fn registration_refuses_private_urls_naming_the_field() {
         "http://[::1]/",
         "ftp://example.com/",
     ] {
-        let cfg = TaskPushNotificationConfig {
-            task_id: task_id.clone(),
-            url: url.into(),
-            ..Default::default()
-        };
-        let e = engine
-            .create_push_config(&alice(), cfg)
-            .await
-            .expect_err(url);
+        let cfg =
+            TaskPushNotificationConfig { task_id: task_id.clone(), url: url.into(), ..Default::default() };
+        let e = engine.create_push_config(&alice(), cfg).await.expect_err(url);
         assert_eq!(e.kind, ErrorKind::InvalidParams, "{url}");
-        assert_eq!(
-            e.violations.first().map(|v| v.field.as_str()),
-            Some("url"),
-            "{url}: {e}"
-        );
+        assert_eq!(e.violations.first().map(|v| v.field.as_str()), Some("url"), "{url}: {e}");
     }
     let e = engine
-        .send_message(
-            &alice(),
-            request("hi", Some(webhook("http://192.168.0.1/hook".into()))),
-        )
+        .send_message(&alice(), request("hi", Some(webhook("http://192.168.0.1/hook".into()))))
         .await
         .expect_err("inline config with a private URL");
     assert_eq!(e.kind, ErrorKind::InvalidParams);
-    assert_eq!(
-        e.violations[0].field,
-        "configuration.taskPushNotificationConfig.url"
-    );
+    assert_eq!(e.violations[0].field, "configuration.taskPushNotificationConfig.url");
 
     let open = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
     let task_id = run_task(&open, None).await;
-    let cfg = TaskPushNotificationConfig {
-        task_id,
-        url: "http://127.0.0.1:9/hook".into(),
-        ..Default::default()
-    };
-    open.create_push_config(&alice(), cfg)
-        .await
-        .expect("loopback allowed with allow_private");
+    let cfg =
+        TaskPushNotificationConfig { task_id, url: "http://127.0.0.1:9/hook".into(), ..Default::default() };
+    open.create_push_config(&alice(), cfg).await.expect("loopback allowed with allow_private");
 }
 
 #[tokio::test]
 async fn guarded_resolver_filters_refused_addresses() {
     use reqwest::dns::{Name, Resolve};
     let strict = GuardedResolver::new(SsrfGuard::new(false));
-    let e = strict
-        .lookup("127.0.0.1")
-        .await
-        .expect_err("loopback literal");
+    let e = strict.lookup("127.0.0.1").await.expect_err("loopback literal");
     assert!(e.contains("a loopback address"), "{e}");
-    let e = strict
-        .lookup("localhost")
-        .await
-        .expect_err("localhost, unresolved");
+    let e = strict.lookup("localhost").await.expect_err("localhost, unresolved");
     assert!(e.contains("loopback name"), "{e}");
     let name: Name = "localhost".parse().expect("name");
     assert!(strict.resolve(name).await.is_err());
@@ -626,10 +459,7 @@ async fn guarded_resolver_filters_refused_addresses() {
     assert!(addrs.iter().all(|a| a.ip().is_loopback()));
     let name: Name = "localhost".parse().expect("name");
     let addrs: Vec<SocketAddr> = open.resolve(name).await.expect("allowed").collect();
-    assert!(
-        !addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback()),
-        "{addrs:?}"
-    );
+    assert!(!addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback()), "{addrs:?}");
 }
 
 #[test]
@@ -653,12 +483,7 @@ fn classifier_covers_the_ranges_of_a2a_13_2() {
     ] {
         assert!(why(ip).is_some(), "{ip} must be refused");
     }
-    for ip in [
-        "8.8.8.8",
-        "93.184.216.34",
-        "2606:4700::1111",
-        "::ffff:1.1.1.1",
-    ] {
+    for ip in ["8.8.8.8", "93.184.216.34", "2606:4700::1111", "::ffff:1.1.1.1"] {
         assert_eq!(why(ip), None, "{ip} is public");
     }
 }
@@ -677,18 +502,12 @@ async fn a_dead_webhook_does_not_delay_another() {
     let _worker = spawn_push_worker(engine.clone(), cfg, stop.clone());
 
     run_task(&engine, Some(webhook(format!("http://{dead}/hook")))).await;
-    assert_eq!(
-        next_hit(&mut dead_rx).await.status,
-        StatusCode::SERVICE_UNAVAILABLE
-    );
+    assert_eq!(next_hit(&mut dead_rx).await.status, StatusCode::SERVICE_UNAVAILABLE);
     let task_id = run_task(&engine, Some(webhook(format!("http://{live}/hook")))).await;
     let mut all = Vec::new();
     let events = delivered_until_completed(&mut live_rx, &mut all).await;
     assert_echo_sequence(&events, &task_id);
-    assert!(
-        dead_rx.try_recv().is_err(),
-        "the dead webhook waits for its retry"
-    );
+    assert!(dead_rx.try_recv().is_err(), "the dead webhook waits for its retry");
     stop.cancel();
 }
 
@@ -716,15 +535,9 @@ async fn sqlite_outbox_survives_a_restart() {
         };
         let worker = spawn_push_worker(engine.clone(), slow, stop.clone());
         let task_id = run_task(&engine, Some(webhook(format!("http://{addr}/hook")))).await;
-        assert_eq!(
-            next_hit(&mut rx).await.status,
-            StatusCode::SERVICE_UNAVAILABLE
-        );
+        assert_eq!(next_hit(&mut rx).await.status, StatusCode::SERVICE_UNAVAILABLE);
         stop.cancel();
-        tokio::time::timeout(WAIT, worker)
-            .await
-            .expect("worker stops")
-            .expect("worker ends cleanly");
+        tokio::time::timeout(WAIT, worker).await.expect("worker stops").expect("worker ends cleanly");
         task_id
     };
 

@@ -51,12 +51,7 @@ pub(crate) fn decode_task(
         serde_json::from_str(status_history_json).map_err(err("decode status history"))?;
     let created_at = Timestamp::from_millis(created_ms)
         .ok_or_else(|| StoreError(format!("decode task: bad created_ms {created_ms}")))?;
-    Ok(TaskRecord {
-        task,
-        owner,
-        created_at,
-        status_history,
-    })
+    Ok(TaskRecord { task, owner, created_at, status_history })
 }
 
 /// What the record looks like once stored and read back (timestamps at
@@ -75,8 +70,5 @@ pub(crate) fn decode_config(json: &str) -> Result<TaskPushNotificationConfig, St
 }
 
 pub(crate) fn normalize_config(row: &PushConfigRow) -> Result<PushConfigRow, StoreError> {
-    Ok(PushConfigRow {
-        owner: row.owner.clone(),
-        config: decode_config(&encode_config(&row.config)?)?,
-    })
+    Ok(PushConfigRow { owner: row.owner.clone(), config: decode_config(&encode_config(&row.config)?)? })
 }

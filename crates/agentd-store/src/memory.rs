@@ -4,9 +4,7 @@
 //! a task has at commit time.
 
 use crate::codec::{normalize_config, normalize_task};
-use agentd_core::{
-    Batch, OutboxItem, PushConfigRow, Store, StoreError, TaskPage, TaskQuery, TaskRecord,
-};
+use agentd_core::{Batch, OutboxItem, PushConfigRow, Store, StoreError, TaskPage, TaskQuery, TaskRecord};
 use agentd_proto::{TaskState, Timestamp};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
@@ -43,9 +41,7 @@ impl MemoryStore {
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, Inner>, StoreError> {
-        self.inner
-            .lock()
-            .map_err(|_| StoreError("memory store lock poisoned".into()))
+        self.inner.lock().map_err(|_| StoreError("memory store lock poisoned".into()))
     }
 }
 
@@ -56,9 +52,7 @@ fn sort_key(r: &TaskRecord) -> (std::cmp::Reverse<i64>, std::cmp::Reverse<&str>)
 
 fn matches(r: &TaskRecord, q: &TaskQuery) -> bool {
     q.owner.as_ref().is_none_or(|o| &r.owner == o)
-        && q.context_id
-            .as_ref()
-            .is_none_or(|c| &r.task.context_id == c)
+        && q.context_id.as_ref().is_none_or(|c| &r.task.context_id == c)
         && q.state.is_none_or(|s| r.state() == s)
         && q.updated_since_ms.is_none_or(|ms| r.updated_ms() >= ms)
 }
@@ -82,8 +76,7 @@ impl Inner {
         }
         for key in &batch.push_deletes {
             self.push.remove(key);
-            self.outbox
-                .retain(|_, o| (&o.task_id, &o.config_id) != (&key.0, &key.1));
+            self.outbox.retain(|_, o| (&o.task_id, &o.config_id) != (&key.0, &key.1));
         }
         let now = Timestamp::now().millis();
         for (task_id, body) in &batch.push_events {
@@ -122,16 +115,8 @@ impl Inner {
 impl Store for MemoryStore {
     async fn commit(&self, batch: Batch) -> Result<(), StoreError> {
         // Normalize first: an encoding error fails the batch before any change.
-        let tasks = batch
-            .tasks
-            .iter()
-            .map(normalize_task)
-            .collect::<Result<Vec<_>, _>>()?;
-        let upserts = batch
-            .push_upserts
-            .iter()
-            .map(normalize_config)
-            .collect::<Result<Vec<_>, _>>()?;
+        let tasks = batch.tasks.iter().map(normalize_task).collect::<Result<Vec<_>, _>>()?;
+        let upserts = batch.push_upserts.iter().map(normalize_config).collect::<Result<Vec<_>, _>>()?;
         self.lock()?.apply(tasks, upserts, &batch);
         Ok(())
     }
@@ -142,8 +127,7 @@ impl Store for MemoryStore {
 
     async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
         let inner = self.lock()?;
-        let mut matched: Vec<&TaskRecord> =
-            inner.tasks.values().filter(|r| matches(r, query)).collect();
+        let mut matched: Vec<&TaskRecord> = inner.tasks.values().filter(|r| matches(r, query)).collect();
         matched.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)));
         let total = matched.len();
         let mut rest = matched.into_iter().filter(|r| match &query.after {
@@ -157,51 +141,33 @@ impl Store for MemoryStore {
 
     async fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError> {
         let inner = self.lock()?;
-        let mut out: Vec<TaskRecord> = inner
-            .tasks
-            .values()
-            .filter(|r| states.contains(&r.state()))
-            .cloned()
-            .collect();
+        let mut out: Vec<TaskRecord> =
+            inner.tasks.values().filter(|r| states.contains(&r.state())).cloned().collect();
         out.sort_by(|a, b| (a.updated_ms(), a.id()).cmp(&(b.updated_ms(), b.id())));
         Ok(out)
     }
 
     async fn context_foreign(&self, context_id: &str, owner: &str) -> Result<bool, StoreError> {
         let inner = self.lock()?;
-        Ok(inner
-            .tasks
-            .values()
-            .any(|r| r.task.context_id == context_id && r.owner != owner))
+        Ok(inner.tasks.values().any(|r| r.task.context_id == context_id && r.owner != owner))
     }
 
-    async fn get_push_config(
-        &self,
-        task_id: &str,
-        id: &str,
-    ) -> Result<Option<PushConfigRow>, StoreError> {
+    async fn get_push_config(&self, task_id: &str, id: &str) -> Result<Option<PushConfigRow>, StoreError> {
         let key = (task_id.to_owned(), id.to_owned());
         Ok(self.lock()?.push.get(&key).map(|(_, row)| row.clone()))
     }
 
     async fn list_push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>, StoreError> {
         let inner = self.lock()?;
-        let mut rows: Vec<&(u64, PushConfigRow)> = inner
-            .push
-            .iter()
-            .filter(|((t, _), _)| t == task_id)
-            .map(|(_, v)| v)
-            .collect();
+        let mut rows: Vec<&(u64, PushConfigRow)> =
+            inner.push.iter().filter(|((t, _), _)| t == task_id).map(|(_, v)| v).collect();
         rows.sort_by_key(|(seq, _)| *seq);
         Ok(rows.into_iter().map(|(_, row)| row.clone()).collect())
     }
 
     async fn due_outbox(&self, now_ms: i64, limit: usize) -> Result<Vec<OutboxItem>, StoreError> {
         let inner = self.lock()?;
-        let due = inner
-            .outbox
-            .iter()
-            .filter(|(_, o)| o.not_before_ms <= now_ms);
+        let due = inner.outbox.iter().filter(|(_, o)| o.not_before_ms <= now_ms);
         let items = due.filter_map(|(id, o)| {
             let key = (o.task_id.clone(), o.config_id.clone());
             inner.push.get(&key).map(|(_, row)| OutboxItem {

@@ -29,9 +29,7 @@ agentd_store::conformance_tests!(fixture);
 async fn conformance_with_synchronous_normal() {
     agentd_store::conformance::run_all(|| {
         let dir = TempDir::new().expect("temp dir");
-        let options = SqliteOptions {
-            synchronous_full: false,
-        };
+        let options = SqliteOptions { synchronous_full: false };
         let store = SqliteStore::open(&dir.path().join("n.db"), options).expect("open store");
         (dir, store)
     })
@@ -45,10 +43,7 @@ async fn reopen_sees_everything_and_migrations_are_idempotent() {
     let rec = full_record("t1", "alice", "ctx", 1_700_000_000_000);
     {
         let store = open(&path);
-        assert_eq!(
-            store.schema_version().await.ok(),
-            Some(SqliteStore::latest_schema_version())
-        );
+        assert_eq!(store.schema_version().await.ok(), Some(SqliteStore::latest_schema_version()));
         let batch = Batch {
             tasks: vec![rec.clone()],
             push_upserts: vec![push_config("t1", "p1", "alice")],
@@ -59,18 +54,12 @@ async fn reopen_sees_everything_and_migrations_are_idempotent() {
     }
     for _ in 0..3 {
         let store = open(&path);
-        assert_eq!(
-            store.schema_version().await.ok(),
-            Some(SqliteStore::latest_schema_version())
-        );
+        assert_eq!(store.schema_version().await.ok(), Some(SqliteStore::latest_schema_version()));
         assert_eq!(store.get_task("t1").await.expect("get"), Some(rec.clone()));
         let configs = store.list_push_configs("t1").await.expect("list configs");
         assert_eq!(configs, vec![push_config("t1", "p1", "alice")]);
         let due = store.due_outbox(i64::MAX, 10).await.expect("due");
-        assert_eq!(
-            due.iter().map(|i| i.body.as_str()).collect::<Vec<_>>(),
-            ["event"]
-        );
+        assert_eq!(due.iter().map(|i| i.body.as_str()).collect::<Vec<_>>(), ["event"]);
     }
 }
 
@@ -80,8 +69,7 @@ async fn refuses_a_newer_schema() {
     let path = dir.path().join("agentd.db");
     drop(open(&path));
     let conn = rusqlite::Connection::open(&path).expect("raw open");
-    conn.pragma_update(None, "user_version", 99)
-        .expect("bump version");
+    conn.pragma_update(None, "user_version", 99).expect("bump version");
     drop(conn);
     let err = SqliteStore::open(&path, SqliteOptions::default()).expect_err("newer schema");
     assert!(err.0.contains("99"), "error names the version: {err}");
@@ -105,13 +93,7 @@ async fn concurrent_commits_all_land() {
     for h in handles {
         h.await.expect("writer task");
     }
-    let page = store
-        .list_tasks(&TaskQuery {
-            limit: 1_000,
-            ..Default::default()
-        })
-        .await
-        .expect("list");
+    let page = store.list_tasks(&TaskQuery { limit: 1_000, ..Default::default() }).await.expect("list");
     assert_eq!(page.total, 500);
     let ids: HashSet<String> = page.tasks.into_iter().map(|r| r.task.id).collect();
     assert_eq!(ids.len(), 500, "every commit is readable once");
@@ -132,15 +114,9 @@ async fn a_bad_batch_fails_alone() {
     let mut handles = Vec::new();
     for i in 0..200 {
         let store = Arc::clone(&store);
-        let id = if i == 100 {
-            "poison".to_owned()
-        } else {
-            format!("ok-{i:03}")
-        };
+        let id = if i == 100 { "poison".to_owned() } else { format!("ok-{i:03}") };
         handles.push(tokio::spawn(async move {
-            let outcome = store
-                .commit(tasks_batch(vec![record((&id, "a", "c", Working, 1))]))
-                .await;
+            let outcome = store.commit(tasks_batch(vec![record((&id, "a", "c", Working, 1))])).await;
             (id, outcome)
         }));
     }
@@ -148,23 +124,11 @@ async fn a_bad_batch_fails_alone() {
         let (id, outcome) = h.await.expect("commit task");
         match id.as_str() {
             "poison" => assert!(outcome.is_err(), "the poisoned batch must fail"),
-            _ => assert!(
-                outcome.is_ok(),
-                "batch {id} must not fail with the poisoned one: {outcome:?}"
-            ),
+            _ => assert!(outcome.is_ok(), "batch {id} must not fail with the poisoned one: {outcome:?}"),
         }
     }
-    let page = store
-        .list_tasks(&TaskQuery {
-            limit: 1_000,
-            ..Default::default()
-        })
-        .await
-        .expect("list");
-    assert_eq!(
-        page.total, 199,
-        "every good batch landed, the poisoned one did not"
-    );
+    let page = store.list_tasks(&TaskQuery { limit: 1_000, ..Default::default() }).await.expect("list");
+    assert_eq!(page.total, 199, "every good batch landed, the poisoned one did not");
     assert!(store.get_task("poison").await.expect("get").is_none());
 }
 
@@ -186,15 +150,9 @@ async fn kill9_child() {
             for n in 0..100_000 {
                 let id = format!("w{w}-{n:06}");
                 let rec = record((&id, "alice", "ctx", Working, 1_000 + n));
-                store
-                    .commit(tasks_batch(vec![rec]))
-                    .await
-                    .expect("child commit");
+                store.commit(tasks_batch(vec![rec])).await.expect("child commit");
                 let mut out = std::io::stdout().lock();
-                if writeln!(out, "ACK {id}")
-                    .and_then(|()| out.flush())
-                    .is_err()
-                {
+                if writeln!(out, "ACK {id}").and_then(|()| out.flush()).is_err() {
                     return; // the parent is gone
                 }
             }
@@ -210,13 +168,7 @@ fn kill9_loses_no_acknowledged_commit() {
     let dir = TempDir::new().expect("temp dir");
     let path = dir.path().join("agentd.db");
     let mut child = Command::new(std::env::current_exe().expect("current exe"))
-        .args([
-            "kill9_child",
-            "--exact",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
+        .args(["kill9_child", "--exact", "--nocapture", "--test-threads", "1"])
         .env(CHILD_ENV, &path)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -231,41 +183,22 @@ fn kill9_loses_no_acknowledged_commit() {
             _ => break,
         }
     }
-    assert!(
-        acked.len() >= 1_000,
-        "child stopped early after {} acks",
-        acked.len()
-    );
+    assert!(acked.len() >= 1_000, "child stopped early after {} acks", acked.len());
     child.kill().expect("SIGKILL the child");
     // Every line already written was acknowledged before the kill.
-    acked.extend(
-        lines
-            .map_while(Result::ok)
-            .filter_map(|l| l.strip_prefix("ACK ").map(str::to_owned)),
-    );
+    acked.extend(lines.map_while(Result::ok).filter_map(|l| l.strip_prefix("ACK ").map(str::to_owned)));
     let status = child.wait().expect("wait child");
-    assert!(
-        !status.success(),
-        "the child must have been killed, not finished"
-    );
+    assert!(!status.success(), "the child must have been killed, not finished");
 
     let integrity: String = rusqlite::Connection::open(&path)
         .and_then(|c| c.query_row("PRAGMA integrity_check", [], |r| r.get(0)))
         .expect("integrity check");
     assert_eq!(integrity, "ok");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     rt.block_on(async {
         let store = open(&path);
-        let page = store
-            .list_tasks(&TaskQuery {
-                limit: 1_000_000,
-                ..Default::default()
-            })
-            .await
-            .expect("list");
+        let page =
+            store.list_tasks(&TaskQuery { limit: 1_000_000, ..Default::default() }).await.expect("list");
         let stored: HashSet<String> = page.tasks.into_iter().map(|r| r.task.id).collect();
         let missing: Vec<&String> = acked.iter().filter(|id| !stored.contains(*id)).collect();
         assert!(
@@ -276,10 +209,6 @@ fn kill9_loses_no_acknowledged_commit() {
             &missing[..missing.len().min(10)]
         );
         assert!(stored.len() >= acked.len());
-        eprintln!(
-            "kill -9 after {} acknowledged commits; {} rows stored",
-            acked.len(),
-            stored.len()
-        );
+        eprintln!("kill -9 after {} acknowledged commits; {} rows stored", acked.len(), stored.len());
     });
 }

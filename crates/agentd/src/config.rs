@@ -41,6 +41,8 @@ pub struct Config {
     /// `lenient` (missing A2A-Version means 1.0) or `strict` (means 0.3).
     pub a2a_version: String,
     pub max_body_bytes: usize,
+    /// Interval of SSE keep-alive comments on open streams, in seconds.
+    pub sse_keep_alive_secs: u64,
     pub store: StoreConfig,
     pub push: PushConfig,
     pub auth: AuthConfig,
@@ -62,6 +64,8 @@ pub struct PushConfig {
     pub allow_private: bool,
     pub max_attempts: u32,
     pub timeout_secs: u64,
+    /// The first retry delay after a failed delivery, in ms; doubles per attempt.
+    pub backoff_ms: u64,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -101,6 +105,7 @@ impl Default for Config {
             public_url: None,
             a2a_version: "lenient".into(),
             max_body_bytes: 4 * 1024 * 1024,
+            sse_keep_alive_secs: 15,
             store: StoreConfig::default(),
             push: PushConfig::default(),
             auth: AuthConfig::default(),
@@ -117,7 +122,7 @@ impl Default for StoreConfig {
 
 impl Default for PushConfig {
     fn default() -> Self {
-        Self { enabled: true, allow_private: false, max_attempts: 10, timeout_secs: 10 }
+        Self { enabled: true, allow_private: false, max_attempts: 10, timeout_secs: 10, backoff_ms: 1000 }
     }
 }
 
@@ -190,6 +195,14 @@ pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
     if let Some(v) = env_bool("AGENTD_PUSH_ALLOW_PRIVATE")? {
         cfg.push.allow_private = v;
     }
+    if let Some(v) = env("AGENTD_PUSH_BACKOFF_MS") {
+        cfg.push.backoff_ms =
+            v.parse().with_context(|| format!("AGENTD_PUSH_BACKOFF_MS={v:?} is not a number"))?;
+    }
+    if let Some(v) = env("AGENTD_SSE_KEEP_ALIVE_SECS") {
+        cfg.sse_keep_alive_secs =
+            v.parse().with_context(|| format!("AGENTD_SSE_KEEP_ALIVE_SECS={v:?} is not a number"))?;
+    }
     if let Some(v) = env("AGENTD_LOG_FORMAT") {
         cfg.log.format = v;
     }
@@ -217,7 +230,11 @@ pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
 
 fn validate(cfg: &Config) -> anyhow::Result<()> {
     if agentd_runtime::profile(&cfg.agent).is_none() {
-        bail!("unknown agent profile {:?}; choose one of: {}", cfg.agent, agentd_runtime::PROFILES.join(", "));
+        bail!(
+            "unknown agent profile {:?}; choose one of: {}",
+            cfg.agent,
+            agentd_runtime::PROFILES.join(", ")
+        );
     }
     if !matches!(cfg.a2a_version.as_str(), "lenient" | "strict") {
         bail!("a2a_version must be `lenient` or `strict`, not {:?}", cfg.a2a_version);
@@ -230,6 +247,12 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
     }
     if cfg.max_body_bytes < 1024 {
         bail!("max_body_bytes must be at least 1024");
+    }
+    if cfg.sse_keep_alive_secs == 0 {
+        bail!("sse_keep_alive_secs must be at least 1");
+    }
+    if cfg.push.backoff_ms == 0 {
+        bail!("push.backoff_ms must be at least 1");
     }
     for t in &cfg.auth.tokens {
         if agentd_core::PrincipalRole::parse(&t.role).is_none() {

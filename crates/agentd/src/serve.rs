@@ -16,6 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 pub async fn run(cfg: Config) -> anyhow::Result<()> {
     init_logging(&cfg);
+    // Credentials first: a config error must not touch the data (recovery).
+    let auth = Authenticator::new(tokens(&cfg)?);
     std::fs::create_dir_all(&cfg.data_dir)
         .with_context(|| format!("cannot create data directory {}", cfg.data_dir.display()))?;
     let db = cfg.data_dir.join("agentd.db");
@@ -24,12 +26,8 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let agent = agentd_runtime::profile(&cfg.agent).context("unknown agent profile")?;
     let engine_cfg = EngineConfig { push_enabled: cfg.push.enabled, ..EngineConfig::default() };
     let input_modes = engine_cfg.input_modes.clone();
-    let engine = Engine::new(
-        Arc::new(store),
-        agent,
-        Arc::new(SsrfGuard::new(cfg.push.allow_private)),
-        engine_cfg,
-    );
+    let engine =
+        Engine::new(Arc::new(store), agent, Arc::new(SsrfGuard::new(cfg.push.allow_private)), engine_cfg);
     let failed = engine.recover().await.map_err(|e| anyhow::anyhow!("recovery failed: {e}"))?;
     if failed > 0 {
         tracing::warn!(tasks = failed, "tasks interrupted by the last shutdown were marked failed");
@@ -41,7 +39,6 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
     let base_url = cfg.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
 
-    let auth = Authenticator::new(tokens(&cfg)?);
     let extensions = ExtensionRegistry::default();
     let card = CardService::new(
         CardConfig {
@@ -66,9 +63,13 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         card: Arc::new(card),
         extensions: Arc::new(extensions),
         config: Arc::new(ServerConfig {
-            version_policy: if cfg.a2a_version == "strict" { VersionPolicy::Strict } else { VersionPolicy::Lenient },
+            version_policy: if cfg.a2a_version == "strict" {
+                VersionPolicy::Strict
+            } else {
+                VersionPolicy::Lenient
+            },
             max_body_bytes: cfg.max_body_bytes,
-            ..ServerConfig::default()
+            keep_alive: Duration::from_secs(cfg.sse_keep_alive_secs),
         }),
         shutdown: shutdown.clone(),
     };
@@ -79,6 +80,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
                 allow_private: cfg.push.allow_private,
                 max_attempts: cfg.push.max_attempts,
                 timeout: Duration::from_secs(cfg.push.timeout_secs),
+                backoff_base: Duration::from_millis(cfg.push.backoff_ms),
                 ..PushWorkerConfig::default()
             },
             shutdown.clone(),
@@ -101,7 +103,8 @@ fn tokens(cfg: &Config) -> anyhow::Result<Vec<TokenEntry>> {
         let role = PrincipalRole::parse(&t.role).context("role")?;
         let principal = Principal::new(t.id.clone(), role);
         let entry = match (&t.sha256, &t.token) {
-            (Some(hex), _) => TokenEntry::from_hex(hex, principal).map_err(|e| anyhow::anyhow!("auth.tokens[{}]: {e}", t.id))?,
+            (Some(hex), _) => TokenEntry::from_hex(hex, principal)
+                .map_err(|e| anyhow::anyhow!("auth.tokens[{}]: {e}", t.id))?,
             (None, Some(reference)) => TokenEntry::from_secret(
                 &resolve_secret(reference).with_context(|| format!("auth.tokens[{}].token", t.id))?,
                 principal,

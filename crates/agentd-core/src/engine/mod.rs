@@ -155,9 +155,7 @@ impl Engine {
 
     /// Applies one change to a live task (used by agent runs).
     pub(crate) async fn apply_change(&self, id: &str, change: Change) -> Result<(), A2aError> {
-        self.mutate(id, |rec, now| transition::apply(rec, change, now).map_err(refused))
-            .await
-            .map(|_| ())
+        self.mutate(id, |rec, now| transition::apply(rec, change, now).map_err(refused)).await.map(|_| ())
     }
 
     /// The one write path for existing tasks: lock the slot, then
@@ -236,6 +234,8 @@ impl Engine {
     /// Starts an agent run for a task whose slot lock the caller holds.
     fn start_run(&self, st: &mut SlotState, input: Message) {
         st.running = true;
+        st.run_gen += 1;
+        let generation = st.run_gen;
         st.cancel = tokio_util::sync::CancellationToken::new();
         let control = TaskControl {
             engine: self.clone(),
@@ -248,14 +248,17 @@ impl Engine {
         tokio::spawn(async move {
             let id = control.task_id.clone();
             agent.run(Turn { input, control }).await;
-            engine.finish_run(&id).await;
+            engine.finish_run(&id, generation).await;
         });
     }
 
     /// After a run: a task still active with nothing running it fails.
-    async fn finish_run(&self, id: &str) {
+    async fn finish_run(&self, id: &str, generation: u64) {
         if let Some(slot) = self.inner.slots.get(id) {
             let mut st = slot.state.lock().await;
+            if st.run_gen != generation {
+                return; // a newer run took over the task
+            }
             st.running = false;
             let state = st.record.state();
             let orphaned = !st.detached && !state.is_terminal() && !state.is_interrupted();
@@ -266,10 +269,23 @@ impl Engine {
             drop(st);
             if orphaned {
                 let why = "the agent ended its run without a result";
-                let change = Change::Status { state: TaskState::Failed, message: Some(Message::agent_text(why)) };
+                let change =
+                    Change::Status { state: TaskState::Failed, message: Some(Message::agent_text(why)) };
                 if let Err(e) = self.apply_change(id, change).await {
                     tracing::warn!(task = id, error = %e, "could not fail an orphaned task");
                 }
+            }
+        }
+    }
+
+    /// Drops the slot of a task nobody runs or watches (after its last
+    /// stream closed); the store keeps the task.
+    pub(crate) async fn evict_idle(&self, id: &str) {
+        if let Some(slot) = self.inner.slots.get(id) {
+            let mut st = slot.state.lock().await;
+            if !st.detached && !st.running && slot.tx.receiver_count() == 0 {
+                st.detached = true;
+                self.inner.slots.remove(id);
             }
         }
     }

@@ -6,8 +6,8 @@ use super::{Engine, internal};
 use crate::principal::Principal;
 use crate::store::{Batch, PushConfigRow};
 use agentd_proto::{
-    A2aError, ErrorKind, ListTaskPushNotificationConfigsRequest,
-    ListTaskPushNotificationConfigsResponse, TaskPushConfigRef, TaskPushNotificationConfig, new_id,
+    A2aError, ErrorKind, ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse,
+    TaskPushConfigRef, TaskPushNotificationConfig, new_id,
 };
 
 impl Engine {
@@ -41,7 +41,8 @@ impl Engine {
         if cfg.id.is_empty() {
             cfg.id = new_id();
         }
-        if let Some(existing) = self.inner.store.get_push_config(&cfg.task_id, &cfg.id).await.map_err(internal)?
+        if let Some(existing) =
+            self.inner.store.get_push_config(&cfg.task_id, &cfg.id).await.map_err(internal)?
             && !p.can_see(&existing.owner)
         {
             return Err(A2aError::invalid_field("id", "is already used by another principal's config"));
@@ -99,7 +100,8 @@ impl Engine {
         self.push_enabled()?;
         require_ref(&req)?;
         self.visible_record(p, &req.task_id).await?;
-        let Some(row) = self.inner.store.get_push_config(&req.task_id, &req.id).await.map_err(internal)? else {
+        let Some(row) = self.inner.store.get_push_config(&req.task_id, &req.id).await.map_err(internal)?
+        else {
             return Ok(());
         };
         if !p.can_see(&row.owner) {

@@ -162,7 +162,11 @@ impl Engine {
                 let rec = self.visible_record(p, &req.id).await?;
                 return Err(A2aError::new(
                     ErrorKind::UnsupportedOperation,
-                    format!("task {:?} is {}; a terminal task has no events to subscribe to", req.id, rec.state().as_str()),
+                    format!(
+                        "task {:?} is {}; a terminal task has no events to subscribe to",
+                        req.id,
+                        rec.state().as_str()
+                    ),
                 )
                 .with_meta("taskId", &req.id));
             };
@@ -173,7 +177,12 @@ impl Engine {
             if !p.can_see(&st.record.owner) {
                 return Err(A2aError::task_not_found(&req.id));
             }
-            return Ok(super::TaskEvents::new(view(&st.record, None, true), slot.tx.subscribe(), false));
+            return Ok(super::TaskEvents::new(
+                self,
+                view(&st.record, None, true),
+                slot.tx.subscribe(),
+                false,
+            ));
         }
     }
 }

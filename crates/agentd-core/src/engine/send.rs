@@ -10,8 +10,8 @@ use crate::store::{Batch, PushConfigRow};
 use crate::transition::{self, Change, Refused};
 use agentd_proto::validate;
 use agentd_proto::{
-    A2aError, ErrorKind, Message, SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
-    Task, TaskState, TaskStatus, Timestamp, new_id,
+    A2aError, ErrorKind, Message, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task,
+    TaskState, TaskStatus, Timestamp, new_id,
 };
 
 /// What a message turned into.
@@ -156,6 +156,7 @@ impl Engine {
         self.commit_record(&rec, &[], batch).await?;
         self.inner.slots.insert_or_get(&id, slot.clone());
         let events = TaskEvents::new(
+            self,
             super::read::view(&rec, cfg.history_length, true),
             slot.tx.subscribe(),
             close_on_interrupt,
@@ -189,7 +190,10 @@ impl Engine {
             if !msg.context_id.is_empty() && msg.context_id != st.record.task.context_id {
                 return Err(A2aError::invalid_field(
                     "message.contextId",
-                    format!("does not match the context of task {id:?}; omit it or send {:?}", st.record.task.context_id),
+                    format!(
+                        "does not match the context of task {id:?}; omit it or send {:?}",
+                        st.record.task.context_id
+                    ),
                 ));
             }
             let mut batch = Batch::default();
@@ -200,7 +204,10 @@ impl Engine {
                 }
                 batch.push_upserts.push(row);
             }
-            let running = st.running;
+            // A run that already left the task waiting for input is over for
+            // this message's purposes (it may still be unwinding): resume.
+            let running = st.running && !st.record.state().is_interrupted();
+            let was_running = st.running;
             // Keeps the slot live through the commit: a run starts right after.
             st.running = true;
             let input = msg.clone();
@@ -223,11 +230,12 @@ impl Engine {
             let rec = match committed {
                 Ok(rec) => rec,
                 Err(e) => {
-                    st.running = running;
+                    st.running = was_running;
                     return Err(e);
                 }
             };
             let events = TaskEvents::new(
+                self,
                 super::read::view(&rec, cfg.history_length, true),
                 slot.tx.subscribe(),
                 close_on_interrupt,
@@ -257,4 +265,3 @@ fn media_type_matches(accepted: &str, actual: &str) -> bool {
     let (a, t) = (base(accepted), base(actual));
     a == "*/*" || a == t || a.strip_suffix("/*").is_some_and(|major| t.split('/').next() == Some(major))
 }
-

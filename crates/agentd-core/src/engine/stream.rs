@@ -9,6 +9,8 @@ use std::sync::Arc;
 use tokio::sync::broadcast::{self, error::RecvError};
 
 pub struct TaskEvents {
+    /// Lets a dropped stream release an idle task's slot.
+    engine: Option<super::Engine>,
     first: Option<Task>,
     task_id: String,
     rx: broadcast::Receiver<Event>,
@@ -17,8 +19,14 @@ pub struct TaskEvents {
 }
 
 impl TaskEvents {
-    pub(crate) fn new(first: Task, rx: broadcast::Receiver<Event>, close_on_interrupt: bool) -> Self {
-        Self { task_id: first.id.clone(), first: Some(first), rx, close_on_interrupt, done: false }
+    pub(crate) fn new(
+        engine: &super::Engine,
+        first: Task,
+        rx: broadcast::Receiver<Event>,
+        close_on_interrupt: bool,
+    ) -> Self {
+        let engine = Some(engine.clone());
+        Self { engine, task_id: first.id.clone(), first: Some(first), rx, close_on_interrupt, done: false }
     }
 
     pub fn task_id(&self) -> &str {
@@ -40,8 +48,7 @@ impl TaskEvents {
             Ok(ev) => {
                 if let StreamResponse::StatusUpdate(s) = ev.as_ref() {
                     let state = s.status.state;
-                    self.done =
-                        state.is_terminal() || (self.close_on_interrupt && state.is_interrupted());
+                    self.done = state.is_terminal() || (self.close_on_interrupt && state.is_interrupted());
                 }
                 Some(Ok(ev))
             }
@@ -62,6 +69,17 @@ impl TaskEvents {
             if ev.is_err() {
                 break;
             }
+        }
+    }
+}
+
+impl Drop for TaskEvents {
+    fn drop(&mut self) {
+        // A subscriber of a task that waits with nothing running may have
+        // been the only reason its slot stayed in memory.
+        if let (Some(engine), Ok(rt)) = (self.engine.take(), tokio::runtime::Handle::try_current()) {
+            let id = std::mem::take(&mut self.task_id);
+            rt.spawn(async move { engine.evict_idle(&id).await });
         }
     }
 }

@@ -48,10 +48,7 @@ fn v4_reason(ip: Ipv4Addr) -> Option<&'static str> {
         ([224, 0, 0, 0], 4, "a multicast address"),
         ([240, 0, 0, 0], 4, "a reserved address"),
     ];
-    TABLE
-        .iter()
-        .find(|(net, len, _)| in_v4(ip, *net, *len))
-        .map(|(_, _, why)| *why)
+    TABLE.iter().find(|(net, len, _)| in_v4(ip, *net, *len)).map(|(_, _, why)| *why)
 }
 
 fn v6_reason(ip: Ipv6Addr) -> Option<&'static str> {
@@ -78,31 +75,16 @@ fn v6_reason(ip: Ipv6Addr) -> Option<&'static str> {
         return v4_reason(embedded);
     }
     const TABLE: &[([u16; 8], u32, &str)] = &[
-        (
-            [0x64, 0xff9b, 1, 0, 0, 0, 0, 0],
-            48,
-            "a local-use NAT64 address",
-        ),
+        ([0x64, 0xff9b, 1, 0, 0, 0, 0, 0], 48, "a local-use NAT64 address"),
         ([0x100, 0, 0, 0, 0, 0, 0, 0], 64, "a discard-only address"),
-        (
-            [0x2001, 0xdb8, 0, 0, 0, 0, 0, 0],
-            32,
-            "a documentation address",
-        ),
+        ([0x2001, 0xdb8, 0, 0, 0, 0, 0, 0], 32, "a documentation address"),
         ([0x3fff, 0, 0, 0, 0, 0, 0, 0], 20, "a documentation address"),
-        (
-            [0xfc00, 0, 0, 0, 0, 0, 0, 0],
-            7,
-            "a unique-local (private) address",
-        ),
+        ([0xfc00, 0, 0, 0, 0, 0, 0, 0], 7, "a unique-local (private) address"),
         ([0xfe80, 0, 0, 0, 0, 0, 0, 0], 10, "a link-local address"),
         ([0xfec0, 0, 0, 0, 0, 0, 0, 0], 10, "a site-local address"),
         ([0xff00, 0, 0, 0, 0, 0, 0, 0], 8, "a multicast address"),
     ];
-    TABLE
-        .iter()
-        .find(|(net, len, _)| in_v6(ip, *net, *len))
-        .map(|(_, _, why)| *why)
+    TABLE.iter().find(|(net, len, _)| in_v6(ip, *net, *len)).map(|(_, _, why)| *why)
 }
 
 #[cfg(test)]
@@ -118,29 +100,14 @@ mod tests {
     fn refuses_non_public_ipv4() {
         assert_eq!(why("127.0.0.1"), Some("a loopback address"));
         assert_eq!(why("127.255.0.9"), Some("a loopback address"));
-        for ip in [
-            "10.0.0.1",
-            "10.255.255.255",
-            "172.16.0.1",
-            "172.31.255.254",
-            "192.168.1.1",
-        ] {
+        for ip in ["10.0.0.1", "10.255.255.255", "172.16.0.1", "172.31.255.254", "192.168.1.1"] {
             assert_eq!(why(ip), Some("a private address"), "{ip}");
         }
         assert_eq!(why("169.254.169.254"), Some("a link-local address"));
-        assert_eq!(
-            why("100.64.0.1"),
-            Some("a carrier-grade NAT (shared) address")
-        );
-        assert_eq!(
-            why("100.127.255.255"),
-            Some("a carrier-grade NAT (shared) address")
-        );
+        assert_eq!(why("100.64.0.1"), Some("a carrier-grade NAT (shared) address"));
+        assert_eq!(why("100.127.255.255"), Some("a carrier-grade NAT (shared) address"));
         assert_eq!(why("0.0.0.0"), Some("the unspecified address"));
-        assert_eq!(
-            why("0.1.2.3"),
-            Some("a \"this network\" address (0.0.0.0/8)")
-        );
+        assert_eq!(why("0.1.2.3"), Some("a \"this network\" address (0.0.0.0/8)"));
         assert_eq!(why("255.255.255.255"), Some("the broadcast address"));
         assert_eq!(why("224.0.0.251"), Some("a multicast address"));
         assert_eq!(why("239.1.1.1"), Some("a multicast address"));
@@ -178,10 +145,7 @@ mod tests {
         assert_eq!(why("fe80::1"), Some("a link-local address"));
         assert_eq!(why("febf::1"), Some("a link-local address"));
         assert_eq!(why("fc00::1"), Some("a unique-local (private) address"));
-        assert_eq!(
-            why("fd12:3456::1"),
-            Some("a unique-local (private) address")
-        );
+        assert_eq!(why("fd12:3456::1"), Some("a unique-local (private) address"));
         assert_eq!(why("ff02::1"), Some("a multicast address"));
         assert_eq!(why("2001:db8::1"), Some("a documentation address"));
         assert_eq!(why("fec0::1"), Some("a site-local address"));
@@ -195,10 +159,7 @@ mod tests {
         assert_eq!(why("::ffff:169.254.169.254"), Some("a link-local address"));
         assert_eq!(why("::ffff:8.8.8.8"), None);
         assert_eq!(why("::127.0.0.1"), Some("a loopback address"));
-        assert_eq!(
-            why("::8.8.8.8"),
-            Some("a deprecated IPv4-compatible IPv6 address")
-        );
+        assert_eq!(why("::8.8.8.8"), Some("a deprecated IPv4-compatible IPv6 address"));
         assert_eq!(why("64:ff9b::10.0.0.1"), Some("a private address"));
         assert_eq!(why("64:ff9b::8.8.8.8"), None);
         assert_eq!(why("2002:7f00:1::"), Some("a loopback address"));
@@ -208,11 +169,7 @@ mod tests {
 
     #[test]
     fn allows_public_ipv6() {
-        for ip in [
-            "2001:4860:4860::8888",
-            "2606:4700:4700::1111",
-            "2a00:1450::1",
-        ] {
+        for ip in ["2001:4860:4860::8888", "2606:4700:4700::1111", "2a00:1450::1"] {
             assert_eq!(why(ip), None, "{ip}");
         }
     }

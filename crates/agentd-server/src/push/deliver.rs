@@ -46,11 +46,7 @@ impl Deliverer {
             .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| format!("cannot build the push HTTP client: {e}"))?;
-        Ok(Self {
-            client,
-            guard,
-            timeout,
-        })
+        Ok(Self { client, guard, timeout })
     }
 
     pub(crate) async fn deliver(&self, item: &OutboxItem) -> Outcome {
@@ -83,9 +79,7 @@ impl Deliverer {
             match secret(&item.config.token) {
                 Some(v) => req = req.header(HeaderName::from_static(TOKEN_HEADER), v),
                 None => {
-                    return Outcome::Permanent(
-                        "token has characters not allowed in an HTTP header".into(),
-                    );
+                    return Outcome::Permanent("token has characters not allowed in an HTTP header".into());
                 }
             }
         }

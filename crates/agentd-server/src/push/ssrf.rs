@@ -14,8 +14,7 @@ use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 /// What every refusal ends with: the rule and the way out.
-const HINT: &str =
-    "webhooks may not target private networks (set push.allow_private for single-host setups)";
+const HINT: &str = "webhooks may not target private networks (set push.allow_private for single-host setups)";
 
 /// How long a registration may wait for DNS.
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -49,9 +48,7 @@ impl SsrfGuard {
     /// Refuses an address the URL's host resolved to.
     pub fn check_resolved(&self, host: &str, ip: IpAddr) -> Result<(), String> {
         match refusal_reason(ip) {
-            Some(why) if !self.allow_private => {
-                Err(format!("host {host:?} resolves to {ip}, {why}; {HINT}"))
-            }
+            Some(why) if !self.allow_private => Err(format!("host {host:?} resolves to {ip}, {why}; {HINT}")),
             _ => Ok(()),
         }
     }
@@ -62,9 +59,7 @@ impl SsrfGuard {
     pub fn check_target(&self, url: &Url) -> Result<Target, String> {
         let scheme = url.scheme();
         if scheme != "http" && scheme != "https" {
-            return Err(format!(
-                "scheme {scheme:?} is not supported; webhook URLs must use http or https"
-            ));
+            return Err(format!("scheme {scheme:?} is not supported; webhook URLs must use http or https"));
         }
         let target = target_of(url).ok_or_else(|| "has no host".to_owned())?;
         if self.allow_private {
@@ -117,17 +112,12 @@ impl PushUrlPolicy for SsrfGuard {
 fn target_of(url: &Url) -> Option<Target> {
     let host = url.host_str().filter(|h| !h.is_empty())?;
     if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
-        return inner
-            .parse::<Ipv6Addr>()
-            .ok()
-            .map(|ip| Target::Ip(IpAddr::V6(ip)));
+        return inner.parse::<Ipv6Addr>().ok().map(|ip| Target::Ip(IpAddr::V6(ip)));
     }
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Some(Target::Ip(ip));
     }
-    Some(Target::Name(
-        host.trim_end_matches('.').to_ascii_lowercase(),
-    ))
+    Some(Target::Name(host.trim_end_matches('.').to_ascii_lowercase()))
 }
 
 /// `localhost` and `*.localhost` always mean loopback (RFC 6761), whatever
@@ -143,9 +133,7 @@ async fn resolve(name: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
         Ok(Ok(addrs)) => addrs.collect(),
         Ok(Err(e)) => return Err(format!("host {name:?} could not be resolved: {e}")),
         Err(_) => {
-            return Err(format!(
-                "host {name:?} could not be resolved in {RESOLVE_TIMEOUT:?}"
-            ));
+            return Err(format!("host {name:?} could not be resolved in {RESOLVE_TIMEOUT:?}"));
         }
     };
     if addrs.is_empty() {
@@ -217,10 +205,7 @@ mod tests {
     #[test]
     fn targets_are_normalized() {
         let g = SsrfGuard::new(true);
-        assert_eq!(
-            g.check_target(&url("http://[::1]:8080/x")),
-            Ok(Target::Ip("::1".parse().expect("ip")))
-        );
+        assert_eq!(g.check_target(&url("http://[::1]:8080/x")), Ok(Target::Ip("::1".parse().expect("ip"))));
         assert_eq!(
             g.check_target(&url("http://2130706433/")),
             Ok(Target::Ip("127.0.0.1".parse().expect("ip")))
@@ -234,19 +219,13 @@ mod tests {
     #[test]
     fn literal_and_localhost_targets_are_refused() {
         let g = SsrfGuard::new(false);
-        for u in [
-            "http://0x7f.1/",
-            "http://[::ffff:7f00:1]/",
-            "http://LOCALHOST./",
-            "http://a.b.localhost/",
-        ] {
+        for u in ["http://0x7f.1/", "http://[::ffff:7f00:1]/", "http://LOCALHOST./", "http://a.b.localhost/"]
+        {
             let e = g.check_target(&url(u)).expect_err(u);
             assert!(e.contains("push.allow_private"), "{u}: {e}");
         }
         assert!(g.check_target(&url("http://8.8.8.8/")).is_ok());
-        let e = g
-            .check_target(&url("file:///etc/passwd"))
-            .expect_err("file");
+        let e = g.check_target(&url("file:///etc/passwd")).expect_err("file");
         assert!(e.contains("\"file\""), "{e}");
     }
 }

@@ -75,16 +75,7 @@ pub fn spawn_push_worker(
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         match Deliverer::new(SsrfGuard::new(cfg.allow_private), cfg.timeout) {
-            Ok(deliverer) => {
-                Worker {
-                    engine,
-                    cfg,
-                    deliverer,
-                    held: HashMap::new(),
-                }
-                .run(shutdown)
-                .await
-            }
+            Ok(deliverer) => Worker { engine, cfg, deliverer, held: HashMap::new() }.run(shutdown).await,
             Err(e) => {
                 tracing::error!(error = %e, "push delivery is disabled; outbox rows stay queued");
                 shutdown.cancelled().await;
@@ -127,11 +118,8 @@ impl Worker {
                 for (key, until) in &results.held {
                     self.held.insert(key.clone(), *until);
                 }
-                let batch = Batch {
-                    outbox_done: results.done,
-                    outbox_retry: results.retry,
-                    ..Batch::default()
-                };
+                let batch =
+                    Batch { outbox_done: results.done, outbox_retry: results.retry, ..Batch::default() };
                 if !batch.is_empty()
                     && let Err(e) = store.commit(batch).await
                 {
@@ -238,8 +226,7 @@ impl Worker {
                 return;
             }
             let delay = backoff(self.cfg.backoff_base, self.cfg.backoff_max, attempts);
-            let until =
-                now_ms().saturating_add(i64::try_from(delay.as_millis()).unwrap_or(i64::MAX));
+            let until = now_ms().saturating_add(i64::try_from(delay.as_millis()).unwrap_or(i64::MAX));
             tracing::debug!(
                 task = %key.0, config = %key.1, attempts, retry_in_ms = delay.as_millis() as u64,
                 error = %why, "push delivery failed; will retry"

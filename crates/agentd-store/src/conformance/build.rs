@@ -3,8 +3,8 @@
 
 use agentd_core::{Batch, PushConfigRow, StatusEntry, Store, TaskPage, TaskQuery, TaskRecord};
 use agentd_proto::{
-    Artifact, AuthenticationInfo, Message, Part, PartContent, Role, Task,
-    TaskPushNotificationConfig, TaskState, TaskStatus, Timestamp,
+    Artifact, AuthenticationInfo, Message, Part, PartContent, Role, Task, TaskPushNotificationConfig,
+    TaskState, TaskStatus, Timestamp,
 };
 use serde_json::json;
 
@@ -22,21 +22,14 @@ pub fn record((id, owner, context_id, state, ms): Spec<'_>) -> TaskRecord {
         task: Task {
             id: id.into(),
             context_id: context_id.into(),
-            status: TaskStatus {
-                state,
-                message: None,
-                timestamp: Some(ts(ms)),
-            },
+            status: TaskStatus { state, message: None, timestamp: Some(ts(ms)) },
             artifacts: Some(vec![]),
             history: Some(vec![]),
             metadata: None,
         },
         owner: owner.into(),
         created_at: ts(ms),
-        status_history: vec![StatusEntry {
-            state,
-            timestamp: ts(ms),
-        }],
+        status_history: vec![StatusEntry { state, timestamp: ts(ms) }],
     }
 }
 
@@ -46,12 +39,7 @@ pub fn records(specs: &[Spec<'_>]) -> Vec<TaskRecord> {
 }
 
 fn message(id: &str, role: Role, parts: Vec<Part>) -> Message {
-    Message {
-        message_id: id.into(),
-        role,
-        parts,
-        ..Default::default()
-    }
+    Message { message_id: id.into(), role, parts, ..Default::default() }
 }
 
 /// A record using every field the store must keep: history, artifacts with
@@ -87,33 +75,16 @@ pub fn full_record(id: &str, owner: &str, context_id: &str, ms: i64) -> TaskReco
                 message: Some(status_message),
                 timestamp: Some(ts(ms)),
             },
-            artifacts: Some(vec![
-                artifact,
-                Artifact {
-                    artifact_id: "a-2".into(),
-                    ..Default::default()
-                },
-            ]),
+            artifacts: Some(vec![artifact, Artifact { artifact_id: "a-2".into(), ..Default::default() }]),
             history: Some(vec![user, agent]),
-            metadata: json!({"priority": "high", "tags": ["a", "b"]})
-                .as_object()
-                .cloned(),
+            metadata: json!({"priority": "high", "tags": ["a", "b"]}).as_object().cloned(),
         },
         owner: owner.into(),
         created_at: ts(ms - 2_000),
         status_history: vec![
-            StatusEntry {
-                state: TaskState::Submitted,
-                timestamp: ts(ms - 2_000),
-            },
-            StatusEntry {
-                state: TaskState::Working,
-                timestamp: ts(ms - 1_000),
-            },
-            StatusEntry {
-                state: TaskState::InputRequired,
-                timestamp: ts(ms),
-            },
+            StatusEntry { state: TaskState::Submitted, timestamp: ts(ms - 2_000) },
+            StatusEntry { state: TaskState::Working, timestamp: ts(ms - 1_000) },
+            StatusEntry { state: TaskState::InputRequired, timestamp: ts(ms) },
         ],
     }
 }
@@ -138,18 +109,12 @@ pub fn push_config(task_id: &str, id: &str, owner: &str) -> PushConfigRow {
 
 /// A batch writing `tasks`.
 pub fn tasks_batch(tasks: Vec<TaskRecord>) -> Batch {
-    Batch {
-        tasks,
-        ..Default::default()
-    }
+    Batch { tasks, ..Default::default() }
 }
 
 /// A query for every task, up to 1000.
 pub fn query() -> TaskQuery {
-    TaskQuery {
-        limit: 1000,
-        ..Default::default()
-    }
+    TaskQuery { limit: 1000, ..Default::default() }
 }
 
 /// The ids of `records`, in order.

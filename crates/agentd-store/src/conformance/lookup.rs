@@ -44,10 +44,7 @@ pub async fn context_foreign(store: &dyn Store) {
         ("unknown", "alice", false),
     ];
     for (context, owner, expected) in cases {
-        let got = ok(
-            store.context_foreign(context, owner).await,
-            "context_foreign",
-        );
+        let got = ok(store.context_foreign(context, owner).await, "context_foreign");
         assert_eq!(got, expected, "context_foreign({context:?}, {owner:?})");
     }
 }

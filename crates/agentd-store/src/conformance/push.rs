@@ -15,17 +15,7 @@ async fn due(store: &dyn Store, now_ms: i64) -> Vec<OutboxItem> {
 }
 
 fn summary(items: &[OutboxItem]) -> Vec<(String, String, String, u32)> {
-    items
-        .iter()
-        .map(|i| {
-            (
-                i.task_id.clone(),
-                i.config.id.clone(),
-                i.body.clone(),
-                i.attempts,
-            )
-        })
-        .collect()
+    items.iter().map(|i| (i.task_id.clone(), i.config.id.clone(), i.body.clone(), i.attempts)).collect()
 }
 
 fn row(task: &str, config: &str, body: &str, attempts: u32) -> (String, String, String, u32) {
@@ -39,47 +29,18 @@ pub async fn push_config_crud(store: &dyn Store) {
         push_config("t1", "p-a", "alice"),
         push_config("t2", "p-c", "bob"),
     );
-    let batch = Batch {
-        push_upserts: vec![a.clone(), b.clone(), c.clone()],
-        ..Default::default()
-    };
+    let batch = Batch { push_upserts: vec![a.clone(), b.clone(), c.clone()], ..Default::default() };
     commit(store, batch, "three push configs").await;
-    assert_eq!(
-        ok(store.get_push_config("t1", "p-b").await, "get"),
-        Some(a.clone())
-    );
-    assert_eq!(
-        ok(store.get_push_config("t2", "p-b").await, "get"),
-        None,
-        "key is (task, id)"
-    );
+    assert_eq!(ok(store.get_push_config("t1", "p-b").await, "get"), Some(a.clone()));
+    assert_eq!(ok(store.get_push_config("t2", "p-b").await, "get"), None, "key is (task, id)");
     let listed = ok(store.list_push_configs("t1").await, "list");
-    assert_eq!(
-        listed,
-        vec![a.clone(), b.clone()],
-        "list is oldest first, only this task"
-    );
+    assert_eq!(listed, vec![a.clone(), b.clone()], "list is oldest first, only this task");
     let mut changed = a.clone();
     changed.config.url = "https://elsewhere.example.com/hook".into();
-    commit(
-        store,
-        Batch {
-            push_upserts: vec![changed.clone()],
-            ..Default::default()
-        },
-        "a replace",
-    )
-    .await;
+    commit(store, Batch { push_upserts: vec![changed.clone()], ..Default::default() }, "a replace").await;
     let listed = ok(store.list_push_configs("t1").await, "list");
-    assert_eq!(
-        listed,
-        vec![changed, b.clone()],
-        "a replace keeps its place in the list"
-    );
-    let del = Batch {
-        push_deletes: vec![("t1".into(), "p-b".into())],
-        ..Default::default()
-    };
+    assert_eq!(listed, vec![changed, b.clone()], "a replace keeps its place in the list");
+    let del = Batch { push_deletes: vec![("t1".into(), "p-b".into())], ..Default::default() };
     commit(store, del, "a delete").await;
     assert_eq!(ok(store.get_push_config("t1", "p-b").await, "get"), None);
     assert_eq!(ok(store.list_push_configs("t1").await, "list"), vec![b]);
@@ -95,23 +56,13 @@ pub async fn outbox_fan_out(store: &dyn Store) {
             record(("t1", "alice", "c", Working, 1_000)),
             record(("t2", "alice", "c", Working, 1_000)),
         ],
-        push_upserts: vec![
-            push_config("t1", "p1", "alice"),
-            push_config("t1", "p2", "alice"),
-        ],
+        push_upserts: vec![push_config("t1", "p1", "alice"), push_config("t1", "p2", "alice")],
         ..Default::default()
     };
     commit(store, setup, "two tasks, two configs").await;
-    assert!(
-        due(store, soon()).await.is_empty(),
-        "no event, no outbox row"
-    );
+    assert!(due(store, soon()).await.is_empty(), "no event, no outbox row");
     let events = Batch {
-        push_events: vec![
-            ("t1".into(), "e1".into()),
-            ("t2".into(), "e2".into()),
-            ("t1".into(), "e3".into()),
-        ],
+        push_events: vec![("t1".into(), "e1".into()), ("t2".into(), "e2".into()), ("t1".into(), "e3".into())],
         ..Default::default()
     };
     commit(store, events, "three events").await;
@@ -122,20 +73,9 @@ pub async fn outbox_fan_out(store: &dyn Store) {
         row("t1", "p1", "e3", 0),
         row("t1", "p2", "e3", 0),
     ];
-    assert_eq!(
-        summary(&items),
-        expected,
-        "2 configs → 2 rows per event, 0 configs → none, oldest first"
-    );
-    assert!(
-        items.windows(2).all(|w| w[0].id < w[1].id),
-        "outbox ids must increase"
-    );
-    assert_eq!(
-        items[0].config,
-        push_config("t1", "p1", "alice").config,
-        "item carries its config"
-    );
+    assert_eq!(summary(&items), expected, "2 configs → 2 rows per event, 0 configs → none, oldest first");
+    assert!(items.windows(2).all(|w| w[0].id < w[1].id), "outbox ids must increase");
+    assert_eq!(items[0].config, push_config("t1", "p1", "alice").config, "item carries its config");
     let same_batch = Batch {
         push_upserts: vec![push_config("t2", "p3", "alice")],
         push_deletes: vec![("t1".into(), "p2".into())],
@@ -150,47 +90,26 @@ pub async fn outbox_fan_out(store: &dyn Store) {
         row("t2", "p3", "e4", 0),
         row("t1", "p1", "e5", 0),
     ];
-    assert_eq!(
-        got, expected,
-        "fan-out must see this batch's upserts and deletes"
-    );
+    assert_eq!(got, expected, "fan-out must see this batch's upserts and deletes");
 }
 
 /// Rows are due at their not_before; retry moves them; done removes them.
 pub async fn outbox_due_retry_done(store: &dyn Store) {
-    assert_eq!(
-        ok(store.next_outbox_due().await, "next_outbox_due"),
-        None,
-        "empty outbox"
-    );
+    assert_eq!(ok(store.next_outbox_due().await, "next_outbox_due"), None, "empty outbox");
     let before = Timestamp::now().millis();
     let setup = Batch {
         tasks: vec![record(("t1", "alice", "c", Working, 1_000))],
         push_upserts: vec![push_config("t1", "p1", "alice")],
-        push_events: vec![
-            ("t1".into(), "e1".into()),
-            ("t1".into(), "e2".into()),
-            ("t1".into(), "e3".into()),
-        ],
+        push_events: vec![("t1".into(), "e1".into()), ("t1".into(), "e2".into()), ("t1".into(), "e3".into())],
         ..Default::default()
     };
     commit(store, setup, "three events").await;
     let next = ok(store.next_outbox_due().await, "next_outbox_due");
-    assert!(
-        next.is_some_and(|n| n >= before && n < soon()),
-        "new rows are due now, got {next:?}"
-    );
+    assert!(next.is_some_and(|n| n >= before && n < soon()), "new rows are due now, got {next:?}");
     let items = due(store, soon()).await;
     assert_eq!(items.len(), 3);
-    assert_eq!(
-        ok(store.due_outbox(soon(), 2).await, "due_outbox").len(),
-        2,
-        "limit applies"
-    );
-    assert!(
-        due(store, before - 1).await.is_empty(),
-        "nothing is due before it was queued"
-    );
+    assert_eq!(ok(store.due_outbox(soon(), 2).await, "due_outbox").len(), 2, "limit applies");
+    assert!(due(store, before - 1).await.is_empty(), "nothing is due before it was queued");
     let later = soon() + 60_000;
     let batch = Batch {
         outbox_done: vec![items[0].id],
@@ -198,47 +117,18 @@ pub async fn outbox_due_retry_done(store: &dyn Store) {
         ..Default::default()
     };
     commit(store, batch, "one done, two retried").await;
-    assert!(
-        due(store, soon()).await.is_empty(),
-        "retried rows wait for their time"
-    );
-    assert_eq!(
-        ok(store.next_outbox_due().await, "next_outbox_due"),
-        Some(later)
-    );
+    assert!(due(store, soon()).await.is_empty(), "retried rows wait for their time");
+    assert_eq!(ok(store.next_outbox_due().await, "next_outbox_due"), Some(later));
     let got = summary(&due(store, later).await);
-    assert_eq!(
-        got,
-        [row("t1", "p1", "e2", 1)],
-        "only the first retry is due at `later`"
-    );
+    assert_eq!(got, [row("t1", "p1", "e2", 1)], "only the first retry is due at `later`");
     let got = summary(&due(store, later + 5).await);
-    assert_eq!(
-        got,
-        [row("t1", "p1", "e2", 1), row("t1", "p1", "e3", 4)],
-        "attempts are kept"
-    );
+    assert_eq!(got, [row("t1", "p1", "e2", 1), row("t1", "p1", "e3", 4)], "attempts are kept");
     let ids: Vec<i64> = due(store, later + 5).await.iter().map(|i| i.id).collect();
-    commit(
-        store,
-        Batch {
-            outbox_done: ids,
-            ..Default::default()
-        },
-        "all done",
-    )
-    .await;
+    commit(store, Batch { outbox_done: ids, ..Default::default() }, "all done").await;
     assert!(due(store, i64::MAX).await.is_empty());
-    assert_eq!(
-        ok(store.next_outbox_due().await, "next_outbox_due"),
-        None,
-        "outbox drained"
-    );
-    let unknown = Batch {
-        outbox_done: vec![999_999],
-        outbox_retry: vec![(999_998, 0, 1)],
-        ..Default::default()
-    };
+    assert_eq!(ok(store.next_outbox_due().await, "next_outbox_due"), None, "outbox drained");
+    let unknown =
+        Batch { outbox_done: vec![999_999], outbox_retry: vec![(999_998, 0, 1)], ..Default::default() };
     commit(store, unknown, "done/retry of unknown rows").await;
 }
 
@@ -246,10 +136,7 @@ pub async fn outbox_due_retry_done(store: &dyn Store) {
 pub async fn outbox_deleted_config(store: &dyn Store) {
     let setup = Batch {
         tasks: vec![record(("t1", "alice", "c", Working, 1_000))],
-        push_upserts: vec![
-            push_config("t1", "keep", "alice"),
-            push_config("t1", "drop", "alice"),
-        ],
+        push_upserts: vec![push_config("t1", "keep", "alice"), push_config("t1", "drop", "alice")],
         push_events: vec![("t1".into(), "e1".into())],
         ..Default::default()
     };
@@ -257,10 +144,7 @@ pub async fn outbox_deleted_config(store: &dyn Store) {
     assert_eq!(due(store, soon()).await.len(), 2);
     commit(
         store,
-        Batch {
-            push_deletes: vec![("t1".into(), "drop".into())],
-            ..Default::default()
-        },
+        Batch { push_deletes: vec![("t1".into(), "drop".into())], ..Default::default() },
         "a delete",
     )
     .await;
@@ -272,16 +156,9 @@ pub async fn outbox_deleted_config(store: &dyn Store) {
     // A config re-created under the same id does not inherit old rows.
     commit(
         store,
-        Batch {
-            push_upserts: vec![push_config("t1", "drop", "alice")],
-            ..Default::default()
-        },
+        Batch { push_upserts: vec![push_config("t1", "drop", "alice")], ..Default::default() },
         "re-create",
     )
     .await;
-    assert_eq!(
-        summary(&due(store, soon()).await),
-        [row("t1", "keep", "e1", 0)],
-        "no resurrected rows"
-    );
+    assert_eq!(summary(&due(store, soon()).await), [row("t1", "keep", "e1", 0)], "no resurrected rows");
 }

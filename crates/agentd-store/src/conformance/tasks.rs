@@ -18,18 +18,10 @@ pub async fn roundtrip_full_record(store: &dyn Store) {
     let rec = full_record("task-full", "alice", "ctx-1", 1_700_000_000_123);
     commit(store, tasks_batch(vec![rec.clone()]), "a full record").await;
     let got = ok(store.get_task("task-full").await, "get_task");
-    assert_eq!(
-        got.as_ref(),
-        Some(&rec),
-        "a full record must read back unchanged"
-    );
+    assert_eq!(got.as_ref(), Some(&rec), "a full record must read back unchanged");
     assert_eq!(ok(store.get_task("no-such-task").await, "get_task"), None);
     let page = list(store, &query()).await;
-    assert_eq!(
-        page.tasks,
-        vec![rec],
-        "list_tasks must return the full record too"
-    );
+    assert_eq!(page.tasks, vec![rec], "list_tasks must return the full record too");
 }
 
 /// Committing a task again replaces the whole row.
@@ -37,34 +29,15 @@ pub async fn recommit_replaces(store: &dyn Store) {
     let first = record(("t-1", "alice", "ctx-1", Working, 1_000));
     commit(store, tasks_batch(vec![first]), "the first version").await;
     let second = full_record("t-1", "alice", "ctx-1", 2_000);
-    commit(
-        store,
-        tasks_batch(vec![second.clone()]),
-        "the second version",
-    )
-    .await;
+    commit(store, tasks_batch(vec![second.clone()]), "the second version").await;
     let got = ok(store.get_task("t-1").await, "get_task");
     assert_eq!(got, Some(second), "a re-commit must replace the record");
     let page = list(store, &query()).await;
     assert_eq!(page.total, 1, "a re-commit must not add a row");
-    let working = TaskQuery {
-        state: Some(Working),
-        ..query()
-    };
-    assert_eq!(
-        list(store, &working).await.total,
-        0,
-        "the state column must follow the record"
-    );
-    let old = TaskQuery {
-        updated_since_ms: Some(1_500),
-        ..query()
-    };
-    assert_eq!(
-        list(store, &old).await.total,
-        1,
-        "the timestamp column must follow the record"
-    );
+    let working = TaskQuery { state: Some(Working), ..query() };
+    assert_eq!(list(store, &working).await.total, 0, "the state column must follow the record");
+    let old = TaskQuery { updated_since_ms: Some(1_500), ..query() };
+    assert_eq!(list(store, &old).await.total, 1, "the timestamp column must follow the record");
 }
 
 /// Newest status first; equal timestamps by id descending.
@@ -78,70 +51,30 @@ pub async fn list_order(store: &dyn Store) {
     ];
     commit(store, tasks_batch(records(&specs)), "five tasks").await;
     let page = list(store, &query()).await;
-    assert_eq!(
-        ids(&page.tasks),
-        ["a", "d", "c", "b", "e"],
-        "order must be (ms desc, id desc)"
-    );
+    assert_eq!(ids(&page.tasks), ["a", "d", "c", "b", "e"], "order must be (ms desc, id desc)");
     assert_eq!((page.total, page.more), (5, false));
-    let limited = list(
-        store,
-        &TaskQuery {
-            limit: 2,
-            ..query()
-        },
-    )
-    .await;
+    let limited = list(store, &TaskQuery { limit: 2, ..query() }).await;
     assert_eq!(ids(&limited.tasks), ["a", "d"]);
-    assert_eq!(
-        (limited.total, limited.more),
-        (5, true),
-        "a cut page must say more"
-    );
-    let exact = list(
-        store,
-        &TaskQuery {
-            limit: 5,
-            ..query()
-        },
-    )
-    .await;
-    assert!(
-        !exact.more,
-        "a page that ends exactly at the last task must not say more"
-    );
+    assert_eq!((limited.total, limited.more), (5, true), "a cut page must say more");
+    let exact = list(store, &TaskQuery { limit: 5, ..query() }).await;
+    assert!(!exact.more, "a page that ends exactly at the last task must not say more");
 }
 
 /// Paging with a cursor through many tasks sharing a timestamp returns
 /// every task exactly once, in order, with a constant total.
 pub async fn paginate_shared_timestamp(store: &dyn Store) {
-    let names: Vec<String> = (0..31)
-        .map(|i| format!("task-{:02}", (i * 7) % 31))
-        .collect();
-    let mut specs: Vec<_> = names
-        .iter()
-        .map(|n| (n.as_str(), "alice", "c", Working, 5_000))
-        .collect();
-    specs.extend([
-        ("z-new", "alice", "c", Working, 6_000),
-        ("a-old", "alice", "c", Working, 4_000),
-    ]);
+    let names: Vec<String> = (0..31).map(|i| format!("task-{:02}", (i * 7) % 31)).collect();
+    let mut specs: Vec<_> = names.iter().map(|n| (n.as_str(), "alice", "c", Working, 5_000)).collect();
+    specs.extend([("z-new", "alice", "c", Working, 6_000), ("a-old", "alice", "c", Working, 4_000)]);
     commit(store, tasks_batch(records(&specs)), "33 tasks").await;
     let everything = ids(&list(store, &query()).await.tasks);
     assert_eq!(everything.len(), 33);
     let mut seen = Vec::new();
-    let mut q = TaskQuery {
-        limit: 4,
-        ..query()
-    };
+    let mut q = TaskQuery { limit: 4, ..query() };
     let mut done = false;
     for _page in 0..20 {
         let page = list(store, &q).await;
-        assert_eq!(
-            page.total, 33,
-            "total must ignore the cursor (after {:?})",
-            q.after
-        );
+        assert_eq!(page.total, 33, "total must ignore the cursor (after {:?})", q.after);
         seen.extend(ids(&page.tasks));
         if !page.more {
             done = true;
@@ -153,10 +86,7 @@ pub async fn paginate_shared_timestamp(store: &dyn Store) {
         q.after = Some((last.updated_ms(), last.task.id.clone()));
     }
     assert!(done, "paging must end with a page saying no more");
-    assert_eq!(
-        seen, everything,
-        "pages must return every task once, in list order"
-    );
+    assert_eq!(seen, everything, "pages must return every task once, in list order");
 }
 
 /// `total` counts the filtered rows before the cursor and limit.
@@ -168,23 +98,11 @@ pub async fn total_ignores_cursor(store: &dyn Store) {
         ("t4", "bob", "c", Working, 4_000),
     ];
     commit(store, tasks_batch(records(&specs)), "four tasks").await;
-    let q = TaskQuery {
-        owner: Some("alice".into()),
-        after: Some((3_000, "t3".into())),
-        limit: 1,
-        ..query()
-    };
+    let q = TaskQuery { owner: Some("alice".into()), after: Some((3_000, "t3".into())), limit: 1, ..query() };
     let page = list(store, &q).await;
     assert_eq!(ids(&page.tasks), ["t2"]);
-    assert_eq!(
-        (page.total, page.more),
-        (3, true),
-        "total is alice's 3 tasks"
-    );
-    let past_end = TaskQuery {
-        after: Some((0, String::new())),
-        ..q
-    };
+    assert_eq!((page.total, page.more), (3, true), "total is alice's 3 tasks");
+    let past_end = TaskQuery { after: Some((0, String::new())), ..q };
     let page = list(store, &past_end).await;
     assert!(page.tasks.is_empty() && !page.more);
     assert_eq!(page.total, 3, "total must not depend on the cursor");
@@ -202,72 +120,15 @@ pub async fn list_filters(store: &dyn Store) {
     commit(store, tasks_batch(records(&specs)), "five tasks").await;
     let s = |v: &str| Some(v.to_owned());
     let cases: Vec<(TaskQuery, Vec<&str>)> = vec![
-        (
-            TaskQuery {
-                owner: s("alice"),
-                ..query()
-            },
-            vec!["t5", "t2", "t1"],
-        ),
-        (
-            TaskQuery {
-                owner: s("carol"),
-                ..query()
-            },
-            vec![],
-        ),
-        (
-            TaskQuery {
-                context_id: s("c1"),
-                ..query()
-            },
-            vec!["t5", "t3", "t1"],
-        ),
-        (
-            TaskQuery {
-                state: Some(Completed),
-                ..query()
-            },
-            vec!["t5", "t3", "t2"],
-        ),
-        (
-            TaskQuery {
-                state: Some(Canceled),
-                ..query()
-            },
-            vec![],
-        ),
-        (
-            TaskQuery {
-                updated_since_ms: Some(3_000),
-                ..query()
-            },
-            vec!["t5", "t4", "t3"],
-        ),
-        (
-            TaskQuery {
-                updated_since_ms: Some(5_001),
-                ..query()
-            },
-            vec![],
-        ),
-        (
-            TaskQuery {
-                owner: s("alice"),
-                context_id: s("c1"),
-                state: Some(Completed),
-                ..query()
-            },
-            vec!["t5"],
-        ),
-        (
-            TaskQuery {
-                owner: s("bob"),
-                updated_since_ms: Some(3_500),
-                ..query()
-            },
-            vec!["t4"],
-        ),
+        (TaskQuery { owner: s("alice"), ..query() }, vec!["t5", "t2", "t1"]),
+        (TaskQuery { owner: s("carol"), ..query() }, vec![]),
+        (TaskQuery { context_id: s("c1"), ..query() }, vec!["t5", "t3", "t1"]),
+        (TaskQuery { state: Some(Completed), ..query() }, vec!["t5", "t3", "t2"]),
+        (TaskQuery { state: Some(Canceled), ..query() }, vec![]),
+        (TaskQuery { updated_since_ms: Some(3_000), ..query() }, vec!["t5", "t4", "t3"]),
+        (TaskQuery { updated_since_ms: Some(5_001), ..query() }, vec![]),
+        (TaskQuery { owner: s("alice"), context_id: s("c1"), state: Some(Completed), ..query() }, vec!["t5"]),
+        (TaskQuery { owner: s("bob"), updated_since_ms: Some(3_500), ..query() }, vec!["t4"]),
     ];
     for (q, expected) in cases {
         let page = list(store, &q).await;

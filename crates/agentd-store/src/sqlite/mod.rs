@@ -7,9 +7,7 @@ mod schema;
 mod writer;
 
 use crate::codec::err;
-use agentd_core::{
-    Batch, OutboxItem, PushConfigRow, Store, StoreError, TaskPage, TaskQuery, TaskRecord,
-};
+use agentd_core::{Batch, OutboxItem, PushConfigRow, Store, StoreError, TaskPage, TaskQuery, TaskRecord};
 use agentd_proto::TaskState;
 use async_trait::async_trait;
 use read::ReadPool;
@@ -30,9 +28,7 @@ pub struct SqliteOptions {
 
 impl Default for SqliteOptions {
     fn default() -> Self {
-        Self {
-            synchronous_full: true,
-        }
+        Self { synchronous_full: true }
     }
 }
 
@@ -56,11 +52,7 @@ impl SqliteStore {
     pub fn open(path: &Path, options: SqliteOptions) -> Result<SqliteStore, StoreError> {
         let conn = schema::open_writer(path, options.synchronous_full)?;
         let (jobs, writer) = writer::spawn(conn)?;
-        Ok(SqliteStore {
-            jobs: Some(jobs),
-            writer: Some(writer),
-            reads: ReadPool::new(path.into()),
-        })
+        Ok(SqliteStore { jobs: Some(jobs), writer: Some(writer), reads: ReadPool::new(path.into()) })
     }
 
     /// The number of migrations applied to the database.
@@ -90,15 +82,9 @@ impl Drop for SqliteStore {
 impl Store for SqliteStore {
     async fn commit(&self, batch: Batch) -> Result<(), StoreError> {
         let (reply, outcome) = oneshot::channel();
-        let jobs = self
-            .jobs
-            .as_ref()
-            .ok_or_else(|| StoreError("store is closed".into()))?;
-        jobs.send(Job { batch, reply })
-            .map_err(|_| StoreError("store writer stopped".into()))?;
-        outcome
-            .await
-            .map_err(err("store writer stopped before answering"))?
+        let jobs = self.jobs.as_ref().ok_or_else(|| StoreError("store is closed".into()))?;
+        jobs.send(Job { batch, reply }).map_err(|_| StoreError("store writer stopped".into()))?;
+        outcome.await.map_err(err("store writer stopped before answering"))?
     }
 
     async fn get_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -108,47 +94,31 @@ impl Store for SqliteStore {
 
     async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
         let query = query.clone();
-        self.reads
-            .run(move |conn| read::list_tasks(conn, &query))
-            .await
+        self.reads.run(move |conn| read::list_tasks(conn, &query)).await
     }
 
     async fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError> {
         let states = states.to_vec();
-        self.reads
-            .run(move |conn| read::tasks_in_states(conn, &states))
-            .await
+        self.reads.run(move |conn| read::tasks_in_states(conn, &states)).await
     }
 
     async fn context_foreign(&self, context_id: &str, owner: &str) -> Result<bool, StoreError> {
         let (context_id, owner) = (context_id.to_owned(), owner.to_owned());
-        self.reads
-            .run(move |conn| read::context_foreign(conn, &context_id, &owner))
-            .await
+        self.reads.run(move |conn| read::context_foreign(conn, &context_id, &owner)).await
     }
 
-    async fn get_push_config(
-        &self,
-        task_id: &str,
-        id: &str,
-    ) -> Result<Option<PushConfigRow>, StoreError> {
+    async fn get_push_config(&self, task_id: &str, id: &str) -> Result<Option<PushConfigRow>, StoreError> {
         let (task_id, id) = (task_id.to_owned(), id.to_owned());
-        self.reads
-            .run(move |conn| read::get_push_config(conn, &task_id, &id))
-            .await
+        self.reads.run(move |conn| read::get_push_config(conn, &task_id, &id)).await
     }
 
     async fn list_push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>, StoreError> {
         let task_id = task_id.to_owned();
-        self.reads
-            .run(move |conn| read::list_push_configs(conn, &task_id))
-            .await
+        self.reads.run(move |conn| read::list_push_configs(conn, &task_id)).await
     }
 
     async fn due_outbox(&self, now_ms: i64, limit: usize) -> Result<Vec<OutboxItem>, StoreError> {
-        self.reads
-            .run(move |conn| read::due_outbox(conn, now_ms, limit))
-            .await
+        self.reads.run(move |conn| read::due_outbox(conn, now_ms, limit)).await
     }
 
     async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError> {

@@ -21,18 +21,11 @@ pub(crate) struct ReadPool {
 
 impl ReadPool {
     pub(crate) fn new(path: PathBuf) -> Arc<Self> {
-        Arc::new(Self {
-            path,
-            idle: Mutex::new(Vec::new()),
-        })
+        Arc::new(Self { path, idle: Mutex::new(Vec::new()) })
     }
 
     fn take(&self) -> Result<Connection, StoreError> {
-        let pooled = self
-            .idle
-            .lock()
-            .map_err(|_| StoreError("read pool poisoned".into()))?
-            .pop();
+        let pooled = self.idle.lock().map_err(|_| StoreError("read pool poisoned".into()))?.pop();
         match pooled {
             Some(conn) => Ok(conn),
             None => open_reader(&self.path),
@@ -72,19 +65,11 @@ fn task_from_row(row: &Row<'_>) -> rusqlite::Result<(String, i64, String, String
 }
 
 fn decode_rows(rows: Vec<(String, i64, String, String)>) -> Result<Vec<TaskRecord>, StoreError> {
-    rows.into_iter()
-        .map(|(owner, created, task, hist)| decode_task(owner, created, &task, &hist))
-        .collect()
+    rows.into_iter().map(|(owner, created, task, hist)| decode_task(owner, created, &task, &hist)).collect()
 }
 
-fn query_tasks(
-    conn: &Connection,
-    sql: &str,
-    args: &[Value],
-) -> Result<Vec<TaskRecord>, StoreError> {
-    let mut stmt = conn
-        .prepare_cached(sql)
-        .map_err(err("prepare task query"))?;
+fn query_tasks(conn: &Connection, sql: &str, args: &[Value]) -> Result<Vec<TaskRecord>, StoreError> {
+    let mut stmt = conn.prepare_cached(sql).map_err(err("prepare task query"))?;
     let rows = stmt
         .query_map(params_from_iter(args.iter()), task_from_row)
         .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
@@ -127,17 +112,9 @@ pub(crate) fn list_tasks(conn: &mut Connection, q: &TaskQuery) -> Result<TaskPag
     let mut cursor = String::new();
     if let Some((ms, id)) = &q.after {
         cursor = " AND (updated_ms < ? OR (updated_ms = ? AND id < ?))".into();
-        page_args.extend([
-            Value::Integer(*ms),
-            Value::Integer(*ms),
-            Value::Text(id.clone()),
-        ]);
+        page_args.extend([Value::Integer(*ms), Value::Integer(*ms), Value::Text(id.clone())]);
     }
-    page_args.push(Value::Integer(
-        i64::try_from(q.limit)
-            .unwrap_or(i64::MAX - 1)
-            .saturating_add(1),
-    ));
+    page_args.push(Value::Integer(i64::try_from(q.limit).unwrap_or(i64::MAX - 1).saturating_add(1)));
     let sql = format!(
         "SELECT {TASK_COLUMNS} FROM tasks WHERE {filter}{cursor} \
          ORDER BY updated_ms DESC, id DESC LIMIT ?"
@@ -145,11 +122,7 @@ pub(crate) fn list_tasks(conn: &mut Connection, q: &TaskQuery) -> Result<TaskPag
     let mut tasks = query_tasks(&tx, &sql, &page_args)?;
     let more = tasks.len() > q.limit;
     tasks.truncate(q.limit);
-    Ok(TaskPage {
-        tasks,
-        total: usize::try_from(total).unwrap_or(0),
-        more,
-    })
+    Ok(TaskPage { tasks, total: usize::try_from(total).unwrap_or(0), more })
 }
 
 pub(crate) fn tasks_in_states(
@@ -160,13 +133,8 @@ pub(crate) fn tasks_in_states(
         return Ok(Vec::new());
     }
     let marks = vec!["?"; states.len()].join(", ");
-    let sql = format!(
-        "SELECT {TASK_COLUMNS} FROM tasks WHERE state IN ({marks}) ORDER BY updated_ms, id"
-    );
-    let args: Vec<Value> = states
-        .iter()
-        .map(|s| Value::Integer(state_number(*s)))
-        .collect();
+    let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE state IN ({marks}) ORDER BY updated_ms, id");
+    let args: Vec<Value> = states.iter().map(|s| Value::Integer(state_number(*s))).collect();
     query_tasks(conn, &sql, &args)
 }
 
@@ -185,10 +153,7 @@ fn push_from_row(row: &Row<'_>) -> rusqlite::Result<(String, String)> {
 }
 
 fn decode_push((owner, json): (String, String)) -> Result<PushConfigRow, StoreError> {
-    Ok(PushConfigRow {
-        owner,
-        config: decode_config(&json)?,
-    })
+    Ok(PushConfigRow { owner, config: decode_config(&json)? })
 }
 
 pub(crate) fn get_push_config(
@@ -196,13 +161,11 @@ pub(crate) fn get_push_config(
     task_id: &str,
     id: &str,
 ) -> Result<Option<PushConfigRow>, StoreError> {
-    conn.prepare_cached(
-        "SELECT owner, config_json FROM push_configs WHERE task_id = ?1 AND id = ?2",
-    )
-    .and_then(|mut s| s.query_row(params![task_id, id], push_from_row).optional())
-    .map_err(err("query push config"))?
-    .map(decode_push)
-    .transpose()
+    conn.prepare_cached("SELECT owner, config_json FROM push_configs WHERE task_id = ?1 AND id = ?2")
+        .and_then(|mut s| s.query_row(params![task_id, id], push_from_row).optional())
+        .map_err(err("query push config"))?
+        .map(decode_push)
+        .transpose()
 }
 
 pub(crate) fn list_push_configs(
@@ -210,9 +173,7 @@ pub(crate) fn list_push_configs(
     task_id: &str,
 ) -> Result<Vec<PushConfigRow>, StoreError> {
     let mut stmt = conn
-        .prepare_cached(
-            "SELECT owner, config_json FROM push_configs WHERE task_id = ?1 ORDER BY created_seq",
-        )
+        .prepare_cached("SELECT owner, config_json FROM push_configs WHERE task_id = ?1 ORDER BY created_seq")
         .map_err(err("prepare push config list"))?;
     let rows = stmt
         .query_map(params![task_id], push_from_row)
@@ -236,27 +197,13 @@ pub(crate) fn due_outbox(
         .map_err(err("prepare outbox query"))?;
     let rows = stmt
         .query_map(params![now_ms, limit], |row| {
-            Ok((
-                row.get(0)?,
-                row.get(1)?,
-                row.get(2)?,
-                row.get(3)?,
-                row.get::<_, String>(4)?,
-            ))
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get::<_, String>(4)?))
         })
-        .and_then(|rows| {
-            rows.collect::<rusqlite::Result<Vec<(i64, String, String, u32, String)>>>()
-        })
+        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<(i64, String, String, u32, String)>>>())
         .map_err(err("query outbox"))?;
     rows.into_iter()
         .map(|(id, task_id, body, attempts, json)| {
-            Ok(OutboxItem {
-                id,
-                task_id,
-                config: decode_config(&json)?,
-                body,
-                attempts,
-            })
+            Ok(OutboxItem { id, task_id, config: decode_config(&json)?, body, attempts })
         })
         .collect()
 }

@@ -53,21 +53,15 @@ pub(crate) const MIGRATIONS: &[&str] = &[
 /// the requested `synchronous` level, then runs pending migrations.
 pub(crate) fn open_writer(path: &Path, synchronous_full: bool) -> Result<Connection, StoreError> {
     let mut conn = Connection::open(path).map_err(err("open database"))?;
-    conn.busy_timeout(BUSY_TIMEOUT)
-        .map_err(err("set busy_timeout"))?;
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-        .map_err(err("set journal_mode"))?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(err("set busy_timeout"))?;
+    let mode: String =
+        conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).map_err(err("set journal_mode"))?;
     if !mode.eq_ignore_ascii_case("wal") {
-        return Err(StoreError(format!(
-            "database refused WAL mode (got {mode})"
-        )));
+        return Err(StoreError(format!("database refused WAL mode (got {mode})")));
     }
     let sync = if synchronous_full { "FULL" } else { "NORMAL" };
-    conn.pragma_update(None, "synchronous", sync)
-        .map_err(err("set synchronous"))?;
-    conn.pragma_update(None, "foreign_keys", true)
-        .map_err(err("set foreign_keys"))?;
+    conn.pragma_update(None, "synchronous", sync).map_err(err("set synchronous"))?;
+    conn.pragma_update(None, "foreign_keys", true).map_err(err("set foreign_keys"))?;
     migrate(&mut conn)?;
     Ok(conn)
 }
@@ -76,17 +70,15 @@ pub(crate) fn open_writer(path: &Path, synchronous_full: bool) -> Result<Connect
 pub(crate) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags).map_err(err("open reader"))?;
-    conn.busy_timeout(BUSY_TIMEOUT)
-        .map_err(err("set busy_timeout"))?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(err("set busy_timeout"))?;
     Ok(conn)
 }
 
 /// Applies every migration not yet applied, each in its own transaction
 /// together with the version bump. Running it again is a no-op.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
-    let version: i64 = conn
-        .pragma_query_value(None, "user_version", |row| row.get(0))
-        .map_err(err("read user_version"))?;
+    let version: i64 =
+        conn.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(err("read user_version"))?;
     let known = MIGRATIONS.len() as i64;
     if !(0..=known).contains(&version) {
         return Err(StoreError(format!(
@@ -95,10 +87,8 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     }
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
         let tx = conn.transaction().map_err(err("begin migration"))?;
-        tx.execute_batch(sql)
-            .map_err(|e| StoreError(format!("migration {}: {e}", i + 1)))?;
-        tx.pragma_update(None, "user_version", (i + 1) as i64)
-            .map_err(err("set user_version"))?;
+        tx.execute_batch(sql).map_err(|e| StoreError(format!("migration {}: {e}", i + 1)))?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64).map_err(err("set user_version"))?;
         tx.commit().map_err(err("commit migration"))?;
     }
     Ok(())
@@ -106,6 +96,5 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
 
 /// The schema version of an open connection.
 pub(crate) fn version(conn: &Connection) -> Result<i64, StoreError> {
-    conn.pragma_query_value(None, "user_version", |row| row.get(0))
-        .map_err(err("read user_version"))
+    conn.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(err("read user_version"))
 }

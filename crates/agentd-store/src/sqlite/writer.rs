@@ -72,9 +72,7 @@ fn apply_in_tx<'a>(
     conn: &mut Connection,
     batches: impl Iterator<Item = &'a Batch>,
 ) -> Result<(), StoreError> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(err("begin"))?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err("begin"))?;
     for batch in batches {
         apply(&tx, batch)?;
     }

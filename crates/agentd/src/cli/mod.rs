@@ -1,7 +1,16 @@
 //! Command-line surface: `serve` and the client verbs, noun/verb style.
+//!
+//! The client verbs (`send`, `tasks …`) are JSON-RPC clients of a running
+//! daemon. Data goes to stdout, diagnostics to stderr; `--json` swaps the
+//! human form for the raw JSON the daemon answered.
+
+mod client;
+mod output;
+mod send;
+mod tasks;
 
 use crate::config::{self, ServeFlags};
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
 #[command(name = "agentd", version, about = "An AI agent daemon served over A2A 1.0")]
@@ -14,6 +23,36 @@ pub struct Cli {
 pub enum Command {
     /// Run the daemon (defaults: 127.0.0.1:7420, data in ./.agentd, the echo agent).
     Serve(ServeFlags),
+    /// Send a message to the agent and print its reply.
+    Send(send::SendArgs),
+    /// List, inspect, cancel and watch tasks.
+    #[command(subcommand)]
+    Tasks(tasks::TasksCommand),
+}
+
+/// Options shared by every client verb.
+#[derive(Args, Clone)]
+pub struct ClientOpts {
+    /// Base URL of the daemon.
+    #[arg(long, env = "AGENTD_URL", default_value = "http://127.0.0.1:7420", value_name = "URL")]
+    pub url: String,
+    /// Bearer token for a protected daemon (never printed).
+    #[arg(long, env = "AGENTD_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Print the raw JSON the daemon answered instead of the human form.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Written by hand so that a debug print can never show the token.
+impl std::fmt::Debug for ClientOpts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientOpts")
+            .field("url", &self.url)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("json", &self.json)
+            .finish()
+    }
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -22,5 +61,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let cfg = config::load(&flags)?;
             crate::serve::run(cfg).await
         }
+        Command::Send(args) => send::run(args).await,
+        Command::Tasks(cmd) => tasks::run(cmd).await,
     }
 }

@@ -120,7 +120,12 @@ impl Daemon {
     }
 
     /// A JSON-RPC call with extra headers; returns (headers, response).
-    pub async fn rpc_with(&self, method: &str, params: Value, headers: &[(&str, &str)]) -> (reqwest::header::HeaderMap, Value) {
+    pub async fn rpc_with(
+        &self,
+        method: &str,
+        params: Value,
+        headers: &[(&str, &str)],
+    ) -> (reqwest::header::HeaderMap, Value) {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         let mut rb = self.auth(self.http.post(self.jsonrpc_url())).json(&body);
         for (k, v) in headers {
@@ -249,3 +254,94 @@ pub fn assert_rest_error(status: u16, body: &Value, want_status: u16, reason: Op
         );
     }
 }
+
+// ---- Helpers for the stream, durability, push and auth tests ----
+
+/// A unique suffix for message ids (the tck profile keys on prefixes).
+pub fn uniq(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    format!("{prefix}-{}-{nanos}", N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Writes a YAML config file into `dir` and returns its path.
+pub fn write_config(dir: &Path, yaml: &str) -> PathBuf {
+    let path = dir.join("agentd-test.yaml");
+    std::fs::write(&path, yaml).expect("write config file");
+    path
+}
+
+/// The payload of a stream frame: the `result` of a JSON-RPC frame (checked
+/// to be a response to request id 7, as `rpc_stream` sends) or a bare REST
+/// StreamResponse.
+pub fn payload(frame: &Value, jsonrpc: bool) -> Value {
+    if jsonrpc {
+        assert_eq!(frame["jsonrpc"], "2.0", "a JSON-RPC frame is a JSON-RPC response: {frame}");
+        assert_eq!(frame["id"], json!(7), "a JSON-RPC frame carries the request id: {frame}");
+        assert!(frame.get("error").is_none(), "unexpected error frame: {frame}");
+        frame["result"].clone()
+    } else {
+        assert!(frame.get("jsonrpc").is_none(), "a REST frame is a bare StreamResponse: {frame}");
+        frame.clone()
+    }
+}
+
+/// `task`, `statusUpdate`, `artifactUpdate` or `message`: the one member
+/// of a StreamResponse (panics when it has not exactly one).
+pub fn kind(ev: &Value) -> &str {
+    let o = ev.as_object().unwrap_or_else(|| panic!("a StreamResponse is an object: {ev}"));
+    assert_eq!(o.len(), 1, "a StreamResponse has exactly one member: {ev}");
+    o.keys().next().map(String::as_str).unwrap_or_default()
+}
+
+/// The task state a StreamResponse carries (`task` or `statusUpdate`).
+pub fn state(ev: &Value) -> Option<&str> {
+    ev.get("task").or_else(|| ev.get("statusUpdate")).and_then(|v| v["status"]["state"].as_str())
+}
+
+/// Polls GetTask until the task is in `want` (panics after `within`).
+pub async fn wait_for_state(d: &Daemon, task_id: &str, want: &str, within: Duration) -> Value {
+    let deadline = Instant::now() + within;
+    loop {
+        let t = d.call("GetTask", json!({"id": task_id})).await;
+        if t["status"]["state"] == want {
+            return t;
+        }
+        assert!(Instant::now() < deadline, "task {task_id} never reached {want}; last: {t}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Reads a raw HTTP response body to its end: (text, ended cleanly). A
+/// body cut off (connection reset, truncated chunked encoding) is unclean.
+pub async fn read_to_end(r: reqwest::Response, within: Duration) -> (String, bool) {
+    use futures::StreamExt;
+    let mut body = r.bytes_stream();
+    let mut text = String::new();
+    let read = async {
+        while let Some(chunk) = body.next().await {
+            match chunk {
+                Ok(c) => text.push_str(&String::from_utf8_lossy(&c)),
+                Err(_) => return false,
+            }
+        }
+        true
+    };
+    let clean = tokio::time::timeout(within, read).await.expect("body did not end in time");
+    (text, clean)
+}
+
+impl Daemon {
+    /// The PID of the running daemon process.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running daemon").id()
+    }
+}
+
+// Running one operation on either binding (operations, errors and
+// visibility tests).
+pub mod binding;
+#[allow(unused_imports)]
+pub use binding::*;

@@ -18,13 +18,16 @@ pub struct SseStream {
 impl SseStream {
     pub fn new(r: reqwest::Response) -> SseStream {
         let status = r.status().as_u16();
-        let content_type = r
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned();
-        SseStream { status, content_type, body: Some(r.bytes_stream().boxed()), buf: String::new(), raw: String::new(), plain: None }
+        let content_type =
+            r.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+        SseStream {
+            status,
+            content_type,
+            body: Some(r.bytes_stream().boxed()),
+            buf: String::new(),
+            raw: String::new(),
+            plain: None,
+        }
     }
 
     pub fn is_sse(&self) -> bool {
