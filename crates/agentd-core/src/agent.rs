@@ -27,6 +27,15 @@ pub trait Agent: Send + Sync + 'static {
     async fn run(&self, turn: Turn);
 }
 
+/// One turn of a conversation as the agent sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConversationTurn {
+    pub task_id: String,
+    pub state: TaskState,
+    /// The task's history: client input and agent messages, in order.
+    pub messages: Vec<Message>,
+}
+
 /// The handle an agent run uses to move its task.
 #[derive(Clone)]
 pub struct TaskControl {
@@ -71,6 +80,13 @@ impl TaskControl {
     pub async fn artifact(&self, artifact: Artifact, append: bool, last_chunk: bool) -> Result<(), A2aError> {
         self.change(Change::Artifact { artifact, append, last_chunk }).await
     }
+    /// The conversation so far: the turns of this task's context created
+    /// before it, oldest first, then this task itself (its history as of
+    /// now, including input that arrived while it waited).
+    pub async fn conversation(&self) -> Result<Vec<ConversationTurn>, A2aError> {
+        self.engine.conversation(&self.task_id, &self.context_id).await
+    }
+
     /// Client messages that arrived while the task was working (steering input).
     pub async fn take_steering(&self) -> Vec<Message> {
         self.engine.take_steering(&self.task_id).await

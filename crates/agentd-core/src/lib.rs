@@ -5,6 +5,7 @@
 //! by other crates.
 
 pub mod agent;
+pub mod conversations;
 pub mod engine;
 pub mod principal;
 pub mod record;
@@ -12,7 +13,7 @@ pub mod slots;
 pub mod store;
 pub mod transition;
 
-pub use agent::{Agent, TaskControl, Turn};
+pub use agent::{Agent, ConversationTurn, TaskControl, Turn};
 pub use engine::{Engine, EngineConfig, PushUrlPolicy, SendOutcome, TaskEvents};
 pub use principal::{Principal, PrincipalRole};
 pub use record::{OutboxItem, StatusEntry, TaskRecord};

@@ -84,6 +84,9 @@ pub trait Store: Send + Sync + 'static {
     async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError>;
     /// Tasks currently in one of `states` (for recovery at start).
     async fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError>;
+    /// The tasks of a context in creation order (oldest first, ties by id):
+    /// a conversation's turns.
+    async fn context_tasks(&self, context_id: &str) -> Result<Vec<TaskRecord>, StoreError>;
     /// Whether any task of `context_id` is owned by someone other than `owner`.
     async fn context_foreign(&self, context_id: &str, owner: &str) -> Result<bool, StoreError>;
     async fn get_push_config(&self, task_id: &str, id: &str) -> Result<Option<PushConfigRow>, StoreError>;

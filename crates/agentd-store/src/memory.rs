@@ -147,6 +147,14 @@ impl Store for MemoryStore {
         Ok(out)
     }
 
+    async fn context_tasks(&self, context_id: &str) -> Result<Vec<TaskRecord>, StoreError> {
+        let inner = self.lock()?;
+        let mut out: Vec<TaskRecord> =
+            inner.tasks.values().filter(|r| r.task.context_id == context_id).cloned().collect();
+        out.sort_by(|a, b| (a.created_at, a.id()).cmp(&(b.created_at, b.id())));
+        Ok(out)
+    }
+
     async fn context_foreign(&self, context_id: &str, owner: &str) -> Result<bool, StoreError> {
         let inner = self.lock()?;
         Ok(inner.tasks.values().any(|r| r.task.context_id == context_id && r.owner != owner))

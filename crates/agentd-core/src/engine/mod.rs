@@ -13,7 +13,8 @@ mod stream;
 pub use send::SendOutcome;
 pub use stream::TaskEvents;
 
-use crate::agent::{Agent, TaskControl, Turn};
+use crate::agent::{Agent, ConversationTurn, TaskControl, Turn};
+use crate::conversations::Conversations;
 use crate::principal::Principal;
 use crate::record::TaskRecord;
 use crate::slots::{Slot, SlotState, Slots};
@@ -57,6 +58,7 @@ struct Inner {
     push_policy: Arc<dyn PushUrlPolicy>,
     config: EngineConfig,
     slots: Slots,
+    conversations: Conversations,
     push_wakeup: Notify,
 }
 
@@ -79,6 +81,7 @@ impl Engine {
                 push_policy,
                 config,
                 slots: Slots::default(),
+                conversations: Conversations::default(),
                 push_wakeup: Notify::new(),
             }),
         }
@@ -245,9 +248,17 @@ impl Engine {
         };
         let engine = self.clone();
         let agent = self.inner.agent.clone();
+        let mut admission = self.inner.conversations.admit(&control.context_id);
         tokio::spawn(async move {
             let id = control.task_id.clone();
-            agent.run(Turn { input, control }).await;
+            tokio::select! {
+                () = admission.wait_turn() => {}
+                () = control.cancel.cancelled() => {}
+            }
+            if !control.cancel.is_cancelled() {
+                agent.run(Turn { input, control }).await;
+            }
+            engine.inner.conversations.release(admission);
             engine.finish_run(&id, generation).await;
         });
     }
@@ -278,6 +289,26 @@ impl Engine {
         }
     }
 
+    /// The turns of `context_id` up to and including `task_id`.
+    pub(crate) async fn conversation(
+        &self,
+        task_id: &str,
+        context_id: &str,
+    ) -> Result<Vec<ConversationTurn>, A2aError> {
+        let tasks = self.inner.store.context_tasks(context_id).await.map_err(internal)?;
+        let mut out = Vec::new();
+        for rec in tasks {
+            if rec.id() == task_id {
+                break;
+            }
+            out.push(turn_of(&rec));
+        }
+        // The live record: the store may lag behind input taken under the lock.
+        let current = self.record(task_id).await?.ok_or_else(|| A2aError::task_not_found(task_id))?;
+        out.push(turn_of(&current));
+        Ok(out)
+    }
+
     /// Drops the slot of a task nobody runs or watches (after its last
     /// stream closed); the store keeps the task.
     pub(crate) async fn evict_idle(&self, id: &str) {
@@ -295,6 +326,14 @@ impl Engine {
             Some(slot) => std::mem::take(&mut slot.state.lock().await.steering),
             None => Vec::new(),
         }
+    }
+}
+
+fn turn_of(rec: &TaskRecord) -> ConversationTurn {
+    ConversationTurn {
+        task_id: rec.task.id.clone(),
+        state: rec.state(),
+        messages: rec.task.history.clone().unwrap_or_default(),
     }
 }
 

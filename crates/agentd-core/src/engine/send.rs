@@ -143,14 +143,7 @@ impl Engine {
             created_at: now,
             status_history: vec![StatusEntry { state: TaskState::Submitted, timestamp: now }],
         };
-        let mut batch = Batch::default();
-        if let Some(mut row) = push {
-            row.config.task_id.clone_from(&id);
-            if row.config.id.is_empty() {
-                row.config.id = new_id();
-            }
-            batch.push_upserts.push(row);
-        }
+        let batch = inline_push_batch(push, &id);
         let slot = Slot::new(rec.clone(), self.inner.config.stream_capacity);
         let mut st = slot.state.lock().await;
         self.commit_record(&rec, &[], batch).await?;
@@ -196,14 +189,7 @@ impl Engine {
                     ),
                 ));
             }
-            let mut batch = Batch::default();
-            if let Some(mut row) = push.clone() {
-                row.config.task_id.clone_from(&id);
-                if row.config.id.is_empty() {
-                    row.config.id = new_id();
-                }
-                batch.push_upserts.push(row);
-            }
+            let batch = inline_push_batch(push.clone(), &id);
             // A run that already left the task waiting for input is over for
             // this message's purposes (it may still be unwinding): resume.
             let running = st.running && !st.record.state().is_interrupted();
@@ -257,6 +243,19 @@ impl Engine {
         }
         self.inner.push_policy.check(url).await.map_err(|why| A2aError::invalid_field(field, why))
     }
+}
+
+/// The batch registering a SendMessage's inline push config for `task_id`.
+fn inline_push_batch(push: Option<PushConfigRow>, task_id: &str) -> Batch {
+    let mut batch = Batch::default();
+    if let Some(mut row) = push {
+        task_id.clone_into(&mut row.config.task_id);
+        if row.config.id.is_empty() {
+            row.config.id = new_id();
+        }
+        batch.push_upserts.push(row);
+    }
+    batch
 }
 
 /// `accepted` may be `*/*`, `type/*` or a full type; parameters are ignored.

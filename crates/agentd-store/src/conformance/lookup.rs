@@ -48,3 +48,22 @@ pub async fn context_foreign(store: &dyn Store) {
         assert_eq!(got, expected, "context_foreign({context:?}, {owner:?})");
     }
 }
+
+/// `context_tasks` lists a context's tasks in creation order, whatever
+/// their status timestamps, and nothing from other contexts.
+pub async fn context_tasks(store: &dyn Store) {
+    let mut recs = records(&[
+        ("b", "alice", "conv", Completed, 9_000),
+        ("a", "alice", "conv", Working, 1_000),
+        ("c", "alice", "other", Working, 2_000),
+        ("d", "alice", "conv", Submitted, 3_000),
+    ]);
+    // Creation order differs from status order: b first, then a and d at once.
+    for (r, created) in recs.iter_mut().zip([500, 700, 800, 700]) {
+        r.created_at = super::build::ts(created);
+    }
+    commit(store, tasks_batch(recs), "four tasks").await;
+    let got = ok(store.context_tasks("conv").await, "context_tasks");
+    assert_eq!(ids(&got), ["b", "a", "d"], "creation order, ties by id");
+    assert!(ok(store.context_tasks("none").await, "context_tasks").is_empty());
+}

@@ -61,6 +61,7 @@ define_checks!($
     tasks::list_filters,
     lookup::tasks_in_states,
     lookup::context_foreign,
+    lookup::context_tasks,
     push::push_config_crud,
     push::outbox_fan_out,
     push::outbox_due_retry_done,

@@ -102,6 +102,11 @@ impl Store for SqliteStore {
         self.reads.run(move |conn| read::tasks_in_states(conn, &states)).await
     }
 
+    async fn context_tasks(&self, context_id: &str) -> Result<Vec<TaskRecord>, StoreError> {
+        let context_id = context_id.to_owned();
+        self.reads.run(move |conn| read::context_tasks(conn, &context_id)).await
+    }
+
     async fn context_foreign(&self, context_id: &str, owner: &str) -> Result<bool, StoreError> {
         let (context_id, owner) = (context_id.to_owned(), owner.to_owned());
         self.reads.run(move |conn| read::context_foreign(conn, &context_id, &owner)).await

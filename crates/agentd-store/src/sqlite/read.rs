@@ -125,6 +125,11 @@ pub(crate) fn list_tasks(conn: &mut Connection, q: &TaskQuery) -> Result<TaskPag
     Ok(TaskPage { tasks, total: usize::try_from(total).unwrap_or(0), more })
 }
 
+pub(crate) fn context_tasks(conn: &mut Connection, context_id: &str) -> Result<Vec<TaskRecord>, StoreError> {
+    let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE context_id = ?1 ORDER BY created_ms, id");
+    query_tasks(conn, &sql, &[Value::Text(context_id.to_owned())])
+}
+
 pub(crate) fn tasks_in_states(
     conn: &mut Connection,
     states: &[TaskState],

@@ -1,0 +1,101 @@
+//! Turns of one conversation run one at a time, in the order they were
+//! admitted. Admission is synchronous (under the task's lock, right after
+//! its commit), so the order is the commit order; each run then waits for
+//! the run admitted before it in the same context.
+
+use dashmap::DashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::sync::oneshot;
+
+#[derive(Default)]
+pub struct Conversations {
+    /// Per context: the ticket of the last admitted run and the signal it
+    /// will send when done.
+    tails: DashMap<String, (u64, oneshot::Receiver<()>)>,
+    tickets: AtomicU64,
+}
+
+/// A run's place in its conversation.
+pub struct Admission {
+    context_id: String,
+    ticket: u64,
+    previous: Option<oneshot::Receiver<()>>,
+    done: Option<oneshot::Sender<()>>,
+}
+
+impl Conversations {
+    pub fn admit(&self, context_id: &str) -> Admission {
+        let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
+        let (done, rx) = oneshot::channel();
+        let previous = self.tails.insert(context_id.to_owned(), (ticket, rx)).map(|(_, rx)| rx);
+        Admission { context_id: context_id.to_owned(), ticket, previous, done: Some(done) }
+    }
+
+    /// Ends a run: wakes the next one and forgets the context when no run
+    /// follows.
+    pub fn release(&self, mut a: Admission) {
+        if let Some(done) = a.done.take() {
+            let _ = done.send(());
+        }
+        self.tails.remove_if(&a.context_id, |_, (ticket, _)| *ticket == a.ticket);
+    }
+
+    /// Contexts with a run admitted and not yet released.
+    pub fn len(&self) -> usize {
+        self.tails.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tails.is_empty()
+    }
+}
+
+impl Admission {
+    /// Waits until the previous run of the conversation has ended.
+    pub async fn wait_turn(&mut self) {
+        if let Some(prev) = self.previous.take() {
+            // An error means the previous run's admission was dropped: its
+            // run is over either way.
+            let _ = prev.await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    #[tokio::test]
+    async fn runs_of_a_context_take_turns_in_admission_order() {
+        let conv = Arc::new(Conversations::default());
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut handles = Vec::new();
+        for i in 0..5 {
+            let mut a = conv.admit("c");
+            let (conv, log) = (conv.clone(), log.clone());
+            handles.push(tokio::spawn(async move {
+                // Later admissions sleep less: without the queue they would finish first.
+                tokio::time::sleep(std::time::Duration::from_millis(50 - i * 10)).await;
+                a.wait_turn().await;
+                log.lock().unwrap().push(i);
+                conv.release(a);
+            }));
+        }
+        for h in handles {
+            h.await.unwrap();
+        }
+        assert_eq!(*log.lock().unwrap(), vec![0, 1, 2, 3, 4]);
+        assert!(conv.is_empty(), "a context with no run left is forgotten");
+    }
+
+    #[tokio::test]
+    async fn other_contexts_do_not_wait() {
+        let conv = Conversations::default();
+        let _held = conv.admit("a");
+        let mut b = conv.admit("b");
+        tokio::time::timeout(std::time::Duration::from_secs(1), b.wait_turn()).await.unwrap();
+        conv.release(b);
+        assert_eq!(conv.len(), 1);
+    }
+}
