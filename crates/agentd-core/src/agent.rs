@@ -82,7 +82,8 @@ impl TaskControl {
     }
     /// The conversation so far: the turns of this task's context created
     /// before it, oldest first, then this task itself (its history as of
-    /// now, including input that arrived while it waited).
+    /// now, including input that arrived while it waited). Steering input
+    /// already in that history is not returned again by `take_steering`.
     pub async fn conversation(&self) -> Result<Vec<ConversationTurn>, A2aError> {
         self.engine.conversation(&self.task_id, &self.context_id).await
     }

@@ -1,23 +1,39 @@
-//! Agent runtimes. For now two built-in agents: `echo`, the offline default
-//! that answers every turn with what it was given, and `tck`, the profile
-//! the A2A conformance kit drives by messageId prefix.
+//! Agent runtimes: the model-driven agent loop (`agent_loop`) over the
+//! model providers (`model`), the built-in default instruction, and the
+//! `tck` profile the A2A conformance kit drives by messageId prefix.
+//! `EchoAgent` is the smallest possible agent, for other crates' tests.
 
+pub mod agent_loop;
 mod echo;
+pub mod model;
 mod tck;
 
 pub use echo::EchoAgent;
 pub use tck::TckAgent;
 
+use agent_loop::{Limits, LoopAgent, Tools};
 use agentd_core::Agent;
+use model::ModelProvider;
 use std::sync::Arc;
 
 /// The agent profiles `agentd serve --agent NAME` accepts.
 pub const PROFILES: &[&str] = &["default", "tck"];
 
-/// Builds the agent of a profile, `None` for an unknown name.
-pub fn profile(name: &str) -> Option<Arc<dyn Agent>> {
+/// The system prompt of the default agent when no instruction document is
+/// given.
+pub const DEFAULT_INSTRUCTION: &str = "You are agentd's default agent. Answer the user's \
+messages helpfully and concisely. When you are unsure, say so.";
+
+/// Builds the agent of a profile, `None` for an unknown name. The
+/// `default` profile is the model-driven loop; `tck` ignores the model.
+pub fn profile(
+    name: &str,
+    model: Arc<dyn ModelProvider>,
+    system: &str,
+    limits: Limits,
+) -> Option<Arc<dyn Agent>> {
     match name {
-        "default" | "echo" => Some(Arc::new(EchoAgent)),
+        "default" => Some(Arc::new(LoopAgent::new(model, system, limits, Tools::default()))),
         "tck" => Some(Arc::new(TckAgent)),
         _ => None,
     }

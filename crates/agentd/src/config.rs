@@ -29,6 +29,18 @@ pub struct ServeFlags {
     /// Base URL written into the agent card (AGENTD_PUBLIC_URL).
     #[arg(long)]
     pub public_url: Option<String>,
+    /// Model provider: echo, scripted or openai (AGENTD_MODEL).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// OpenAI-compatible base URL(s), comma-separated for failover (AGENTD_MODEL_URL).
+    #[arg(long)]
+    pub model_url: Option<String>,
+    /// Model name sent to an OpenAI-compatible server (AGENTD_MODEL_NAME).
+    #[arg(long)]
+    pub model_name: Option<String>,
+    /// Script file of the scripted model (AGENTD_MODEL_SCRIPT).
+    #[arg(long)]
+    pub model_script: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -44,6 +56,8 @@ pub struct Config {
     /// Interval of SSE keep-alive comments on open streams, in seconds.
     pub sse_keep_alive_secs: u64,
     pub store: StoreConfig,
+    pub model: agentd_runtime::model::ModelConfig,
+    pub limits: LimitsConfig,
     pub push: PushConfig,
     pub auth: AuthConfig,
     pub log: LogConfig,
@@ -55,6 +69,45 @@ pub struct StoreConfig {
     /// `full` (fsync every commit group; survives power loss) or `normal`
     /// (survives a process crash, not a power loss).
     pub sync: String,
+}
+
+/// Limits of one turn of the agent loop.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    pub max_steps: u32,
+    pub max_tokens: u64,
+    pub deadline_secs: u64,
+    pub max_output_tokens: Option<u32>,
+    pub context_tokens: usize,
+    pub stream_flush_ms: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        let d = agentd_runtime::agent_loop::Limits::default();
+        Self {
+            max_steps: d.max_steps,
+            max_tokens: d.max_tokens,
+            deadline_secs: d.deadline.as_secs(),
+            max_output_tokens: d.max_output_tokens,
+            context_tokens: d.context_tokens,
+            stream_flush_ms: u64::try_from(d.flush_interval.as_millis()).unwrap_or(50),
+        }
+    }
+}
+
+impl LimitsConfig {
+    pub fn limits(&self) -> agentd_runtime::agent_loop::Limits {
+        agentd_runtime::agent_loop::Limits {
+            max_steps: self.max_steps,
+            max_tokens: self.max_tokens,
+            deadline: std::time::Duration::from_secs(self.deadline_secs),
+            max_output_tokens: self.max_output_tokens,
+            context_tokens: self.context_tokens,
+            flush_interval: std::time::Duration::from_millis(self.stream_flush_ms),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -107,6 +160,8 @@ impl Default for Config {
             max_body_bytes: 4 * 1024 * 1024,
             sse_keep_alive_secs: 15,
             store: StoreConfig::default(),
+            model: agentd_runtime::model::ModelConfig::default(),
+            limits: LimitsConfig::default(),
             push: PushConfig::default(),
             auth: AuthConfig::default(),
             log: LogConfig::default(),
@@ -209,6 +264,30 @@ pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
     if let Some(v) = env("AGENTD_LOG") {
         cfg.log.level = v;
     }
+    if let Some(v) = env("AGENTD_MODEL") {
+        cfg.model.kind = v;
+    }
+    if let Some(v) = env("AGENTD_MODEL_URL") {
+        cfg.model.openai.endpoints = split_list(&v);
+    }
+    if let Some(v) = env("AGENTD_MODEL_NAME") {
+        cfg.model.openai.model = v;
+    }
+    if let Some(v) = env("AGENTD_MODEL_SCRIPT") {
+        cfg.model.script = Some(v.into());
+    }
+    if let Some(v) = &flags.model {
+        cfg.model.kind.clone_from(v);
+    }
+    if let Some(v) = &flags.model_url {
+        cfg.model.openai.endpoints = split_list(v);
+    }
+    if let Some(v) = &flags.model_name {
+        cfg.model.openai.model.clone_from(v);
+    }
+    if let Some(v) = &flags.model_script {
+        cfg.model.script = Some(v.clone());
+    }
     if let Some(v) = flags.listen {
         cfg.listen = v;
     }
@@ -228,8 +307,12 @@ pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
     Ok(cfg)
 }
 
+fn split_list(v: &str) -> Vec<String> {
+    v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+}
+
 fn validate(cfg: &Config) -> anyhow::Result<()> {
-    if agentd_runtime::profile(&cfg.agent).is_none() {
+    if !agentd_runtime::PROFILES.contains(&cfg.agent.as_str()) {
         bail!(
             "unknown agent profile {:?}; choose one of: {}",
             cfg.agent,
@@ -244,6 +327,13 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
     }
     if !matches!(cfg.log.format.as_str(), "text" | "json") {
         bail!("log.format must be `text` or `json`, not {:?}", cfg.log.format);
+    }
+    if !agentd_runtime::model::KINDS.contains(&cfg.model.kind.as_str()) {
+        bail!("model.kind {:?} must be one of: {}", cfg.model.kind, agentd_runtime::model::KINDS.join(", "));
+    }
+    let l = &cfg.limits;
+    if l.max_steps == 0 || l.max_tokens == 0 || l.deadline_secs == 0 || l.stream_flush_ms == 0 {
+        bail!("limits.max_steps, max_tokens, deadline_secs and stream_flush_ms must be at least 1");
     }
     if cfg.max_body_bytes < 1024 {
         bail!("max_body_bytes must be at least 1024");

@@ -16,14 +16,19 @@ use tokio_util::sync::CancellationToken;
 
 pub async fn run(cfg: Config) -> anyhow::Result<()> {
     init_logging(&cfg);
-    // Credentials first: a config error must not touch the data (recovery).
+    // Credentials and model first: a config error must not touch the data
+    // (opening the store runs recovery).
     let auth = Authenticator::new(tokens(&cfg)?);
+    let model =
+        agentd_runtime::model::from_config(cfg.model.clone()).map_err(|e| anyhow::anyhow!("model: {e}"))?;
+    let agent =
+        agentd_runtime::profile(&cfg.agent, model, agentd_runtime::DEFAULT_INSTRUCTION, cfg.limits.limits())
+            .context("unknown agent profile")?;
     std::fs::create_dir_all(&cfg.data_dir)
         .with_context(|| format!("cannot create data directory {}", cfg.data_dir.display()))?;
     let db = cfg.data_dir.join("agentd.db");
     let store = SqliteStore::open(&db, SqliteOptions { synchronous_full: cfg.store.sync == "full" })
         .with_context(|| format!("cannot open the store at {}", db.display()))?;
-    let agent = agentd_runtime::profile(&cfg.agent).context("unknown agent profile")?;
     let engine_cfg = EngineConfig { push_enabled: cfg.push.enabled, ..EngineConfig::default() };
     let input_modes = engine_cfg.input_modes.clone();
     let engine =

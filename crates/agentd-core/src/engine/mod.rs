@@ -303,8 +303,17 @@ impl Engine {
             }
             out.push(turn_of(&rec));
         }
-        // The live record: the store may lag behind input taken under the lock.
-        let current = self.record(task_id).await?.ok_or_else(|| A2aError::task_not_found(task_id))?;
+        // The live record, read under the task's lock together with the
+        // steering queue: input already in this history is not handed out
+        // again as steering.
+        let current = match self.inner.slots.get(task_id) {
+            Some(slot) => {
+                let mut st = slot.state.lock().await;
+                st.steering.clear();
+                st.record.clone()
+            }
+            None => self.record(task_id).await?.ok_or_else(|| A2aError::task_not_found(task_id))?,
+        };
         out.push(turn_of(&current));
         Ok(out)
     }

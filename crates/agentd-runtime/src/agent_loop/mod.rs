@@ -1,0 +1,128 @@
+//! The agent loop: build the model input (delivered instruction, the
+//! conversation, steering input), call the model, run the tools it asks
+//! for, repeat until it answers without tool calls or a limit stops it.
+//! The answer streams as artifact updates and ends the turn COMPLETED.
+
+mod history;
+mod limits;
+mod reply;
+mod tools;
+
+pub use history::{message_text, render_history};
+pub use limits::Limits;
+pub use tools::{Tool, Tools};
+
+use crate::model::{ChatMessage, ModelError, ModelProvider, ModelRequest};
+use agentd_core::{Agent, TaskControl, Turn};
+use agentd_proto::{A2aError, Message};
+use async_trait::async_trait;
+use reply::ReplyStream;
+use std::sync::Arc;
+use tokio::time::Instant;
+
+/// An agent driven by a model.
+pub struct LoopAgent {
+    model: Arc<dyn ModelProvider>,
+    /// The system prompt: the instruction document as delivered.
+    system: Arc<str>,
+    limits: Limits,
+    tools: Tools,
+}
+
+/// How a turn ended when it did not end with an answer.
+enum Stop {
+    /// The task changed under the run (canceled): nothing more to do.
+    Gone,
+    /// The run must fail the task with this reason.
+    Fail(String),
+}
+
+impl From<A2aError> for Stop {
+    fn from(_: A2aError) -> Self {
+        // Every TaskControl error means the task no longer accepts changes.
+        Stop::Gone
+    }
+}
+
+impl LoopAgent {
+    pub fn new(
+        model: Arc<dyn ModelProvider>,
+        system: impl Into<Arc<str>>,
+        limits: Limits,
+        tools: Tools,
+    ) -> Self {
+        Self { model, system: system.into(), limits, tools }
+    }
+
+    async fn turn(&self, c: &TaskControl) -> Result<(), Stop> {
+        c.working(None).await?;
+        let started = Instant::now();
+        let deadline = started + self.limits.deadline;
+        let conversation = c.conversation().await?;
+        let mut messages = vec![ChatMessage::system(self.system.to_string())];
+        messages.extend(render_history(&conversation, self.limits.context_tokens));
+        let mut reply = ReplyStream::new(c.clone(), self.limits.flush_interval);
+        let mut tokens = 0u64;
+        for step in 1..=self.limits.max_steps {
+            for m in c.take_steering().await {
+                messages.push(ChatMessage::user(message_text(&m)));
+            }
+            let request = ModelRequest {
+                messages: messages.clone(),
+                tools: self.tools.specs(),
+                max_output_tokens: self.limits.max_output_tokens,
+            };
+            let response = tokio::select! {
+                r = reply.call(self.model.as_ref(), &request, c.cancelled()) => r,
+                () = tokio::time::sleep_until(deadline) => Err(ModelError::Timeout),
+            };
+            let response = match response {
+                Ok(r) => r,
+                Err(ModelError::Cancelled) => return Err(Stop::Gone),
+                Err(ModelError::Timeout) if Instant::now() >= deadline => {
+                    return Err(Stop::Fail(format!(
+                        "the turn hit its deadline of {} s after {} model call(s); raise limits.deadline_secs for longer work",
+                        self.limits.deadline.as_secs(),
+                        step
+                    )));
+                }
+                Err(e) => return Err(Stop::Fail(format!("the model call failed: {e}"))),
+            };
+            tokens += response.usage.input_tokens + response.usage.output_tokens;
+            if tokens > self.limits.max_tokens {
+                return Err(Stop::Fail(format!(
+                    "the turn used {tokens} tokens, over its limit of {}; raise limits.max_tokens or shorten the conversation",
+                    self.limits.max_tokens
+                )));
+            }
+            if response.tool_calls.is_empty() {
+                reply.finish(&response.text).await?;
+                c.complete(Some(Message::agent_text(response.text))).await?;
+                return Ok(());
+            }
+            messages
+                .push(ChatMessage::assistant_with_tools(response.text.clone(), response.tool_calls.clone()));
+            for call in &response.tool_calls {
+                let result = self.tools.call(call, c).await;
+                messages.push(ChatMessage::tool_result(call.id.clone(), result));
+            }
+        }
+        Err(Stop::Fail(format!(
+            "the turn reached its limit of {} model calls without a final answer; raise limits.max_steps if the task needs more",
+            self.limits.max_steps
+        )))
+    }
+}
+
+#[async_trait]
+impl Agent for LoopAgent {
+    async fn run(&self, turn: Turn) {
+        let c = turn.control;
+        if let Err(Stop::Fail(why)) = self.turn(&c).await {
+            tracing::info!(task = c.task_id(), reason = %why, "turn failed");
+            if let Err(e) = c.fail(&why).await {
+                tracing::debug!(task = c.task_id(), error = %e, "could not fail the turn");
+            }
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! The model-provider layer: the port the agent loop calls (`ModelProvider`
+//! and its request/response types) and its providers: `echo` (offline
+//! default), `scripted` (replays a script, records requests) and `openai`
+//! (any OpenAI-compatible Chat Completions endpoint). See `docs/models.md`.
+
+mod config;
+mod echo;
+mod openai;
+pub mod reminder;
+mod script;
+mod scripted;
+mod stream;
+mod types;
+
+pub use config::{ModelConfig, OpenAiConfig, Secret, SecretRef};
+pub use echo::{EchoProvider, echo_answer};
+pub use openai::OpenAiProvider;
+pub use script::{ScriptError, ScriptStep, ScriptToolCall};
+pub use scripted::ScriptedProvider;
+pub use types::{
+    ChatMessage, ChatRole, ModelError, ModelProvider, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage,
+};
+
+use std::sync::Arc;
+
+/// The provider kinds `ModelConfig::kind` accepts.
+pub const KINDS: &[&str] = &["echo", "scripted", "openai"];
+
+/// Builds the provider a configuration names. Fails on an unknown kind, a
+/// `scripted` model without a readable script, or an `openai` model whose
+/// endpoints, model name or secrets are missing or malformed.
+pub fn from_config(config: ModelConfig) -> Result<Arc<dyn ModelProvider>, ModelError> {
+    match config.kind.as_str() {
+        "echo" => Ok(Arc::new(EchoProvider)),
+        "scripted" => {
+            let path = config
+                .script
+                .ok_or_else(|| ModelError::Config("the scripted model needs `script: PATH`".into()))?;
+            let mut provider = ScriptedProvider::from_file(path)?;
+            if let Some(to) = config.record_to {
+                provider = provider.with_record_to(to);
+            }
+            Ok(Arc::new(provider))
+        }
+        "openai" => Ok(Arc::new(OpenAiProvider::new(config.openai)?)),
+        other => {
+            Err(ModelError::Config(format!("unknown model kind {other:?} (one of {})", KINDS.join(", "))))
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! Streamed Chat Completions: an SSE decoder (bytes → event data) and the
+//! accumulator that turns `chat.completion.chunk`s into text deltas, tool
+//! calls assembled by index, usage and the finish reason.
+
+use super::wire::{Arguments, WireFunction, WireUsage, finish_call, finish_reason};
+use crate::model::types::{ModelError, ModelResponse, Usage};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// Largest SSE event (or unterminated line) accepted, in bytes.
+const MAX_EVENT: usize = 8 * 1024 * 1024;
+/// Most tool calls one response may carry.
+const MAX_TOOL_CALLS: usize = 256;
+/// Most text plus tool-call arguments one response may carry, in bytes.
+const MAX_ANSWER: usize = 32 * 1024 * 1024;
+
+/// Splits a byte stream into SSE events and returns each event's `data`.
+#[derive(Debug, Default)]
+pub struct SseDecoder {
+    line: Vec<u8>,
+    data: String,
+    has_data: bool,
+}
+
+impl SseDecoder {
+    /// Feeds bytes; returns the data of every event they complete.
+    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<String>, ModelError> {
+        let mut events = Vec::new();
+        for chunk in bytes.split_inclusive(|b| *b == b'\n') {
+            self.line.extend_from_slice(chunk);
+            if self.line.len() + self.data.len() > MAX_EVENT {
+                return Err(ModelError::Protocol("stream event too large".into()));
+            }
+            if self.line.last() == Some(&b'\n') {
+                let line = std::mem::take(&mut self.line);
+                if let Some(event) = self.line_done(&line)? {
+                    events.push(event);
+                }
+            }
+        }
+        Ok(events)
+    }
+
+    /// The stream ended: the data of an event left without its blank line.
+    pub fn finish(&mut self) -> Result<Option<String>, ModelError> {
+        let line = std::mem::take(&mut self.line);
+        if !line.is_empty() {
+            self.line_done(&line)?;
+        }
+        Ok(self.take_event())
+    }
+
+    fn line_done(&mut self, raw: &[u8]) -> Result<Option<String>, ModelError> {
+        let line = std::str::from_utf8(raw)
+            .map_err(|_| ModelError::Protocol("stream is not UTF-8".into()))?
+            .trim_end_matches(['\n', '\r']);
+        if line.is_empty() {
+            return Ok(self.take_event());
+        }
+        if let Some(value) = line.strip_prefix("data:") {
+            if self.has_data {
+                self.data.push('\n');
+            }
+            self.data.push_str(value.strip_prefix(' ').unwrap_or(value));
+            self.has_data = true;
+        }
+        // Comments (`:`), `event:`, `id:` and `retry:` carry nothing we use.
+        Ok(None)
+    }
+
+    fn take_event(&mut self) -> Option<String> {
+        self.has_data = false;
+        Some(std::mem::take(&mut self.data)).filter(|d| !d.is_empty())
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Chunk {
+    choices: Option<Vec<ChunkChoice>>,
+    usage: Option<WireUsage>,
+    error: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChunkChoice {
+    delta: Option<Delta>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Delta {
+    content: Option<String>,
+    tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ToolCallDelta {
+    index: Option<usize>,
+    id: Option<String>,
+    function: Option<WireFunction>,
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// What the stream has said so far.
+#[derive(Debug, Default)]
+pub struct Accumulator {
+    text: String,
+    calls: BTreeMap<usize, PartialCall>,
+    usage: Option<Usage>,
+    finish_reason: Option<String>,
+    done: bool,
+    /// Bytes of event data seen so far.
+    size: usize,
+}
+
+impl Accumulator {
+    /// Applies one event's data; returns the text delta it carried, if any.
+    /// `[DONE]` ends the stream; an `error` member is the server's failure.
+    pub fn apply(&mut self, data: &str) -> Result<Option<String>, ModelError> {
+        if data.trim() == "[DONE]" {
+            self.done = true;
+            return Ok(None);
+        }
+        if data.len() + self.size > MAX_ANSWER {
+            return Err(ModelError::Protocol(format!("answer larger than {MAX_ANSWER} bytes")));
+        }
+        self.size += data.len();
+        let chunk: Chunk = serde_json::from_str(data)
+            .map_err(|e| ModelError::Protocol(format!("bad stream chunk ({e}): {}", clip(data))))?;
+        if let Some(err) = chunk.error {
+            let message =
+                err.get("message").and_then(|m| m.as_str()).map_or_else(|| err.to_string(), str::to_owned);
+            return Err(ModelError::Unavailable(format!("the server failed mid-stream: {message}")));
+        }
+        if let Some(u) = chunk.usage {
+            self.usage = Some(u.usage());
+        }
+        let mut delta_text = None;
+        let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else { return Ok(None) };
+        if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
+            self.finish_reason = Some(reason);
+        }
+        if let Some(delta) = choice.delta {
+            if let Some(t) = delta.content.filter(|t| !t.is_empty()) {
+                self.text.push_str(&t);
+                delta_text = Some(t);
+            }
+            for (pos, frag) in delta.tool_calls.unwrap_or_default().into_iter().enumerate() {
+                self.tool_fragment(frag.index.unwrap_or(pos), frag)?;
+            }
+        }
+        Ok(delta_text)
+    }
+
+    fn tool_fragment(&mut self, index: usize, frag: ToolCallDelta) -> Result<(), ModelError> {
+        if !self.calls.contains_key(&index) && self.calls.len() >= MAX_TOOL_CALLS {
+            return Err(ModelError::Protocol("too many tool calls".into()));
+        }
+        let call = self.calls.entry(index).or_default();
+        // Ids come whole in the first fragment; some servers repeat them.
+        if let Some(id) = frag.id.filter(|_| call.id.is_empty()) {
+            call.id = id;
+        }
+        if let Some(f) = frag.function {
+            call.name.push_str(f.name.as_deref().unwrap_or(""));
+            if let Some(a) = f.arguments {
+                call.arguments.push_str(&a.into_text());
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `[DONE]` was seen.
+    pub fn done(&self) -> bool {
+        self.done
+    }
+
+    /// Whether the stream said enough to stand as a whole answer without
+    /// `[DONE]` (it gave a finish reason).
+    pub fn finished(&self) -> bool {
+        self.done || self.finish_reason.is_some()
+    }
+
+    /// The whole response.
+    pub fn into_response(self) -> Result<ModelResponse, ModelError> {
+        let mut tool_calls = Vec::with_capacity(self.calls.len());
+        for (n, (_, c)) in self.calls.into_iter().enumerate() {
+            tool_calls.push(finish_call(n, c.id, c.name, Some(Arguments::Text(c.arguments)))?);
+        }
+        Ok(ModelResponse {
+            text: self.text,
+            finish_reason: finish_reason(self.finish_reason, &tool_calls),
+            tool_calls,
+            usage: self.usage.unwrap_or_default(),
+        })
+    }
+}
+
+/// The first characters of `s`, for error messages.
+pub fn clip(s: &str) -> String {
+    const MAX: usize = 200;
+    match s.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decoder_handles_split_lines_crlf_comments_and_multiline_data() {
+        let mut d = SseDecoder::default();
+        let mut got = d.push(b": keep-alive\r\n\r\ndata: {\"a\"").unwrap();
+        got.extend(d.push(b":1}\r\n\r\nevent: x\ndata: one\ndata: two\n\n").unwrap());
+        got.extend(d.push(b"data:[DONE]").unwrap());
+        got.extend(d.finish().unwrap());
+        assert_eq!(got, ["{\"a\":1}", "one\ntwo", "[DONE]"]);
+    }
+
+    #[test]
+    fn garbage_is_a_protocol_error_not_a_panic() {
+        let mut acc = Accumulator::default();
+        for bad in ["{", "[1,2]", "{\"choices\": 3}", "{\"choices\":[{\"delta\":{\"content\":7}}]}", "null"] {
+            assert!(matches!(acc.apply(bad), Err(ModelError::Protocol(_))), "{bad}");
+        }
+        assert!(SseDecoder::default().push(b"data: \xff\xfe\n\n").is_err());
+        let mut acc = Accumulator::default();
+        acc.apply(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}"#)
+            .unwrap();
+        assert!(matches!(acc.into_response(), Err(ModelError::Protocol(_))));
+    }
+}
