@@ -146,7 +146,10 @@ async def test_card_resolves(agentd_url: str) -> None:
     assert set(TRANSPORTS) <= set(by_binding)
     for iface in by_binding.values():
         assert iface.protocol_version == '1.0'
-        assert iface.url.startswith(agentd_url + '/')
+        if iface.protocol_binding == 'GRPC':  # dialed as host:port, no scheme
+            assert iface.url == agentd_url.removeprefix('http://')
+        else:
+            assert iface.url.startswith(agentd_url + '/')
 
 
 # --------------------------------------------------------------------------- echo agent

@@ -52,6 +52,16 @@ impl TaskControl {
     pub fn context_id(&self) -> &str {
         &self.context_id
     }
+    /// The engine, for work a run starts on its task's behalf (a subagent).
+    /// Every operation on it authorizes as usual; the run's own task still
+    /// moves only through this handle.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+    /// The task as committed now: owner, link, parent.
+    pub async fn record(&self) -> Result<crate::record::TaskRecord, A2aError> {
+        self.engine.record(&self.task_id).await?.ok_or_else(|| A2aError::task_not_found(&self.task_id))
+    }
     /// Fires when the task is canceled; a run should stop promptly.
     pub fn cancelled(&self) -> &CancellationToken {
         &self.cancel

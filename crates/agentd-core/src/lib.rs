@@ -14,7 +14,10 @@ pub mod store;
 pub mod transition;
 
 pub use agent::{Agent, ConversationTurn, TaskControl, Turn};
-pub use engine::{Engine, EngineConfig, PushUrlPolicy, SendOutcome, TaskEvents};
+pub use engine::{
+    CommandHandler, CommandOutcome, Engine, EngineConfig, PushUrlPolicy, SendOutcome, StartTask, TaskEvents,
+    TaskObserver,
+};
 pub use principal::{Principal, PrincipalRole};
-pub use record::{OutboxItem, StatusEntry, TaskRecord};
+pub use record::{LinkKind, OutboxItem, StatusEntry, TaskLink, TaskMeta, TaskRecord};
 pub use store::{Batch, PushConfigRow, Store, StoreError, TaskPage, TaskQuery};

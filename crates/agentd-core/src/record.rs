@@ -10,6 +10,52 @@ pub struct StatusEntry {
     pub timestamp: Timestamp,
 }
 
+/// What kind of work a task tracks (the task-annotations `link.kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkKind {
+    /// A turn of a conversation: a natural-language message; `id` is the task id.
+    Turn,
+    /// A workflow run; `id` is `<workflow>-<id>`.
+    Run,
+    /// A subagent; `id` is its handle.
+    Subagent,
+}
+
+/// The work a task tracks: `{kind, id}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskLink {
+    pub kind: LinkKind,
+    pub id: String,
+}
+
+impl TaskLink {
+    pub fn new(kind: LinkKind, id: impl Into<String>) -> Self {
+        Self { kind, id: id.into() }
+    }
+}
+
+/// Facts about how a task came to be, stored with it (not on the wire yet;
+/// the task-annotations extension will carry them).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TaskMeta {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<TaskLink>,
+    /// The task that started this one (a subagent's parent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// The command op that started the task (`subagent.spawn`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+}
+
+impl TaskMeta {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
 /// A task as stored: the full A2A Task (all history, all artifacts) plus the
 /// facts A2A has no field for.
 #[derive(Clone, Debug, PartialEq)]
@@ -21,6 +67,8 @@ pub struct TaskRecord {
     pub created_at: Timestamp,
     /// Every state the task has been in, oldest first.
     pub status_history: Vec<StatusEntry>,
+    /// Link, parent and starting command.
+    pub meta: TaskMeta,
 }
 
 impl TaskRecord {

@@ -106,6 +106,7 @@ mod tests {
             owner: "user:a".into(),
             created_at: Timestamp::from_millis(1000).unwrap(),
             status_history: vec![],
+            meta: Default::default(),
         }
     }
 

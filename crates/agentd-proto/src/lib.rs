@@ -12,9 +12,11 @@
 
 pub mod card;
 pub mod error;
+pub mod fuzzing;
 pub mod jsonrpc;
 pub mod requests;
 pub mod serde_util;
+pub mod strict;
 pub mod types;
 pub mod validate;
 

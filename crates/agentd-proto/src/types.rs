@@ -2,7 +2,7 @@
 //! stream events and push configs, in ProtoJSON.
 
 use crate::serde_util::{b64_decode, b64_serialize, bool_default, is_false, null_default};
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Datelike as _, SecondsFormat, Timelike as _, Utc};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -28,10 +28,23 @@ impl Timestamp {
     pub fn from_millis(ms: i64) -> Option<Self> {
         DateTime::from_timestamp_millis(ms).map(Self)
     }
+    /// Any RFC 3339 time within ProtoJSON's range (years 0001 to 9999 in
+    /// UTC), truncated to the wire's precision (milliseconds), so that what
+    /// is decoded is exactly what [`Self::to_wire`] writes back.
     pub fn parse(text: &str) -> Result<Self, String> {
-        DateTime::parse_from_rfc3339(text.trim())
-            .map(|t| Self(t.with_timezone(&Utc)))
-            .map_err(|e| format!("not an RFC 3339 timestamp: {e}"))
+        let t = DateTime::parse_from_rfc3339(text.trim())
+            .map_err(|e| format!("not an RFC 3339 timestamp: {e}"))?
+            .with_timezone(&Utc);
+        // An offset can carry 0000-01-01 or 9999-12-31 out of range in UTC,
+        // where RFC 3339 (and so `to_wire`) has no four-digit year.
+        if !(1..=9999).contains(&t.year()) {
+            return Err(
+                "out of range: a timestamp lies in 0001-01-01T00:00:00Z..=9999-12-31T23:59:59.999Z".into()
+            );
+        }
+        // Below a millisecond; a leap second keeps its extra second.
+        let nanos = t.nanosecond();
+        Ok(Self(t.with_nanosecond(nanos - nanos % 1_000_000).unwrap_or(t)))
     }
     pub fn to_wire(&self) -> String {
         self.0.to_rfc3339_opts(SecondsFormat::Millis, true)

@@ -2,14 +2,16 @@
 //! REQUIRED-field checks of §5.7 that serde cannot express.
 
 use crate::error::{A2aError, FieldViolation};
+use crate::strict::ObjectsOnly;
 use crate::types::{Message, Role};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// Decodes `params` into `T`; a failure is InvalidParams naming the path of
-/// the offending member (e.g. `message.parts[0]`).
+/// the offending member (e.g. `message.parts[0]`). Message-typed members
+/// must be JSON objects ([`ObjectsOnly`]): an array is not a message.
 pub fn decode<T: DeserializeOwned>(params: Value) -> Result<T, A2aError> {
-    serde_path_to_error::deserialize::<_, T>(params).map_err(|e| {
+    serde_path_to_error::deserialize::<_, T>(ObjectsOnly(params)).map_err(|e| {
         let path = e.path().to_string();
         let field = if path == "." { "params".to_owned() } else { path };
         A2aError::invalid_field(&field, e.inner().to_string())

@@ -197,3 +197,44 @@ fn agent_card_serialises_oneof_security_schemes_by_member() {
     let req = SecurityRequirement { schemes: [("bearer".to_owned(), StringList::default())].into() };
     assert_eq!(serde_json::to_value(&req).unwrap(), json!({"schemes":{"bearer":{"list":[]}}}));
 }
+
+#[test]
+fn message_typed_members_must_be_objects_not_arrays() {
+    // serde-derived structs would take an array positionally; ProtoJSON
+    // messages are objects, so every such member is InvalidParams naming it.
+    let msg = json!({"messageId":"m","role":"ROLE_USER","parts":[{"text":"x"}]});
+    for (params, field) in [
+        (json!({"message": msg, "configuration": []}), "configuration"),
+        (json!({"message": ["m", "", "", "ROLE_USER", [{"text":"x"}]]}), "message"),
+        (json!({"message": {"messageId":"m","role":"ROLE_USER","parts":[["x"]]}}), "message.parts[0]"),
+        (
+            json!({"message": msg, "configuration": {"taskPushNotificationConfig": ["", "", "t", "https://h"]}}),
+            "configuration.taskPushNotificationConfig",
+        ),
+        (
+            json!({"message": msg, "configuration": {"taskPushNotificationConfig": {"url":"u","authentication":["Bearer"]}}}),
+            "configuration.taskPushNotificationConfig.authentication",
+        ),
+        (json!(["t1"]), "params"),
+    ] {
+        let e = decode::<SendMessageRequest>(params.clone()).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidParams, "{params}");
+        assert_eq!(e.violations[0].field, field, "{params}: {e:?}");
+        assert!(e.message.contains("expected a JSON object"), "{params}: {}", e.message);
+    }
+    let e = decode::<StreamResponse>(json!({"task": ["t1", "c1"]})).unwrap_err();
+    assert_eq!(e.violations[0].field, "task");
+    let e = decode::<Task>(json!({"id":"t","status":["TASK_STATE_WORKING"]})).unwrap_err();
+    assert_eq!(e.violations[0].field, "status");
+    let e = decode::<AgentCard>(json!({"name":"a","description":"d","supportedInterfaces":[],"version":"1",
+        "capabilities":[],"defaultInputModes":[],"defaultOutputModes":[],"skills":[]}))
+    .unwrap_err();
+    assert_eq!(e.violations[0].field, "capabilities");
+    // Lists, maps and google.protobuf.Value members still take arrays.
+    let r: SendMessageRequest = decode(json!({
+        "message": {"messageId":"m","role":"ROLE_USER","parts":[{"data":[1,[2]]}],"metadata":{"k":[1]}},
+        "configuration": {"acceptedOutputModes":["text/plain"]}
+    }))
+    .unwrap();
+    assert_eq!(r.message.unwrap().parts[0].content, PartContent::Data(json!([1, [2]])));
+}

@@ -1,11 +1,14 @@
 //! Agent runtimes: the model-driven agent loop (`agent_loop`) over the
-//! model providers (`model`), the built-in default instruction, and the
+//! model providers (`model`), subagents (`subagents`), the command
+//! extension's ops (`commands`), the built-in default instruction, and the
 //! `tck` profile the A2A conformance kit drives by messageId prefix.
 //! `EchoAgent` is the smallest possible agent, for other crates' tests.
 
 pub mod agent_loop;
+pub mod commands;
 mod echo;
 pub mod model;
+pub mod subagents;
 mod tck;
 
 pub use echo::EchoAgent;
@@ -25,15 +28,17 @@ pub const DEFAULT_INSTRUCTION: &str = "You are agentd's default agent. Answer th
 messages helpfully and concisely. When you are unsure, say so.";
 
 /// Builds the agent of a profile, `None` for an unknown name. The
-/// `default` profile is the model-driven loop; `tck` ignores the model.
+/// `default` profile is the model-driven loop with `tools`; `tck` ignores
+/// the model and the tools.
 pub fn profile(
     name: &str,
     model: Arc<dyn ModelProvider>,
     system: &str,
     limits: Limits,
+    tools: Tools,
 ) -> Option<Arc<dyn Agent>> {
     match name {
-        "default" => Some(Arc::new(LoopAgent::new(model, system, limits, Tools::default()))),
+        "default" => Some(Arc::new(LoopAgent::new(model, system, limits, tools))),
         "tck" => Some(Arc::new(TckAgent)),
         _ => None,
     }

@@ -11,7 +11,7 @@ use agentd_proto::{
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
-/// Paths of the two bindings under the base URL.
+/// Paths of the two HTTP bindings under the base URL (gRPC is at its root).
 pub const JSONRPC_PATH: &str = "/a2a/jsonrpc";
 pub const REST_PATH: &str = "/a2a/rest";
 pub const CARD_PATH: &str = "/.well-known/agent-card.json";
@@ -68,7 +68,12 @@ impl CardService {
         let card = AgentCard {
             name: cfg.name,
             description: cfg.description,
-            supported_interfaces: vec![interface(JSONRPC_PATH, "JSONRPC"), interface(REST_PATH, "HTTP+JSON")],
+            supported_interfaces: vec![
+                interface(JSONRPC_PATH, "JSONRPC"),
+                interface(REST_PATH, "HTTP+JSON"),
+                // gRPC clients dial `host:port` (no scheme, no path).
+                AgentInterface { url: grpc_target(base), ..interface("", "GRPC") },
+            ],
             provider: Some(AgentProvider { url: "https://agentd.dev".into(), organization: "agentd".into() }),
             version: cfg.version,
             documentation_url: Some("https://agentd.dev/docs".into()),
@@ -94,6 +99,22 @@ impl CardService {
     }
 }
 
+/// `host:port` of a base URL: the scheme and any path dropped, the
+/// scheme's default port added when the URL names none.
+pub fn grpc_target(base_url: &str) -> String {
+    let (scheme, rest) = base_url.split_once("://").unwrap_or(("http", base_url));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    // A port follows the last `:`, unless that `:` is inside an IPv6 literal.
+    let has_port = authority.rsplit_once(':').is_some_and(|(_, p)| !p.contains(']'));
+    if has_port {
+        authority.to_owned()
+    } else {
+        let port = if scheme.eq_ignore_ascii_case("https") { 443 } else { 80 };
+        format!("{authority}:{port}")
+    }
+}
+
 /// The skill every agentd agent has.
 pub fn chat_skill() -> AgentSkill {
     AgentSkill {
@@ -106,5 +127,20 @@ pub fn chat_skill() -> AgentSkill {
         input_modes: Vec::new(),
         output_modes: Vec::new(),
         security_requirements: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::grpc_target;
+
+    #[test]
+    fn the_grpc_interface_is_host_and_port() {
+        assert_eq!(grpc_target("http://127.0.0.1:7420"), "127.0.0.1:7420");
+        assert_eq!(grpc_target("http://127.0.0.1:7420/"), "127.0.0.1:7420");
+        assert_eq!(grpc_target("https://agent.example.com/a2a"), "agent.example.com:443");
+        assert_eq!(grpc_target("http://[::1]:9000"), "[::1]:9000");
+        assert_eq!(grpc_target("http://[::1]"), "[::1]:80");
+        assert_eq!(grpc_target("http://u:p@host:81/x"), "host:81");
     }
 }

@@ -24,17 +24,11 @@ pub fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Principal, 
 /// Checks `A2A-Version` (header first, then the `A2A-Version` query
 /// parameter). Major.Minor only; a patch number is ignored.
 pub fn check_version(state: &AppState, headers: &HeaderMap, query: Option<&str>) -> Result<(), A2aError> {
-    let from_query = query.and_then(|q| {
-        q.split('&').find_map(|kv| {
-            let (k, v) = kv.split_once('=')?;
-            k.eq_ignore_ascii_case("A2A-Version").then(|| v.to_owned())
-        })
-    });
     let value = headers
         .get("a2a-version")
         .and_then(|v| v.to_str().ok())
         .map(|s| s.trim().to_owned())
-        .or(from_query)
+        .or_else(|| query_version(query))
         .unwrap_or_default();
     if value.is_empty() {
         return match state.config.version_policy {
@@ -42,9 +36,22 @@ pub fn check_version(state: &AppState, headers: &HeaderMap, query: Option<&str>)
             VersionPolicy::Strict => Err(unsupported_version("(none, which means 0.3)")),
         };
     }
+    if version_supported(&value) { Ok(()) } else { Err(unsupported_version(&value)) }
+}
+
+/// The first `A2A-Version` query parameter, decoded as the REST binding
+/// decodes every query pair (so it is the very pair `query_params` drops).
+pub(crate) fn query_version(query: Option<&str>) -> Option<String> {
+    crate::rest::form_pairs(query?)
+        .into_iter()
+        .find_map(|(k, v)| k.eq_ignore_ascii_case("A2A-Version").then_some(v))
+}
+
+/// Whether a non-empty `A2A-Version` value is 1.0 (a patch number is ignored).
+pub(crate) fn version_supported(value: &str) -> bool {
     let mut it = value.split('.');
     let (major, minor) = (it.next().map(str::trim), it.next().map(str::trim).unwrap_or("0"));
-    if major == Some("1") && minor == "0" { Ok(()) } else { Err(unsupported_version(&value)) }
+    major == Some("1") && minor == "0"
 }
 
 fn unsupported_version(got: &str) -> A2aError {

@@ -91,7 +91,7 @@ pub fn match_route(http: &Method, rest_path: &str) -> Option<Route> {
 
 /// Query parameters as a params object; repeated keys and `a,b` lists
 /// become arrays only for list-typed members.
-fn query_params(query: Option<&str>, into: &mut Map<String, Value>) {
+pub(crate) fn query_params(query: Option<&str>, into: &mut Map<String, Value>) {
     let Some(q) = query else { return };
     for (k, v) in form_pairs(q) {
         if k.eq_ignore_ascii_case("A2A-Version") {
@@ -101,7 +101,8 @@ fn query_params(query: Option<&str>, into: &mut Map<String, Value>) {
     }
 }
 
-fn form_pairs(q: &str) -> Vec<(String, String)> {
+/// `application/x-www-form-urlencoded` pairs, `+` and `%XX` decoded.
+pub(crate) fn form_pairs(q: &str) -> Vec<(String, String)> {
     let dec = |s: &str| percent_decode_str(&s.replace('+', " ")).decode_utf8_lossy().into_owned();
     q.split('&')
         .filter(|kv| !kv.is_empty())

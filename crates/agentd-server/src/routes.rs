@@ -1,4 +1,4 @@
-//! The router: one listener for both bindings and the card.
+//! The router: one listener for the three bindings and the card.
 
 use crate::card::{CARD_PATH, JSONRPC_PATH, REST_PATH};
 use crate::extensions::Activated;
@@ -12,7 +12,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 
+/// One listener for every binding: gRPC by `content-type`, then HTTP by path.
 pub fn app(state: AppState) -> Router {
+    let grpc = crate::grpc::router(state.clone());
+    Router::new().fallback_service(crate::grpc::ByContentType { http: http_app(state), grpc })
+}
+
+fn http_app(state: AppState) -> Router {
     Router::new()
         .route(CARD_PATH, get(card))
         .route(JSONRPC_PATH, post(jsonrpc::handle))

@@ -1,7 +1,7 @@
 //! The stored form of records and push configs, shared by every backend so
 //! that what is read back is exactly what SQLite would give back.
 
-use agentd_core::{PushConfigRow, StatusEntry, StoreError, TaskRecord};
+use agentd_core::{PushConfigRow, StatusEntry, StoreError, TaskMeta, TaskRecord};
 use agentd_proto::{Task, TaskPushNotificationConfig, TaskState, Timestamp};
 
 /// A task row as columns.
@@ -14,6 +14,7 @@ pub(crate) struct EncodedTask {
     pub created_ms: i64,
     pub task_json: String,
     pub status_history_json: String,
+    pub meta_json: String,
 }
 
 /// Maps any displayable error to a `StoreError` with some context.
@@ -37,6 +38,7 @@ pub(crate) fn encode_task(record: &TaskRecord) -> Result<EncodedTask, StoreError
         task_json: serde_json::to_string(&record.task).map_err(err("encode task"))?,
         status_history_json: serde_json::to_string(&record.status_history)
             .map_err(err("encode status history"))?,
+        meta_json: serde_json::to_string(&record.meta).map_err(err("encode task meta"))?,
     })
 }
 
@@ -45,20 +47,22 @@ pub(crate) fn decode_task(
     created_ms: i64,
     task_json: &str,
     status_history_json: &str,
+    meta_json: &str,
 ) -> Result<TaskRecord, StoreError> {
     let task: Task = serde_json::from_str(task_json).map_err(err("decode task"))?;
     let status_history: Vec<StatusEntry> =
         serde_json::from_str(status_history_json).map_err(err("decode status history"))?;
     let created_at = Timestamp::from_millis(created_ms)
         .ok_or_else(|| StoreError(format!("decode task: bad created_ms {created_ms}")))?;
-    Ok(TaskRecord { task, owner, created_at, status_history })
+    let meta: TaskMeta = serde_json::from_str(meta_json).map_err(err("decode task meta"))?;
+    Ok(TaskRecord { task, owner, created_at, status_history, meta })
 }
 
 /// What the record looks like once stored and read back (timestamps at
 /// millisecond precision, ProtoJSON normal form).
 pub(crate) fn normalize_task(record: &TaskRecord) -> Result<TaskRecord, StoreError> {
     let e = encode_task(record)?;
-    decode_task(e.owner, e.created_ms, &e.task_json, &e.status_history_json)
+    decode_task(e.owner, e.created_ms, &e.task_json, &e.status_history_json, &e.meta_json)
 }
 
 pub(crate) fn encode_config(config: &TaskPushNotificationConfig) -> Result<String, StoreError> {

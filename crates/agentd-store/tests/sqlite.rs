@@ -212,3 +212,26 @@ fn kill9_loses_no_acknowledged_commit() {
         eprintln!("kill -9 after {} acknowledged commits; {} rows stored", acked.len(), stored.len());
     });
 }
+
+#[tokio::test]
+async fn rows_written_before_the_meta_column_read_back_with_empty_meta() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = dir.path().join("agentd.db");
+    drop(open(&path));
+    // Roll the file back to schema 1 (no meta_json) and write a row as
+    // that version did.
+    let conn = rusqlite::Connection::open(&path).expect("raw open");
+    conn.execute_batch(
+        "ALTER TABLE tasks DROP COLUMN meta_json;
+         INSERT INTO tasks (id, context_id, owner, state, updated_ms, created_ms, task_json, status_history_json)
+         VALUES ('old', 'ctx', 'alice', 2, 1000, 1000,
+                 '{\"id\":\"old\",\"contextId\":\"ctx\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}', '[]');
+         PRAGMA user_version = 1;",
+    )
+    .expect("downgrade");
+    drop(conn);
+    let store = open(&path);
+    assert_eq!(store.schema_version().await.ok(), Some(SqliteStore::latest_schema_version()));
+    let rec = store.get_task("old").await.expect("get").expect("the old row is still there");
+    assert_eq!(rec.meta, agentd_core::TaskMeta::default(), "an old row has no link, parent or command");
+}

@@ -29,6 +29,9 @@ pub struct ServeFlags {
     /// Base URL written into the agent card (AGENTD_PUBLIC_URL).
     #[arg(long)]
     pub public_url: Option<String>,
+    /// The agent's instruction document (AGENTD_INSTRUCTION); default: a built-in one.
+    #[arg(long)]
+    pub instruction: Option<PathBuf>,
     /// Model provider: echo, scripted or openai (AGENTD_MODEL).
     #[arg(long)]
     pub model: Option<String>,
@@ -49,6 +52,8 @@ pub struct Config {
     pub listen: SocketAddr,
     pub data_dir: PathBuf,
     pub agent: String,
+    /// The instruction document; `None` means the built-in default agent.
+    pub instruction: Option<PathBuf>,
     pub public_url: Option<String>,
     /// `lenient` (missing A2A-Version means 1.0) or `strict` (means 0.3).
     pub a2a_version: String,
@@ -61,6 +66,67 @@ pub struct Config {
     pub push: PushConfig,
     pub auth: AuthConfig,
     pub log: LogConfig,
+    pub commands: CommandsConfig,
+    pub subagents: SubagentsConfig,
+}
+
+/// The command extension (`docs/commands.md`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CommandsConfig {
+    pub grants: GrantsConfig,
+}
+
+/// The command ops each role may run; operators may run every op.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GrantsConfig {
+    pub user: Vec<String>,
+    pub agent: Vec<String>,
+}
+
+impl Default for GrantsConfig {
+    fn default() -> Self {
+        let d: Vec<String> =
+            agentd_runtime::commands::ops::DEFAULT_GRANTS.iter().map(|s| (*s).to_owned()).collect();
+        Self { user: d.clone(), agent: d }
+    }
+}
+
+impl CommandsConfig {
+    pub fn grants(&self) -> anyhow::Result<agentd_runtime::commands::Grants> {
+        agentd_runtime::commands::Grants::new(&self.grants.user, &self.grants.agent)
+            .map_err(anyhow::Error::msg)
+    }
+}
+
+/// Limits on subagents.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SubagentsConfig {
+    /// How deep subagents may nest (one spawned by a command or a turn is at depth 1).
+    pub max_depth: u32,
+    /// Subagents running at once, daemon-wide.
+    pub max_live: usize,
+    /// Tokens per turn of a subagent.
+    pub max_tokens: u64,
+}
+
+impl Default for SubagentsConfig {
+    fn default() -> Self {
+        let d = agentd_runtime::subagents::SubagentLimits::default();
+        Self { max_depth: d.max_depth, max_live: d.max_live, max_tokens: d.max_tokens }
+    }
+}
+
+impl SubagentsConfig {
+    pub fn limits(&self) -> agentd_runtime::subagents::SubagentLimits {
+        agentd_runtime::subagents::SubagentLimits {
+            max_depth: self.max_depth,
+            max_live: self.max_live,
+            max_tokens: self.max_tokens,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -155,6 +221,7 @@ impl Default for Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 7420)),
             data_dir: PathBuf::from(".agentd"),
             agent: "default".into(),
+            instruction: None,
             public_url: None,
             a2a_version: "lenient".into(),
             max_body_bytes: 4 * 1024 * 1024,
@@ -165,6 +232,8 @@ impl Default for Config {
             push: PushConfig::default(),
             auth: AuthConfig::default(),
             log: LogConfig::default(),
+            commands: CommandsConfig::default(),
+            subagents: SubagentsConfig::default(),
         }
     }
 }
@@ -264,6 +333,12 @@ pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
     if let Some(v) = env("AGENTD_LOG") {
         cfg.log.level = v;
     }
+    if let Some(v) = env("AGENTD_INSTRUCTION") {
+        cfg.instruction = Some(v.into());
+    }
+    if let Some(v) = &flags.instruction {
+        cfg.instruction = Some(v.clone());
+    }
     if let Some(v) = env("AGENTD_MODEL") {
         cfg.model.kind = v;
     }
@@ -343,6 +418,11 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
     }
     if cfg.push.backoff_ms == 0 {
         bail!("push.backoff_ms must be at least 1");
+    }
+    cfg.commands.grants()?;
+    let s = &cfg.subagents;
+    if s.max_depth == 0 || s.max_live == 0 || s.max_tokens == 0 {
+        bail!("subagents.max_depth, max_live and max_tokens must be at least 1");
     }
     for t in &cfg.auth.tokens {
         if agentd_core::PrincipalRole::parse(&t.role).is_none() {

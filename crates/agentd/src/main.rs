@@ -4,6 +4,7 @@
 
 mod cli;
 mod config;
+mod instruction;
 mod serve;
 
 use clap::Parser;

@@ -3,10 +3,14 @@
 
 use crate::config::{Config, resolve_secret};
 use agentd_core::{Engine, EngineConfig, Principal, PrincipalRole};
+use agentd_proto::jsonrpc::methods;
+use agentd_runtime::agent_loop::{Tool, Tools};
+use agentd_runtime::commands;
+use agentd_runtime::subagents::SubagentManager;
 use agentd_server::push::{PushWorkerConfig, SsrfGuard, spawn_push_worker};
 use agentd_server::{
-    AppState, Authenticator, CardConfig, CardService, ExtensionRegistry, ServerConfig, TokenEntry,
-    VersionPolicy,
+    AppState, Authenticator, CardConfig, CardService, DeclaredExtension, ExtensionRegistry, ServerConfig,
+    TokenEntry, VersionPolicy,
 };
 use agentd_store::{SqliteOptions, SqliteStore};
 use anyhow::Context;
@@ -21,9 +25,19 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let auth = Authenticator::new(tokens(&cfg)?);
     let model =
         agentd_runtime::model::from_config(cfg.model.clone()).map_err(|e| anyhow::anyhow!("model: {e}"))?;
-    let agent =
-        agentd_runtime::profile(&cfg.agent, model, agentd_runtime::DEFAULT_INSTRUCTION, cfg.limits.limits())
-            .context("unknown agent profile")?;
+    let grants = cfg.commands.grants()?;
+    let subagents = SubagentManager::new(model.clone(), cfg.limits.limits(), cfg.subagents.limits());
+    let tools: Vec<Arc<dyn Tool>> =
+        subagents.tool().into_iter().map(|t| Arc::new(t) as Arc<dyn Tool>).collect();
+    let instruction = crate::instruction::load(cfg.instruction.as_deref())?;
+    let agent = agentd_runtime::profile(
+        &cfg.agent,
+        model.clone(),
+        &instruction.system_prompt,
+        cfg.limits.limits(),
+        Tools::new(tools),
+    )
+    .context("unknown agent profile")?;
     std::fs::create_dir_all(&cfg.data_dir)
         .with_context(|| format!("cannot create data directory {}", cfg.data_dir.display()))?;
     let db = cfg.data_dir.join("agentd.db");
@@ -33,6 +47,8 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let input_modes = engine_cfg.input_modes.clone();
     let engine =
         Engine::new(Arc::new(store), agent, Arc::new(SsrfGuard::new(cfg.push.allow_private)), engine_cfg);
+    engine.set_commands(Arc::new(commands::Commands::new(grants, subagents.clone(), model.name())));
+    engine.add_observer(subagents);
     let failed = engine.recover().await.map_err(|e| anyhow::anyhow!("recovery failed: {e}"))?;
     if failed > 0 {
         tracing::warn!(tasks = failed, "tasks interrupted by the last shutdown were marked failed");
@@ -44,7 +60,17 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
     let base_url = cfg.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
 
-    let extensions = ExtensionRegistry::default();
+    let extensions = ExtensionRegistry::new(vec![DeclaredExtension {
+        uri: commands::URI.into(),
+        description:
+            "Commands: a DataPart {\"agentd\": {\"op\": …}} runs an op deterministically (see params.ops)"
+                .into(),
+        required: false,
+        params: Some(commands::card_params()),
+        methods: vec![methods::SEND_MESSAGE.into(), methods::SEND_STREAMING_MESSAGE.into()],
+    }]);
+    let mut skills = vec![agentd_server::card::chat_skill()];
+    skills.extend(commands::skills());
     let card = CardService::new(
         CardConfig {
             name: "agentd".into(),
@@ -56,7 +82,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
             bearer_auth: auth.is_protected(),
             input_modes,
             output_modes: vec!["text/plain".into(), "application/json".into()],
-            skills: vec![agentd_server::card::chat_skill()],
+            skills,
             max_age_secs: 300,
         },
         &extensions,

@@ -5,12 +5,15 @@
 //! Invariant: an event is published to streams only after the change that
 //! produced it is committed (see [`Engine::mutate`]).
 
+mod commands;
+mod conversation;
 mod push;
 mod read;
 mod send;
 mod stream;
 
-pub use send::SendOutcome;
+pub use commands::{CommandHandler, CommandOutcome, TaskObserver};
+pub use send::{SendOutcome, StartTask};
 pub use stream::TaskEvents;
 
 use crate::agent::{Agent, ConversationTurn, TaskControl, Turn};
@@ -22,7 +25,8 @@ use crate::store::{Batch, Store};
 use crate::transition::{self, Change, Refused};
 use agentd_proto::{A2aError, ErrorKind, Message, StreamResponse, TaskState, Timestamp};
 use async_trait::async_trait;
-use std::sync::Arc;
+use dashmap::{DashMap, DashSet};
+use std::sync::{Arc, OnceLock, RwLock};
 use tokio::sync::Notify;
 
 /// Decides whether a webhook URL may be registered (SSRF guard lives in the
@@ -60,6 +64,16 @@ struct Inner {
     slots: Slots,
     conversations: Conversations,
     push_wakeup: Notify,
+    /// Runs the command extension's ops; without one, commands are refused.
+    commands: OnceLock<Arc<dyn CommandHandler>>,
+    /// Told about every task that reached a terminal state.
+    observers: RwLock<Vec<Arc<dyn TaskObserver>>>,
+    /// The agent of each live task started with its own (a subagent);
+    /// every other task runs the engine's agent.
+    task_agents: DashMap<String, Arc<dyn Agent>>,
+    /// Conversations closed by `conversation.close`: new turns are refused.
+    /// In memory only: a restart reopens them.
+    closed_contexts: DashSet<String>,
 }
 
 #[derive(Clone)]
@@ -83,8 +97,23 @@ impl Engine {
                 slots: Slots::default(),
                 conversations: Conversations::default(),
                 push_wakeup: Notify::new(),
+                commands: OnceLock::new(),
+                observers: RwLock::new(Vec::new()),
+                task_agents: DashMap::new(),
+                closed_contexts: DashSet::new(),
             }),
         }
+    }
+
+    /// Registers the command handler (once; a second call is ignored and
+    /// returns `false`). Messages carrying a command are refused until then.
+    pub fn set_commands(&self, handler: Arc<dyn CommandHandler>) -> bool {
+        self.inner.commands.set(handler).is_ok()
+    }
+
+    /// Adds an observer told about every task that reaches a terminal state.
+    pub fn add_observer(&self, observer: Arc<dyn TaskObserver>) {
+        self.inner.observers.write().unwrap_or_else(|e| e.into_inner()).push(observer);
     }
 
     pub fn config(&self) -> &EngineConfig {
@@ -205,6 +234,8 @@ impl Engine {
         if rec.state().is_terminal() {
             // Whatever ended the task (cancel, failure), its run must stop.
             st.cancel.cancel();
+            self.inner.task_agents.remove(rec.id());
+            self.notify_ended(rec.id(), rec.state());
         }
         if rec.state().is_terminal() || (!st.running && slot.tx.receiver_count() == 0) {
             st.detached = true;
@@ -247,7 +278,10 @@ impl Engine {
             cancel: st.cancel.clone(),
         };
         let engine = self.clone();
-        let agent = self.inner.agent.clone();
+        let agent = match self.inner.task_agents.get(&control.task_id) {
+            Some(a) => a.clone(),
+            None => self.inner.agent.clone(),
+        };
         let mut admission = self.inner.conversations.admit(&control.context_id);
         tokio::spawn(async move {
             let id = control.task_id.clone();

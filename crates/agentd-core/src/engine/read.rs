@@ -9,7 +9,7 @@ use crate::transition::{self, Change};
 use agentd_proto::validate;
 use agentd_proto::{
     A2aError, CancelTaskRequest, ErrorKind, FieldViolation, GetTaskRequest, ListTasksRequest,
-    ListTasksResponse, Task, TaskState,
+    ListTasksResponse, Message, Task, TaskState,
 };
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -109,7 +109,23 @@ impl Engine {
         if req.id.is_empty() {
             return Err(A2aError::invalid_field("id", "is required"));
         }
-        let rec = self.visible_record(p, &req.id).await?;
+        self.cancel(p, &req.id, None).await
+    }
+
+    /// CancelTask with a status message saying why (a cascade, a closed
+    /// conversation).
+    pub async fn cancel_because(&self, p: &Principal, id: &str, why: &str) -> Result<Task, A2aError> {
+        self.cancel(p, id, Some(Message::agent_text(why))).await
+    }
+
+    /// The stored facts of a task the principal may see (owner, link,
+    /// parent), for the runtime's commands; TaskNotFound otherwise.
+    pub async fn task_record(&self, p: &Principal, id: &str) -> Result<TaskRecord, A2aError> {
+        self.visible_record(p, id).await
+    }
+
+    async fn cancel(&self, p: &Principal, id: &str, message: Option<Message>) -> Result<Task, A2aError> {
+        let rec = self.visible_record(p, id).await?;
         let answer = |rec: &TaskRecord| match rec.state() {
             TaskState::Canceled => Ok(view(rec, None, true)),
             s => Err(A2aError::new(
@@ -121,12 +137,12 @@ impl Engine {
         if rec.state().is_terminal() {
             return answer(&rec);
         }
-        let change = Change::Status { state: TaskState::Canceled, message: None };
-        match self.mutate(&req.id, |r, now| transition::apply(r, change, now).map_err(refused)).await {
+        let change = Change::Status { state: TaskState::Canceled, message };
+        match self.mutate(id, |r, now| transition::apply(r, change, now).map_err(refused)).await {
             Ok(rec) => Ok(view(&rec, None, true)),
             // Became terminal between the read and the change.
             Err(e) if e.kind == ErrorKind::UnsupportedOperation => {
-                let rec = self.visible_record(p, &req.id).await?;
+                let rec = self.visible_record(p, id).await?;
                 answer(&rec)
             }
             Err(e) => Err(e),

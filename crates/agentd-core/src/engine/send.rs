@@ -3,8 +3,9 @@
 //! a working one.
 
 use super::{Engine, TaskEvents, internal, refused};
+use crate::agent::Agent;
 use crate::principal::Principal;
-use crate::record::{StatusEntry, TaskRecord};
+use crate::record::{LinkKind, StatusEntry, TaskLink, TaskMeta, TaskRecord};
 use crate::slots::Slot;
 use crate::store::{Batch, PushConfigRow};
 use crate::transition::{self, Change, Refused};
@@ -13,6 +14,25 @@ use agentd_proto::{
     A2aError, ErrorKind, Message, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task,
     TaskState, TaskStatus, Timestamp, new_id,
 };
+use std::sync::Arc;
+
+/// Work the runtime starts itself (a subagent, a workflow run): a new task
+/// owned by `owner`, committed SUBMITTED, then run by `agent`.
+pub struct StartTask {
+    /// The principal id the task belongs to (who may see it).
+    pub owner: String,
+    /// The task id; default a fresh one. Lets a caller derive names from
+    /// the id (a subagent's handle) before the task exists.
+    pub id: Option<String>,
+    /// The conversation; default a new one.
+    pub context_id: Option<String>,
+    /// The message that starts the task (its first history entry).
+    pub input: Message,
+    pub meta: TaskMeta,
+    /// The agent that runs the task and every later turn of it; default
+    /// the engine's agent.
+    pub agent: Option<Arc<dyn Agent>>,
+}
 
 /// What a message turned into.
 #[allow(clippy::large_enum_variant)] // built once per request, never stored
@@ -64,6 +84,17 @@ impl Engine {
         validate::finish(v)?;
         self.check_media_types(&msg)?;
         let push = self.inline_push_config(p, &cfg).await?;
+        if msg.task_id.is_empty()
+            && let Some(command) = super::commands::find(&msg)?
+        {
+            if push.is_some() {
+                return Err(A2aError::invalid_field(
+                    "configuration.taskPushNotificationConfig",
+                    "is not accepted with a command; register a config on the task the command started",
+                ));
+            }
+            return self.run_command(p, command, &msg, &cfg, close_on_interrupt).await;
+        }
         if msg.task_id.is_empty() {
             self.new_task(p, msg, &cfg, push, close_on_interrupt).await
         } else {
@@ -120,16 +151,67 @@ impl Engine {
                 "this contextId belongs to a conversation of another principal; omit it to start a new one",
             ));
         }
+        if !msg.context_id.is_empty() && self.inner.closed_contexts.contains(&msg.context_id) {
+            return Err(A2aError::new(
+                ErrorKind::UnsupportedOperation,
+                format!(
+                    "the conversation {:?} was closed and takes no new turns; omit contextId to start a new one",
+                    msg.context_id
+                ),
+            )
+            .with_meta("contextId", &msg.context_id));
+        }
         let context_id = if msg.context_id.is_empty() { new_id() } else { msg.context_id.clone() };
         if let Some(mut reply) = self.inner.agent.direct_reply(&msg) {
             reply.context_id = context_id;
             return Ok(SendOutcome::Message(reply));
         }
         let id = new_id();
+        let start = StartTask {
+            owner: p.id.clone(),
+            id: Some(id.clone()),
+            context_id: Some(context_id),
+            input: msg,
+            meta: TaskMeta { link: Some(TaskLink::new(LinkKind::Turn, &id)), ..TaskMeta::default() },
+            agent: None,
+        };
+        let batch = inline_push_batch(push, &id);
+        let (_, events) =
+            self.create_task(start, batch, Some((cfg.history_length, close_on_interrupt))).await?;
+        Ok(SendOutcome::Task(events.ok_or_else(A2aError::internal)?))
+    }
+
+    /// Starts work on the runtime's behalf: creates and commits a SUBMITTED
+    /// task as `start` describes, starts its run, and returns the record as
+    /// committed. Nobody is authorized here: the caller (the runtime, on
+    /// behalf of a principal it checked) decides the owner.
+    pub async fn start_task(&self, start: StartTask) -> Result<TaskRecord, A2aError> {
+        if let Some(id) = &start.id
+            && self.record(id).await?.is_some()
+        {
+            return Err(A2aError::new(ErrorKind::Internal, format!("task id {id:?} is already taken")));
+        }
+        Ok(self.create_task(start, Batch::default(), None).await?.0)
+    }
+
+    /// The one creation path: commit the new task (with `batch`), make it
+    /// live, subscribe to it when `events` asks (history length, close on
+    /// interrupt), then start its run.
+    async fn create_task(
+        &self,
+        start: StartTask,
+        batch: Batch,
+        events: Option<(Option<i32>, bool)>,
+    ) -> Result<(TaskRecord, Option<TaskEvents>), A2aError> {
+        let id = start.id.unwrap_or_else(new_id);
+        let context_id = start.context_id.filter(|c| !c.is_empty()).unwrap_or_else(new_id);
         let now = Timestamp::now();
-        let mut input = msg;
+        let mut input = start.input;
         input.task_id.clone_from(&id);
         input.context_id.clone_from(&context_id);
+        if input.message_id.is_empty() {
+            input.message_id = new_id();
+        }
         let rec = TaskRecord {
             task: Task {
                 id: id.clone(),
@@ -139,23 +221,28 @@ impl Engine {
                 history: Some(vec![input.clone()]),
                 metadata: None,
             },
-            owner: p.id.clone(),
+            owner: start.owner,
             created_at: now,
             status_history: vec![StatusEntry { state: TaskState::Submitted, timestamp: now }],
+            meta: start.meta,
         };
-        let batch = inline_push_batch(push, &id);
         let slot = Slot::new(rec.clone(), self.inner.config.stream_capacity);
         let mut st = slot.state.lock().await;
         self.commit_record(&rec, &[], batch).await?;
+        if let Some(agent) = start.agent {
+            self.inner.task_agents.insert(id.clone(), agent);
+        }
         self.inner.slots.insert_or_get(&id, slot.clone());
-        let events = TaskEvents::new(
-            self,
-            super::read::view(&rec, cfg.history_length, true),
-            slot.tx.subscribe(),
-            close_on_interrupt,
-        );
+        let events = events.map(|(history_length, close_on_interrupt)| {
+            TaskEvents::new(
+                self,
+                super::read::view(&rec, history_length, true),
+                slot.tx.subscribe(),
+                close_on_interrupt,
+            )
+        });
         self.start_run(&mut st, input);
-        Ok(SendOutcome::Task(events))
+        Ok((rec, events))
     }
 
     async fn continue_task(

@@ -1,7 +1,9 @@
 //! Builders for conformance data: records, push configs, batches and
 //! queries, so each check reads as a table of inputs and expected outputs.
 
-use agentd_core::{Batch, PushConfigRow, StatusEntry, Store, TaskPage, TaskQuery, TaskRecord};
+use agentd_core::{
+    Batch, LinkKind, PushConfigRow, StatusEntry, Store, TaskLink, TaskMeta, TaskPage, TaskQuery, TaskRecord,
+};
 use agentd_proto::{
     Artifact, AuthenticationInfo, Message, Part, PartContent, Role, Task, TaskPushNotificationConfig,
     TaskState, TaskStatus, Timestamp,
@@ -30,6 +32,7 @@ pub fn record((id, owner, context_id, state, ms): Spec<'_>) -> TaskRecord {
         owner: owner.into(),
         created_at: ts(ms),
         status_history: vec![StatusEntry { state, timestamp: ts(ms) }],
+        meta: TaskMeta::default(),
     }
 }
 
@@ -86,6 +89,11 @@ pub fn full_record(id: &str, owner: &str, context_id: &str, ms: i64) -> TaskReco
             StatusEntry { state: TaskState::Working, timestamp: ts(ms - 1_000) },
             StatusEntry { state: TaskState::InputRequired, timestamp: ts(ms) },
         ],
+        meta: TaskMeta {
+            link: Some(TaskLink::new(LinkKind::Subagent, format!("helper-{id}"))),
+            parent: Some("parent-task".into()),
+            command: Some("subagent.spawn".into()),
+        },
     }
 }
 

@@ -54,6 +54,7 @@ macro_rules! define_checks {
 define_checks!($
     tasks::empty_batch,
     tasks::roundtrip_full_record,
+    tasks::meta_roundtrip,
     tasks::recommit_replaces,
     tasks::list_order,
     tasks::paginate_shared_timestamp,

@@ -2,7 +2,7 @@
 //! pagination and filters.
 
 use super::build::{commit, full_record, ids, list, ok, query, record, records, tasks_batch};
-use agentd_core::{Batch, Store, TaskQuery};
+use agentd_core::{Batch, LinkKind, Store, TaskLink, TaskMeta, TaskQuery, TaskRecord};
 use agentd_proto::TaskState::{Canceled, Completed, InputRequired, Working};
 
 /// An empty batch commits and changes nothing.
@@ -22,6 +22,53 @@ pub async fn roundtrip_full_record(store: &dyn Store) {
     assert_eq!(ok(store.get_task("no-such-task").await, "get_task"), None);
     let page = list(store, &query()).await;
     assert_eq!(page.tasks, vec![rec], "list_tasks must return the full record too");
+}
+
+/// Every shape of a task's meta (link kinds, parent, command, none) reads
+/// back unchanged, and a re-commit replaces it too.
+pub async fn meta_roundtrip(store: &dyn Store) {
+    let metas = [
+        TaskMeta::default(),
+        TaskMeta { link: Some(TaskLink::new(LinkKind::Turn, "m-0")), ..TaskMeta::default() },
+        TaskMeta {
+            link: Some(TaskLink::new(LinkKind::Run, "triage-01J")),
+            command: Some("workflow.run".into()),
+            parent: None,
+        },
+        TaskMeta {
+            link: Some(TaskLink::new(LinkKind::Subagent, "helper-1")),
+            parent: Some("m-0".into()),
+            command: Some("subagent.spawn".into()),
+        },
+        TaskMeta { parent: Some("m-2".into()), ..TaskMeta::default() },
+    ];
+    let recs: Vec<_> = metas
+        .iter()
+        .enumerate()
+        .map(|(i, meta)| TaskRecord {
+            meta: meta.clone(),
+            ..record((&format!("m-{i}"), "alice", "ctx", Working, 1_000))
+        })
+        .collect();
+    commit(store, tasks_batch(recs.clone()), "records with every meta shape").await;
+    for rec in &recs {
+        let got = ok(store.get_task(rec.id()).await, "get_task");
+        assert_eq!(
+            got.map(|r| r.meta),
+            Some(rec.meta.clone()),
+            "the meta of {} must read back unchanged",
+            rec.id()
+        );
+    }
+    let listed = list(store, &TaskQuery { context_id: Some("ctx".into()), ..query() }).await;
+    assert!(
+        listed.tasks.iter().all(|r| recs.iter().any(|w| w.id() == r.id() && w.meta == r.meta)),
+        "list_tasks must return the meta too"
+    );
+    let cleared = TaskRecord { meta: TaskMeta::default(), ..recs[3].clone() };
+    commit(store, tasks_batch(vec![cleared]), "the meta cleared").await;
+    let got = ok(store.get_task("m-3").await, "get_task");
+    assert_eq!(got.map(|r| r.meta), Some(TaskMeta::default()), "a re-commit must replace the meta");
 }
 
 /// Committing a task again replaces the whole row.

@@ -13,15 +13,21 @@ use std::sync::{Arc, Mutex};
 
 /// Idle read connections kept for reuse; more are opened on demand.
 const MAX_IDLE: usize = 4;
+/// Reads running at once. Equal to MAX_IDLE, so every read finds a pooled
+/// connection: unbounded, 64 concurrent reads opened and closed a
+/// connection per read and grew the blocking pool to ~100 threads.
+const MAX_READERS: usize = MAX_IDLE;
 
 pub(crate) struct ReadPool {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
+    permits: Arc<tokio::sync::Semaphore>,
 }
 
 impl ReadPool {
     pub(crate) fn new(path: PathBuf) -> Arc<Self> {
-        Arc::new(Self { path, idle: Mutex::new(Vec::new()) })
+        let permits = Arc::new(tokio::sync::Semaphore::new(MAX_READERS));
+        Arc::new(Self { path, idle: Mutex::new(Vec::new()), permits })
     }
 
     fn take(&self) -> Result<Connection, StoreError> {
@@ -47,7 +53,9 @@ impl ReadPool {
         F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     {
         let pool = Arc::clone(self);
+        let permit = Arc::clone(&self.permits).acquire_owned().await.map_err(err("read pool closed"))?;
         tokio::task::spawn_blocking(move || {
+            let _permit = permit;
             let mut conn = pool.take()?;
             let out = f(&mut conn);
             pool.give(conn);
@@ -58,14 +66,18 @@ impl ReadPool {
     }
 }
 
-const TASK_COLUMNS: &str = "owner, created_ms, task_json, status_history_json";
+const TASK_COLUMNS: &str = "owner, created_ms, task_json, status_history_json, meta_json";
 
-fn task_from_row(row: &Row<'_>) -> rusqlite::Result<(String, i64, String, String)> {
-    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+type TaskRow = (String, i64, String, String, String);
+
+fn task_from_row(row: &Row<'_>) -> rusqlite::Result<TaskRow> {
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?))
 }
 
-fn decode_rows(rows: Vec<(String, i64, String, String)>) -> Result<Vec<TaskRecord>, StoreError> {
-    rows.into_iter().map(|(owner, created, task, hist)| decode_task(owner, created, &task, &hist)).collect()
+fn decode_rows(rows: Vec<TaskRow>) -> Result<Vec<TaskRecord>, StoreError> {
+    rows.into_iter()
+        .map(|(owner, created, task, hist, meta)| decode_task(owner, created, &task, &hist, &meta))
+        .collect()
 }
 
 fn query_tasks(conn: &Connection, sql: &str, args: &[Value]) -> Result<Vec<TaskRecord>, StoreError> {

@@ -47,6 +47,8 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX outbox_config ON outbox (task_id, config_id);
     CREATE INDEX outbox_due ON outbox (not_before_ms);",
+    // 2: how a task came to be (link, parent, command), as JSON.
+    "ALTER TABLE tasks ADD COLUMN meta_json TEXT NOT NULL DEFAULT '{}';",
 ];
 
 /// Opens the one read-write connection: WAL, busy timeout, foreign keys,

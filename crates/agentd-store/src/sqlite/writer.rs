@@ -80,12 +80,12 @@ fn apply_in_tx<'a>(
 }
 
 const UPSERT_TASK: &str = "INSERT INTO tasks
-    (id, context_id, owner, state, updated_ms, created_ms, task_json, status_history_json)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+    (id, context_id, owner, state, updated_ms, created_ms, task_json, status_history_json, meta_json)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
     ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id,
         owner = excluded.owner, state = excluded.state, updated_ms = excluded.updated_ms,
         created_ms = excluded.created_ms, task_json = excluded.task_json,
-        status_history_json = excluded.status_history_json";
+        status_history_json = excluded.status_history_json, meta_json = excluded.meta_json";
 
 const UPSERT_PUSH: &str = "INSERT INTO push_configs (task_id, id, owner, config_json, created_seq)
     VALUES (?1, ?2, ?3, ?4,
@@ -112,7 +112,8 @@ fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
                     t.updated_ms,
                     t.created_ms,
                     t.task_json,
-                    t.status_history_json
+                    t.status_history_json,
+                    t.meta_json
                 ])
             })
             .map_err(err("write task"))?;

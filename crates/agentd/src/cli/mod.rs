@@ -4,6 +4,7 @@
 //! daemon. Data goes to stdout, diagnostics to stderr; `--json` swaps the
 //! human form for the raw JSON the daemon answered.
 
+mod check;
 mod client;
 mod output;
 mod send;
@@ -28,6 +29,8 @@ pub enum Command {
     /// List, inspect, cancel and watch tasks.
     #[command(subcommand)]
     Tasks(tasks::TasksCommand),
+    /// Check an instruction document: refusals, block tree (--tree) or delivered text (--delivery).
+    Check(check::CheckArgs),
 }
 
 /// Options shared by every client verb.
@@ -63,5 +66,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Send(args) => send::run(args).await,
         Command::Tasks(cmd) => tasks::run(cmd).await,
+        Command::Check(args) => check::run(args),
     }
 }

@@ -58,7 +58,7 @@ async fn the_extended_card_is_served_on_both_bindings() {
     assert_eq!(r["id"], "card", "{r}");
     let rpc_card = &r["result"];
     assert_eq!(rpc_card["name"], "agentd", "{r}");
-    assert_eq!(rpc_card["supportedInterfaces"].as_array().map(Vec::len), Some(2), "{r}");
+    assert_eq!(rpc_card["supportedInterfaces"].as_array().map(Vec::len), Some(3), "{r}");
     let (status, rest_card) = d.rest(Method::GET, "/extendedAgentCard", None).await;
     assert_eq!(status, 200, "{rest_card}");
     assert_eq!(&rest_card, rpc_card);
@@ -91,6 +91,9 @@ async fn the_public_card_describes_the_listener_and_supports_http_caching() {
     };
     assert_eq!(iface("JSONRPC")["url"], json!(d.jsonrpc_url()), "{card}");
     assert_eq!(iface("HTTP+JSON")["url"], json!(d.rest_url("")), "{card}");
+    // gRPC clients dial `host:port`: no scheme, no path.
+    assert_eq!(iface("GRPC")["url"], json!(d.url.trim_start_matches("http://")), "{card}");
+    assert_eq!(iface("GRPC")["protocolVersion"], "1.0", "{card}");
     assert_eq!(
         (&iface("JSONRPC")["protocolVersion"], &iface("HTTP+JSON")["protocolVersion"]),
         (&json!("1.0"), &json!("1.0"))

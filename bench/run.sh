@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# agentd side by side with the official Python SDK reference peer (a2a-sdk
+# 1.3.0) and the bare-axum floor, on this machine, in one run, alternating
+# servers, a fresh server (and for agentd a fresh data directory) per run.
+#
+#   bench/run.sh                      # full run (about 12 minutes)
+#   BENCH_SECS=5 BENCH_REPS=1 bench/run.sh   # quick run (about 3 minutes)
+#
+# Knobs (environment):
+#   BENCH_SECS=20            timed seconds per load run
+#   BENCH_WARMUP=2           warm-up seconds per load run
+#   BENCH_REPS=2             runs per (server, concurrency); the report takes the median
+#   BENCH_CONCURRENCY="1 16 64"   SendMessage concurrency levels
+#   BENCH_COUNT=20000        fixed-count run for the peak-RSS figure (at c=16)
+#   BENCH_GET_TASKS=1000     tasks created before the GetTask phase
+#   BENCH_GET_CONCURRENCY=64 GetTask concurrency levels
+#   BENCH_FANOUT_SUBSCRIBERS=32  BENCH_FANOUT_ROUNDS=50
+#   BENCH_COLD_RUNS=5        cold starts per server (alternating)
+#   BENCH_SYNC_NORMAL=1      also run agentd with AGENTD_STORE_SYNC=normal (send, first rep)
+#   BENCH_SERVERS="agentd ref floor"
+#   BENCH_THREADS=2          load-generator worker threads (wrk -t2)
+#   BENCH_PORT=19400         first port used (each run takes the next pair)
+#   BENCH_OUT=/tmp/agentd-bench/<timestamp>   results, logs, data directories
+#   BENCH_VENV=/tmp/agentd-bench-venv         Python venv for the reference peer
+#   BENCH_TARGET=/tmp/bench-target            cargo target dir for bare-axum (outside the repo)
+#   BENCH_SHARED=/work/shared/bench           reference peer and bare-axum sources
+#   BENCH_NO_BUILD=1         skip the builds (use what is there)
+#   BENCH_WRK=auto           cross-check SendMessage with wrk (as in shared/bench/README.md)
+#                            when wrk is installed: auto | 0; concurrency BENCH_WRK_CONCURRENCY="1 64"
+#
+# Output: $BENCH_OUT/results.jsonl (one JSON line per run), report.md
+# (tables, ratios, targets), machine.txt, logs/. Only 127.0.0.1 is used.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SHARED=${BENCH_SHARED:-/work/shared/bench}
+SECS=${BENCH_SECS:-20}
+WARMUP=${BENCH_WARMUP:-2}
+REPS=${BENCH_REPS:-2}
+CONCS=${BENCH_CONCURRENCY:-"1 16 64"}
+COUNT=${BENCH_COUNT:-20000}
+GET_TASKS=${BENCH_GET_TASKS:-1000}
+GET_CONCS=${BENCH_GET_CONCURRENCY:-64}
+FAN_SUBS=${BENCH_FANOUT_SUBSCRIBERS:-32}
+FAN_ROUNDS=${BENCH_FANOUT_ROUNDS:-50}
+COLD_RUNS=${BENCH_COLD_RUNS:-5}
+SYNC_NORMAL=${BENCH_SYNC_NORMAL:-1}
+SERVERS=${BENCH_SERVERS:-"agentd ref floor"}
+THREADS=${BENCH_THREADS:-2}
+PORT=${BENCH_PORT:-19400}
+OUT=${BENCH_OUT:-/tmp/agentd-bench/$(date +%Y%m%d-%H%M%S)}
+VENV=${BENCH_VENV:-/tmp/agentd-bench-venv}
+BARE_TARGET=${BENCH_TARGET:-/tmp/bench-target}
+WRK=${BENCH_WRK:-auto}
+WRK_CONCS=${BENCH_WRK_CONCURRENCY:-"1 64"}
+
+AGENTD=$REPO/target/release/agentd
+BENCH=$REPO/target/release/agentd-bench
+BARE=$BARE_TARGET/release/bare
+PEER=$SHARED/python_sdk_reference_peer.py
+RESULTS=$OUT/results.jsonl
+
+mkdir -p "$OUT/logs" "$OUT/data"
+log() { printf '[%(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+
+# ---------------------------------------------------------------- builds
+if [[ "${BENCH_NO_BUILD:-0}" != 1 ]]; then
+  log "building agentd and agentd-bench (release)"
+  (cd "$REPO" && cargo build --release -p agentd -p agentd-bench) >"$OUT/logs/build.log" 2>&1 \
+    || { tail -30 "$OUT/logs/build.log"; exit 1; }
+  log "building the bare-axum floor into $BARE_TARGET (outside the repo)"
+  mkdir -p "$BARE_TARGET/bare-axum-src"
+  cp -r "$SHARED/bare-axum/." "$BARE_TARGET/bare-axum-src/"
+  chmod -R u+w "$BARE_TARGET/bare-axum-src"
+  # Run from the repo so rustup picks the same toolchain as agentd.
+  (cd "$REPO" && cargo build --release --manifest-path "$BARE_TARGET/bare-axum-src/Cargo.toml" \
+     --target-dir "$BARE_TARGET") >>"$OUT/logs/build.log" 2>&1 \
+    || { tail -30 "$OUT/logs/build.log"; exit 1; }
+fi
+if ! "$VENV/bin/python" -c 'import a2a, uvicorn' 2>/dev/null; then
+  log "creating the reference peer venv at $VENV (pip, PyPI)"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q "a2a-sdk[http-server,grpc,sqlite]==1.3.0" uvicorn >"$OUT/logs/pip.log" 2>&1 \
+    || { tail -30 "$OUT/logs/pip.log"; exit 1; }
+fi
+for f in "$AGENTD" "$BENCH" "$BARE" "$PEER"; do [[ -e $f ]] || { echo "missing $f" >&2; exit 1; }; done
+
+# Latency of one 4 KiB synchronous write on the disk agentd's data goes to:
+# what an fsync costs right now (other I/O on the machine raises it).
+fsync_ms() {
+  local f=$OUT/data/fsync-probe t0 t1
+  t0=$(date +%s%N)
+  dd if=/dev/zero of="$f" bs=4k count=200 oflag=dsync status=none 2>/dev/null || true
+  t1=$(date +%s%N)
+  rm -f "$f"
+  awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.2f ms per 4 KiB O_DSYNC write (200 writes)", ns / 200 / 1e6 }'
+}
+
+{
+  echo "date: $(date -Is)"
+  echo "host: $(uname -srm)"
+  echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') x $(nproc)"
+  echo "mem: $(free -m | awk '/Mem:/ {print $2 " MiB"}')"
+  echo "fs of $OUT: $(df -T "$OUT" | awk 'NR==2 {print $2 " on " $1}')"
+  echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "fsync at start: $(fsync_ms)"
+  echo "agentd: $(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null)$(cd "$REPO" && git diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)')"
+  echo "rustc: $(cd "$REPO" && rustc --version)"
+  echo "python: $("$VENV/bin/python" --version) a2a-sdk $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("a2a-sdk"))')"
+  echo "settings: SECS=$SECS WARMUP=$WARMUP REPS=$REPS CONCS='$CONCS' COUNT=$COUNT GET_TASKS=$GET_TASKS FAN=$FAN_SUBS x $FAN_ROUNDS THREADS=$THREADS"
+} >"$OUT/machine.txt"
+cat "$OUT/machine.txt" >&2
+
+# ---------------------------------------------------------------- servers
+SRV_PID=""
+SRV_URL=""
+RUN=0
+cleanup() { [[ -n $SRV_PID ]] && kill -TERM "$SRV_PID" 2>/dev/null && wait "$SRV_PID" 2>/dev/null; true; }
+trap cleanup EXIT INT TERM
+
+next_port() { RUN=$((RUN + 1)); echo $((PORT + 2 * RUN)); }   # the ref peer also takes port+1 (gRPC)
+
+rpc_path() { case $1 in agentd*) echo /a2a/jsonrpc ;; *) echo / ;; esac; }
+
+# server_cmd LABEL PORT DATADIR: the exec line of a server.
+server_cmd() {
+  case $1 in
+    agentd) echo "$AGENTD serve --listen 127.0.0.1:$2 --data-dir $3 --agent tck" ;;
+    agentd-normal) echo "env AGENTD_STORE_SYNC=normal $AGENTD serve --listen 127.0.0.1:$2 --data-dir $3 --agent tck" ;;
+    ref) echo "$VENV/bin/python $PEER --port $2" ;;
+    floor) echo "$BARE $2" ;;
+    *) echo "unknown server $1" >&2; return 1 ;;
+  esac
+}
+
+start_server() {   # LABEL
+  local port; port=$(next_port)
+  local dir=$OUT/data/$1-$RUN
+  case $1 in
+    agentd) "$AGENTD" serve --listen "127.0.0.1:$port" --data-dir "$dir" --agent tck 2>>"$OUT/logs/$1.log" & ;;
+    agentd-normal) AGENTD_STORE_SYNC=normal "$AGENTD" serve --listen "127.0.0.1:$port" --data-dir "$dir" --agent tck 2>>"$OUT/logs/$1.log" & ;;
+    ref) "$VENV/bin/python" "$PEER" --port "$port" >>"$OUT/logs/$1.log" 2>&1 & ;;
+    floor) "$BARE" "$port" >>"$OUT/logs/$1.log" 2>&1 & ;;
+  esac
+  SRV_PID=$!
+  SRV_URL=http://127.0.0.1:$port
+  "$BENCH" wait --url "$SRV_URL" --timeout-secs 60 2>/dev/null || { echo "$1 did not start (see $OUT/logs/$1.log)" >&2; exit 1; }
+}
+
+stop_server() {
+  kill -TERM "$SRV_PID" 2>/dev/null || true
+  wait "$SRV_PID" 2>/dev/null || true
+  SRV_PID=""
+  rm -rf "$OUT/data"/*
+}
+
+bench() {   # SCENARIO LABEL ARGS...: one run against the running server, appended to results
+  local scenario=$1 label=$2; shift 2
+  "$BENCH" "$scenario" --url "$SRV_URL" --rpc-path "$(rpc_path "$label")" --label "$label" \
+    --pid "$SRV_PID" --threads "$THREADS" "$@" 2>>"$OUT/logs/bench.log" | tee -a "$RESULTS" \
+    | sed 's/^/    /' >&2
+}
+
+has() { [[ " $SERVERS " == *" $1 "* ]]; }
+
+# ---------------------------------------------------------------- cold start + idle RSS
+# agentd twice: with a fresh data directory (first start: creates the
+# database, switches it to WAL, runs the migrations, all fsynced) and with an
+# existing one (a restart), as `agentd-existing`.
+KEEP=$OUT/data-keep/agentd
+if has agentd; then
+  port=$(next_port)
+  "$BENCH" coldstart --url "http://127.0.0.1:$port" --label prepare --runs 1 --log "$OUT/logs/agentd.log" \
+    -- $(server_cmd agentd "$port" "$KEEP") >/dev/null 2>>"$OUT/logs/bench.log"
+fi
+for ((i = 0; i < COLD_RUNS; i++)); do
+  list=$SERVERS
+  if has agentd; then list="$list agentd-existing"; fi
+  for s in $list; do
+    port=$(next_port)
+    log "cold start: $s (run $((i + 1))/$COLD_RUNS)"
+    if [[ $s == agentd-existing ]]; then cmd=$(server_cmd agentd "$port" "$KEEP"); else cmd=$(server_cmd "$s" "$port" "$OUT/data/cold-$s-$RUN"); fi
+    # shellcheck disable=SC2086
+    "$BENCH" coldstart --url "http://127.0.0.1:$port" --label "$s" --runs 1 --log "$OUT/logs/${s%-existing}.log" \
+      -- $cmd 2>>"$OUT/logs/bench.log" | tee -a "$RESULTS" | sed 's/^/    /' >&2
+    rm -rf "$OUT/data"/*
+  done
+done
+
+# ---------------------------------------------------------------- SendMessage throughput
+for c in $CONCS; do
+  for ((r = 1; r <= REPS; r++)); do
+    list=$SERVERS
+    if [[ $SYNC_NORMAL == 1 && $r == 1 ]] && has agentd; then list="$list agentd-normal"; fi
+    for s in $list; do
+      log "send c=$c: $s (run $r/$REPS)"
+      start_server "$s"
+      bench send "$s" -c "$c" -d "$SECS" --warmup "$WARMUP"
+      stop_server
+    done
+  done
+done
+
+# ---------------------------------------------------------------- peak RSS after a fixed count
+for s in $SERVERS; do
+  log "fixed count $COUNT at c=16: $s"
+  start_server "$s"
+  bench send "$s" -c 16 --count "$COUNT"
+  stop_server
+done
+
+# ---------------------------------------------------------------- GetTask
+for c in $GET_CONCS; do
+  for ((r = 1; r <= REPS; r++)); do
+    for s in $SERVERS; do
+      [[ $s == floor ]] && continue
+      log "get c=$c: $s (run $r/$REPS)"
+      start_server "$s"
+      bench get "$s" -c "$c" -d "$SECS" --warmup "$WARMUP" --tasks "$GET_TASKS"
+      stop_server
+    done
+  done
+done
+
+# ---------------------------------------------------------------- wrk cross-check
+# The same request with wrk (the tool behind the reference figures), which
+# costs less CPU per request than the reqwest-based generator: on 2 shared
+# cores that changes the floor's figure most. Bodies are not checked here.
+wrk_ms() {  # "1.23ms" / "456.00us" / "1.01s" -> milliseconds
+  awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n *= 1; else if (v ~ /s$/) n *= 1000; printf "%.3f", n }'
+}
+if [[ $WRK != 0 ]] && command -v wrk >/dev/null; then
+  for c in $WRK_CONCS; do
+    for ((r = 1; r <= REPS; r++)); do
+      for s in $SERVERS; do
+        log "wrk c=$c: $s (run $r/$REPS)"
+        start_server "$s"
+        t=$((c < 2 ? 1 : 2))   # wrk needs connections >= threads
+        wrk -t"$t" -c"$c" -d"${WARMUP}s" -s "$SHARED/wrk/post.lua" "$SRV_URL$(rpc_path "$s")" >/dev/null 2>&1 || true
+        out=$(wrk -t"$t" -c"$c" -d"${SECS}s" --timeout 10s --latency -s "$SHARED/wrk/post.lua" "$SRV_URL$(rpc_path "$s")" 2>&1 || true)
+        echo "$out" >>"$OUT/logs/wrk.log"
+        rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+        [[ -n $rps ]] || { log "wrk gave no result (see $OUT/logs/wrk.log)"; echo "$out" >>"$OUT/logs/wrk.log"; stop_server; continue; }
+        p50=$(wrk_ms "$(awk '$1 == "50%" {print $2}' <<<"$out")")
+        p99=$(wrk_ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")
+        errs=$(awk '/Non-2xx/ {n += $NF} /Socket errors/ {gsub(",", ""); n += $4 + $6 + $8 + $10} END {print n + 0}' <<<"$out")
+        hwm=$(awk '/^VmHWM:/ {printf "%.3f", $2 / 1024}' "/proc/$SRV_PID/status")
+        line=$(printf '{"scenario":"send-wrk","label":"%s","concurrency":%s,"duration_s":%s,"rps":%s,"p50_ms":%s,"p99_ms":%s,"errors":%s,"hwm_mib":%s,"loadavg_1m":%s}' \
+          "$s" "$c" "$SECS" "${rps:-0}" "$p50" "$p99" "$errs" "${hwm:-0}" "$(cut -d' ' -f1 /proc/loadavg)")
+        echo "$line" | tee -a "$RESULTS" | sed 's/^/    /' >&2
+        stop_server
+      done
+    done
+  done
+fi
+
+# ---------------------------------------------------------------- fan-out
+for ((r = 1; r <= REPS; r++)); do
+  for s in $SERVERS; do
+    [[ $s == floor ]] && continue
+    log "fanout S=$FAN_SUBS x $FAN_ROUNDS rounds: $s (run $r/$REPS)"
+    start_server "$s"
+    bench fanout "$s" -s "$FAN_SUBS" -k "$FAN_ROUNDS" || log "fanout against $s failed (see $OUT/logs/bench.log)"
+    stop_server
+  done
+done
+
+echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
+echo "fsync at end: $(fsync_ms)" >>"$OUT/machine.txt"
+"$BENCH" report "$RESULTS" >"$OUT/report.md"
+echo
+cat "$OUT/machine.txt"
+echo
+cat "$OUT/report.md"
+echo
+echo "results: $RESULTS"
+echo "report:  $OUT/report.md"

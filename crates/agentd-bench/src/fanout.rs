@@ -1,0 +1,277 @@
+//! Fan-out: per round, a task that waits for input (`tck-input-required-…`),
+//! S SubscribeToTask SSE streams on it (each has received its first event,
+//! the task snapshot, before the clock starts), then the message that
+//! completes it (`tck-complete-task-…`). Measured: the time from sending
+//! that message until every stream has delivered the terminal event.
+
+use crate::load::{contains, post, task_field};
+use crate::stats::{self, put_rss, put_summary};
+use crate::{FanoutArgs, client};
+use anyhow::{Context, anyhow, bail};
+use serde_json::{Map, Value, json};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+const TERMINAL: [&str; 4] =
+    ["TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"];
+/// Bound on any one wait inside a round.
+const ROUND_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The state an SSE `data:` payload reports, if any (JSON-RPC framing).
+fn event_state(data: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(data).ok()?;
+    let r = v.get("result")?;
+    let s = r.pointer("/statusUpdate/status/state").or_else(|| r.pointer("/task/status/state"))?;
+    s.as_str().map(str::to_owned)
+}
+
+/// What one subscriber saw.
+struct Seen {
+    /// Events after the snapshot.
+    events: u64,
+    /// When the terminal event arrived, and its state.
+    terminal: Option<(Instant, String)>,
+}
+
+/// Splits complete SSE events off `buf`; returns their `data` payloads.
+fn drain_events(buf: &mut String) -> Vec<String> {
+    let mut out = Vec::new();
+    while let Some(end) = buf.find("\n\n") {
+        let block: String = buf.drain(..end + 2).collect();
+        let data: Vec<&str> = block
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(|d| d.strip_prefix(' ').unwrap_or(d))
+            .collect();
+        if !data.is_empty() {
+            out.push(data.join("\n"));
+        }
+    }
+    out
+}
+
+async fn subscriber(
+    client: reqwest::Client,
+    url: String,
+    task_id: String,
+    ready: mpsc::Sender<Result<(), String>>,
+) -> Result<Seen, String> {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task_id}})
+        .to_string();
+    let fail = |why: String| {
+        let ready = ready.clone();
+        async move {
+            let _ = ready.send(Err(why.clone())).await;
+            Err::<Seen, String>(why)
+        }
+    };
+    let resp = match client
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .header("a2a-version", "1.0")
+        .body(body)
+        .send()
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => return fail(format!("subscribe: {e}")).await,
+    };
+    let is_sse = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if resp.status() != reqwest::StatusCode::OK || !is_sse {
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap_or_default();
+        return fail(format!("subscribe answered {status} {}", text.chars().take(300).collect::<String>()))
+            .await;
+    }
+    let mut resp = resp;
+    let mut buf = String::new();
+    let mut seen = Seen { events: 0, terminal: None };
+    let mut got_snapshot = false;
+    loop {
+        let chunk = match resp.chunk().await {
+            Ok(Some(c)) => c,
+            Ok(None) => break,
+            Err(e) => {
+                if !got_snapshot {
+                    return fail(format!("stream: {e}")).await;
+                }
+                return Err(format!("stream: {e}"));
+            }
+        };
+        let now = Instant::now();
+        buf.push_str(&String::from_utf8_lossy(&chunk).replace('\r', ""));
+        for data in drain_events(&mut buf) {
+            if !got_snapshot {
+                got_snapshot = true;
+                let _ = ready.send(Ok(())).await;
+                if contains(data.as_bytes(), b"\"error\"") {
+                    return Err(format!("first event is an error: {data}"));
+                }
+                continue;
+            }
+            seen.events += 1;
+            if let Some(state) = event_state(&data)
+                && TERMINAL.contains(&state.as_str())
+            {
+                seen.terminal = Some((now, state));
+            }
+        }
+        if seen.terminal.is_some() {
+            break;
+        }
+    }
+    if !got_snapshot {
+        return fail("the stream ended before its first event".into()).await;
+    }
+    Ok(seen)
+}
+
+/// The result of one round.
+struct Round {
+    /// Completing message sent → last subscriber's terminal event (µs).
+    all_us: u64,
+    /// Per subscriber: completing message sent → its terminal event (µs).
+    each_us: Vec<u64>,
+    /// Latency of the completing SendMessage itself (µs).
+    send_us: u64,
+    events: u64,
+}
+
+async fn round(client: &reqwest::Client, url: &str, subscribers: usize, n: usize) -> anyhow::Result<Round> {
+    let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+        "messageId": format!("tck-input-required-fanout-{n}"), "role": "ROLE_USER", "parts": [{"text": "wait"}]}}});
+    let body = post(client, url, msg.to_string().into_bytes()).await.map_err(|e| anyhow!("create: {e}"))?;
+    if !contains(&body, b"TASK_STATE_INPUT_REQUIRED") {
+        bail!("the task is not INPUT_REQUIRED: {}", String::from_utf8_lossy(&body));
+    }
+    let task_id = task_field(&body, "id").context("no result.task.id")?;
+    let context_id = task_field(&body, "contextId").context("no result.task.contextId")?;
+
+    let (ready_tx, mut ready_rx) = mpsc::channel(subscribers.max(1));
+    let mut subs = Vec::with_capacity(subscribers);
+    for _ in 0..subscribers {
+        subs.push(tokio::spawn(subscriber(
+            client.clone(),
+            url.to_owned(),
+            task_id.clone(),
+            ready_tx.clone(),
+        )));
+    }
+    drop(ready_tx);
+    for _ in 0..subscribers {
+        match tokio::time::timeout(ROUND_TIMEOUT, ready_rx.recv()).await {
+            Ok(Some(Ok(()))) => {}
+            Ok(Some(Err(e))) => bail!("a subscriber failed: {e}"),
+            Ok(None) => bail!("subscribers ended before they were ready"),
+            Err(_) => bail!("subscribers not ready after {ROUND_TIMEOUT:?}"),
+        }
+    }
+
+    let done = json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": {
+        "messageId": format!("tck-complete-task-fanout-{n}"), "role": "ROLE_USER", "parts": [{"text": "go"}],
+        "taskId": task_id, "contextId": context_id}}});
+    let t0 = Instant::now();
+    let body =
+        post(client, url, done.to_string().into_bytes()).await.map_err(|e| anyhow!("complete: {e}"))?;
+    let send_us = t0.elapsed().as_micros() as u64;
+    if contains(&body, b"\"error\"") || !contains(&body, b"TASK_STATE_COMPLETED") {
+        bail!("the completing message did not complete the task: {}", String::from_utf8_lossy(&body));
+    }
+    let mut r = Round { all_us: 0, each_us: Vec::with_capacity(subscribers), send_us, events: 0 };
+    for s in subs {
+        let seen = tokio::time::timeout(ROUND_TIMEOUT, s)
+            .await
+            .map_err(|_| anyhow!("a subscriber saw no terminal event within {ROUND_TIMEOUT:?}"))?
+            .context("subscriber panicked")?
+            .map_err(|e| anyhow!("subscriber: {e}"))?;
+        let (at, state) = seen.terminal.context("a stream ended without a terminal event")?;
+        if state != "TASK_STATE_COMPLETED" {
+            bail!("a stream ended in {state}");
+        }
+        let us = at.saturating_duration_since(t0).as_micros() as u64;
+        r.all_us = r.all_us.max(us);
+        r.each_us.push(us);
+        r.events += seen.events;
+    }
+    Ok(r)
+}
+
+pub async fn run(a: &FanoutArgs) -> anyhow::Result<()> {
+    let t = &a.target;
+    if a.subscribers == 0 || a.rounds == 0 {
+        bail!("--subscribers and --rounds must be at least 1");
+    }
+    let client = client(a.subscribers + 2, Duration::from_secs(t.timeout_secs))?;
+    let url = t.rpc_url();
+    let mut o = Map::new();
+    o.insert("scenario".into(), json!("fanout"));
+    o.insert("label".into(), json!(t.label));
+    o.insert("url".into(), json!(url));
+    o.insert("subscribers".into(), json!(a.subscribers));
+    o.insert("rounds".into(), json!(a.rounds));
+    o.insert("threads".into(), json!(t.threads));
+    o.insert("loadavg_1m".into(), stats::loadavg());
+    o.insert("ts".into(), json!(stats::unix_secs()));
+    for n in 0..a.warmup_rounds {
+        round(&client, &url, a.subscribers, n).await.context("warm-up round")?;
+    }
+    let (mut all, mut each, mut send) = (Vec::new(), Vec::new(), Vec::new());
+    let mut events = 0u64;
+    let mut failed = 0u64;
+    let mut first_error = None;
+    for n in 0..a.rounds {
+        match round(&client, &url, a.subscribers, a.warmup_rounds + n).await {
+            Ok(r) => {
+                all.push(r.all_us);
+                each.extend(r.each_us);
+                send.push(r.send_us);
+                events += r.events;
+            }
+            Err(e) => {
+                failed += 1;
+                first_error.get_or_insert_with(|| format!("{e:#}"));
+            }
+        }
+    }
+    let busy_s: f64 = all.iter().map(|&us| us as f64 / 1e6).sum();
+    o.insert("ok_rounds".into(), json!(all.len()));
+    o.insert("errors".into(), json!(failed));
+    if let Some(e) = first_error {
+        o.insert("first_error".into(), json!(e));
+    }
+    o.insert("events".into(), json!(events));
+    o.insert("events_per_s".into(), json!(if busy_s > 0.0 { (events as f64 / busy_s).round() } else { 0.0 }));
+    put_summary(&mut o, "", &stats::summarize(all));
+    put_summary(&mut o, "each_", &stats::summarize(each));
+    put_summary(&mut o, "send_", &stats::summarize(send));
+    put_rss(&mut o, t.pid);
+    stats::emit(o);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_blocks_are_split_and_data_joined() {
+        let mut buf = String::from("data: {\"a\":1}\n\n: keep-alive\n\nevent: x\ndata: 2\n\ndata: partial");
+        let evs = drain_events(&mut buf);
+        assert_eq!(evs, vec!["{\"a\":1}".to_owned(), "2".to_owned()]);
+        assert_eq!(buf, "data: partial");
+    }
+
+    #[test]
+    fn states_are_read_from_both_event_kinds() {
+        let su = r#"{"jsonrpc":"2.0","id":1,"result":{"statusUpdate":{"taskId":"t","status":{"state":"TASK_STATE_COMPLETED"}}}}"#;
+        assert_eq!(event_state(su).as_deref(), Some("TASK_STATE_COMPLETED"));
+        let t = r#"{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t","status":{"state":"TASK_STATE_INPUT_REQUIRED"}}}}"#;
+        assert_eq!(event_state(t).as_deref(), Some("TASK_STATE_INPUT_REQUIRED"));
+        assert_eq!(event_state("not json"), None);
+    }
+}

@@ -1,0 +1,249 @@
+//! The command port (design §4 step 2, §7): a message that names no task
+//! and carries a DataPart `{"agentd": {"op": …, …args}}` is a command, run
+//! deterministically by the registered [`CommandHandler`] instead of
+//! becoming a turn. Also the observer hook through which the runtime
+//! learns that a task ended.
+
+use super::{Engine, SendOutcome, TaskEvents};
+use crate::principal::Principal;
+use crate::record::TaskRecord;
+use agentd_proto::{
+    A2aError, ErrorKind, FieldViolation, Message, Part, PartContent, Role, SendMessageConfiguration,
+    TaskState, new_id,
+};
+use async_trait::async_trait;
+use serde_json::Value;
+
+/// The key of the command object inside a DataPart.
+pub const COMMAND_KEY: &str = "agentd";
+
+/// What a command op answers.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // built once per request, never stored
+pub enum CommandOutcome {
+    /// A read op's result: the reply is a direct agent Message with this
+    /// value as its one DataPart.
+    Reply(Value),
+    /// The task the op started (or continued): answered like a normal send
+    /// (blocking waits per `returnImmediately`, streaming streams it).
+    Started(TaskRecord),
+}
+
+/// Runs command ops. Implemented by the runtime; the engine only routes.
+///
+/// Errors: InvalidParams violations name fields relative to the command
+/// object (`op`, `instruction`, `id`); the engine prefixes them with where
+/// the command sat (`message.parts[i].data.agentd.`).
+#[async_trait]
+pub trait CommandHandler: Send + Sync + 'static {
+    async fn run(
+        &self,
+        p: &Principal,
+        op: &str,
+        args: Value,
+        engine: &Engine,
+    ) -> Result<CommandOutcome, A2aError>;
+}
+
+/// Told after a task's terminal state was committed (off the task's lock,
+/// in a spawned task, so it may call back into the engine).
+#[async_trait]
+pub trait TaskObserver: Send + Sync + 'static {
+    async fn task_ended(&self, engine: &Engine, task_id: &str, state: TaskState);
+}
+
+/// A command found in a message: which part, the op, its arguments.
+pub(super) struct Command {
+    part: usize,
+    op: String,
+    args: Value,
+}
+
+impl Command {
+    fn prefix(&self) -> String {
+        format!("message.parts[{}].data.{COMMAND_KEY}", self.part)
+    }
+}
+
+/// The command a message carries, if any. A DataPart whose object has the
+/// `agentd` member is a command; a malformed one is InvalidParams, and so
+/// are two commands in one message.
+pub(super) fn find(msg: &Message) -> Result<Option<Command>, A2aError> {
+    let mut found: Option<Command> = None;
+    for (i, part) in msg.parts.iter().enumerate() {
+        let PartContent::Data(Value::Object(data)) = &part.content else { continue };
+        let Some(cmd) = data.get(COMMAND_KEY) else { continue };
+        let field = format!("message.parts[{i}].data.{COMMAND_KEY}");
+        if found.is_some() {
+            return Err(A2aError::invalid_field(&field, "a message carries at most one command"));
+        }
+        let Value::Object(obj) = cmd else {
+            return Err(A2aError::invalid_field(&field, "must be an object {\"op\": …, …arguments}"));
+        };
+        let mut args = obj.clone();
+        let op = match args.remove("op") {
+            Some(Value::String(op)) if !op.is_empty() => op,
+            Some(_) => {
+                return Err(A2aError::invalid_field(&format!("{field}.op"), "must be a non-empty string"));
+            }
+            None => return Err(A2aError::invalid_field(&format!("{field}.op"), "is required")),
+        };
+        found = Some(Command { part: i, op, args: Value::Object(args) });
+    }
+    Ok(found)
+}
+
+/// Prefixes the fields an InvalidParams error of a handler names.
+fn locate(mut e: A2aError, prefix: &str) -> A2aError {
+    if e.kind != ErrorKind::InvalidParams || e.violations.is_empty() {
+        return e;
+    }
+    let violations: Vec<FieldViolation> = e
+        .violations
+        .drain(..)
+        .map(|v| {
+            let field = if v.field.is_empty() { prefix.to_owned() } else { format!("{prefix}.{}", v.field) };
+            FieldViolation { field, description: v.description }
+        })
+        .collect();
+    let located = A2aError::invalid_fields(violations);
+    A2aError { metadata: e.metadata, reason: e.reason, ..located }
+}
+
+impl Engine {
+    pub(super) async fn run_command(
+        &self,
+        p: &Principal,
+        command: Command,
+        msg: &Message,
+        cfg: &SendMessageConfiguration,
+        close_on_interrupt: bool,
+    ) -> Result<SendOutcome, A2aError> {
+        let Some(handler) = self.inner.commands.get() else {
+            return Err(A2aError::new(
+                ErrorKind::UnsupportedOperation,
+                "this agent runs no commands (the command extension is not set up)",
+            ));
+        };
+        let prefix = command.prefix();
+        let outcome =
+            handler.run(p, &command.op, command.args, self).await.map_err(|e| locate(e, &prefix))?;
+        match outcome {
+            CommandOutcome::Reply(value) => {
+                let context_id = if msg.context_id.is_empty() { new_id() } else { msg.context_id.clone() };
+                Ok(SendOutcome::Message(Message {
+                    message_id: new_id(),
+                    context_id,
+                    role: Role::Agent,
+                    parts: vec![Part::data(value)],
+                    ..Message::default()
+                }))
+            }
+            CommandOutcome::Started(rec) => {
+                Ok(SendOutcome::Task(self.events_of(rec.id(), cfg.history_length, close_on_interrupt).await?))
+            }
+        }
+    }
+
+    /// The events of a task from now on: its current snapshot first (taken
+    /// under its lock), then what follows. A terminal task yields only its
+    /// snapshot.
+    pub(super) async fn events_of(
+        &self,
+        id: &str,
+        history_length: Option<i32>,
+        close_on_interrupt: bool,
+    ) -> Result<TaskEvents, A2aError> {
+        loop {
+            if let Some(slot) = self.slot(id).await? {
+                let st = slot.state.lock().await;
+                if st.detached {
+                    continue;
+                }
+                let first = super::read::view(&st.record, history_length, true);
+                return Ok(TaskEvents::new(self, first, slot.tx.subscribe(), close_on_interrupt));
+            }
+            let rec = self.record(id).await?.ok_or_else(|| A2aError::task_not_found(id))?;
+            let (_, rx) = tokio::sync::broadcast::channel(1);
+            let first = super::read::view(&rec, history_length, true);
+            return Ok(TaskEvents::new(self, first, rx, close_on_interrupt));
+        }
+    }
+
+    /// Waits until a task is terminal or waits for input, and returns its
+    /// record then. For the runtime (a parent waiting on a subagent); no
+    /// authorization.
+    pub async fn settled(&self, id: &str) -> Result<TaskRecord, A2aError> {
+        loop {
+            // A stream cut off for lagging ends early: look again.
+            self.events_of(id, Some(0), true).await?.settle().await;
+            let rec = self.record(id).await?.ok_or_else(|| A2aError::task_not_found(id))?;
+            if rec.state().is_terminal() || rec.state().is_interrupted() {
+                return Ok(rec);
+            }
+        }
+    }
+
+    /// Tells the observers that a task ended (spawned: the caller holds the
+    /// task's lock).
+    pub(super) fn notify_ended(&self, id: &str, state: TaskState) {
+        let observers = self.inner.observers.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if observers.is_empty() {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
+        let (engine, id) = (self.clone(), id.to_owned());
+        rt.spawn(async move {
+            for o in observers {
+                o.task_ended(&engine, &id, state).await;
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn msg(parts: Vec<Part>) -> Message {
+        Message { message_id: "m".into(), role: Role::User, parts, ..Message::default() }
+    }
+
+    #[test]
+    fn a_data_part_with_the_agentd_member_is_a_command() {
+        let m = msg(vec![Part::text("hi"), Part::data(json!({"agentd": {"op": "status", "x": 1}}))]);
+        let c = find(&m).unwrap().unwrap();
+        assert_eq!((c.part, c.op.as_str(), c.args.clone()), (1, "status", json!({"x": 1})));
+        assert!(find(&msg(vec![Part::data(json!({"other": 1}))])).unwrap().is_none());
+        assert!(find(&msg(vec![Part::text("{\"agentd\": {}}")])).unwrap().is_none());
+    }
+
+    #[test]
+    fn malformed_commands_name_the_field() {
+        let cases = [
+            (json!({"agentd": "status"}), "message.parts[0].data.agentd"),
+            (json!({"agentd": {}}), "message.parts[0].data.agentd.op"),
+            (json!({"agentd": {"op": 5}}), "message.parts[0].data.agentd.op"),
+        ];
+        for (data, field) in cases {
+            let e = find(&msg(vec![Part::data(data)])).err().unwrap();
+            assert_eq!(e.violations[0].field, field);
+        }
+        let two = Part::data(json!({"agentd": {"op": "status"}}));
+        let e = find(&msg(vec![two.clone(), two])).err().unwrap();
+        assert_eq!(e.violations[0].field, "message.parts[1].data.agentd");
+    }
+
+    #[test]
+    fn handler_fields_are_located_in_the_message() {
+        let e = A2aError::invalid_fields(vec![
+            FieldViolation { field: "op".into(), description: "unknown".into() },
+            FieldViolation { field: "name".into(), description: "bad".into() },
+        ]);
+        let e = locate(e, "message.parts[2].data.agentd");
+        let fields: Vec<&str> = e.violations.iter().map(|v| v.field.as_str()).collect();
+        assert_eq!(fields, ["message.parts[2].data.agentd.op", "message.parts[2].data.agentd.name"]);
+        assert!(e.message.contains("message.parts[2].data.agentd.op: unknown"), "{}", e.message);
+    }
+}

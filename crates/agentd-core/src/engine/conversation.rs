@@ -1,0 +1,68 @@
+//! Conversations as a whole (the `conversation.*` commands): the turns of a
+//! context a principal may see, and closing a context.
+
+use super::{Engine, internal};
+use crate::principal::Principal;
+use crate::record::TaskRecord;
+use agentd_proto::{A2aError, ErrorKind};
+
+impl Engine {
+    /// The turns of `context_id` the principal may see, oldest first. A
+    /// context with none is not found (InvalidParams on `field`), whether
+    /// it does not exist or belongs to someone else.
+    pub async fn context_turns(
+        &self,
+        p: &Principal,
+        context_id: &str,
+        field: &str,
+    ) -> Result<Vec<TaskRecord>, A2aError> {
+        let tasks = self.inner.store.context_tasks(context_id).await.map_err(internal)?;
+        let mut visible = Vec::with_capacity(tasks.len());
+        for stored in tasks.into_iter().filter(|r| p.can_see(&r.owner)) {
+            // A live task may have moved on since this read; a terminal one cannot.
+            let rec = match stored.state().is_terminal() {
+                true => stored,
+                false => self.record(stored.id()).await?.unwrap_or(stored),
+            };
+            visible.push(rec);
+        }
+        if visible.is_empty() {
+            return Err(A2aError::invalid_field(
+                field,
+                format!("no conversation {context_id:?} is visible to you"),
+            ));
+        }
+        Ok(visible)
+    }
+
+    /// Whether `conversation.close` closed this context.
+    pub fn context_closed(&self, context_id: &str) -> bool {
+        self.inner.closed_contexts.contains(context_id)
+    }
+
+    /// Closes a conversation: later turns in it are refused, and its live
+    /// turns the principal may see are canceled (with `why` as their status
+    /// message). Returns the ids of the turns canceled.
+    pub async fn close_context(
+        &self,
+        p: &Principal,
+        context_id: &str,
+        field: &str,
+        why: &str,
+    ) -> Result<Vec<String>, A2aError> {
+        let turns = self.context_turns(p, context_id, field).await?;
+        // Closed first: a turn sent while the live ones are being canceled
+        // is refused rather than started.
+        self.inner.closed_contexts.insert(context_id.to_owned());
+        let mut canceled = Vec::new();
+        for t in turns.iter().filter(|t| !t.state().is_terminal()) {
+            match self.cancel_because(p, t.id(), why).await {
+                Ok(_) => canceled.push(t.id().to_owned()),
+                // Ended on its own meanwhile.
+                Err(e) if e.kind == ErrorKind::TaskNotCancelable => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(canceled)
+    }
+}

@@ -1,0 +1,348 @@
+//! The command extension's ops (design §7), `https://agentd.dev/a2a/ext/command`:
+//! the engine routes a message carrying `{"agentd": {"op": …}}` here; each
+//! op is checked (known, granted to the caller's role, arguments valid
+//! against its schema) and then run deterministically, with no model call.
+//! See `docs/commands.md`.
+
+pub mod ops;
+
+use crate::subagents::{Spawn, SubagentManager, task_id_of};
+use agentd_core::{
+    CommandHandler, CommandOutcome, Engine, LinkKind, Principal, PrincipalRole, SendOutcome, TaskRecord,
+};
+use agentd_proto::{
+    A2aError, AgentSkill, ErrorKind, Message, Metadata, Part, Role, SendMessageRequest, new_id,
+};
+use async_trait::async_trait;
+use ops::Schemas;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The extension's URI.
+pub const URI: &str = "https://agentd.dev/a2a/ext/command";
+
+/// Which ops each role may run. Operators may run every op; anonymous
+/// callers none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grants {
+    user: BTreeSet<String>,
+    agent: BTreeSet<String>,
+}
+
+impl Default for Grants {
+    fn default() -> Self {
+        let d: BTreeSet<String> = ops::DEFAULT_GRANTS.iter().map(|s| (*s).to_owned()).collect();
+        Self { user: d.clone(), agent: d }
+    }
+}
+
+impl Grants {
+    /// Grants from config; an op name that is not an op is an error naming it.
+    pub fn new(user: &[String], agent: &[String]) -> Result<Self, String> {
+        let known = ops::names();
+        let check = |role: &str, list: &[String]| -> Result<BTreeSet<String>, String> {
+            for op in list {
+                if !known.contains(&op.as_str()) {
+                    return Err(format!(
+                        "commands.grants.{role}: {op:?} is not a command op (ops: {})",
+                        known.join(", ")
+                    ));
+                }
+            }
+            Ok(list.iter().cloned().collect())
+        };
+        Ok(Self { user: check("user", user)?, agent: check("agent", agent)? })
+    }
+
+    pub fn allows(&self, role: PrincipalRole, op: &str) -> bool {
+        match role {
+            PrincipalRole::Operator => true,
+            PrincipalRole::User => self.user.contains(op),
+            PrincipalRole::Agent => self.agent.contains(op),
+            PrincipalRole::Anonymous => false,
+        }
+    }
+}
+
+fn role_name(role: PrincipalRole) -> &'static str {
+    match role {
+        PrincipalRole::Operator => "operator",
+        PrincipalRole::User => "user",
+        PrincipalRole::Agent => "agent",
+        PrincipalRole::Anonymous => "anonymous",
+    }
+}
+
+/// The extension's card `params`: `{"ops": [{op, description, startsWork, schema}]}`.
+pub fn card_params() -> Metadata {
+    let ops: Vec<Value> = ops::all()
+        .into_iter()
+        .map(|o| json!({"op": o.op, "description": o.description, "startsWork": o.starts_work, "schema": o.schema}))
+        .collect();
+    let mut m = Metadata::new();
+    m.insert("ops".into(), Value::Array(ops));
+    m
+}
+
+/// One card skill per op, mirroring the extension's params.
+pub fn skills() -> Vec<AgentSkill> {
+    ops::all()
+        .into_iter()
+        .map(|o| AgentSkill {
+            id: format!("command:{}", o.op),
+            name: format!("Command {}", o.op),
+            description: format!(
+                "{} Send a DataPart {{\"agentd\": {{\"op\": \"{}\", …}}}} (extension {URI}).",
+                o.description, o.op
+            ),
+            tags: vec!["command".into()],
+            input_modes: vec!["application/json".into()],
+            ..AgentSkill::default()
+        })
+        .collect()
+}
+
+/// The command handler the engine calls.
+pub struct Commands {
+    grants: Grants,
+    schemas: Schemas,
+    subagents: Arc<SubagentManager>,
+    model: String,
+    started: Instant,
+}
+
+impl Commands {
+    /// `model` is the provider kind the `status` op reports.
+    pub fn new(grants: Grants, subagents: Arc<SubagentManager>, model: &str) -> Self {
+        Self {
+            grants,
+            schemas: Schemas::compile(),
+            subagents,
+            model: model.to_owned(),
+            started: Instant::now(),
+        }
+    }
+
+    fn check(&self, p: &Principal, op: &str, args: &Value) -> Result<(), A2aError> {
+        if !self.schemas.knows(op) {
+            return Err(A2aError::invalid_field(
+                "op",
+                format!("{op:?} is not a command op; this agent runs: {}", ops::names().join(", ")),
+            ));
+        }
+        if !self.grants.allows(p.role, op) {
+            let role = role_name(p.role);
+            return Err(A2aError::new(
+                ErrorKind::PermissionDenied,
+                format!(
+                    "the command op {op:?} is not granted to role {role} ({}); an operator may run it, \
+                     or grant it in commands.grants.{role}",
+                    p.id
+                ),
+            )
+            .with_meta("op", op)
+            .with_meta("role", role));
+        }
+        self.schemas.check(op, args)
+    }
+
+    fn status(&self, p: &Principal, engine: &Engine) -> Value {
+        let l = self.subagents.limits();
+        json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "uptimeSecs": self.started.elapsed().as_secs(),
+            "liveTasks": engine.live_tasks(),
+            "model": self.model,
+            "subagents": {
+                "live": self.subagents.live_count(),
+                "maxLive": l.max_live,
+                "maxDepth": l.max_depth,
+                "maxTokens": l.max_tokens,
+            },
+            "principal": {"id": p.id, "role": role_name(p.role)},
+        })
+    }
+
+    /// The subagent a handle (or task id) names, if the caller may see it.
+    async fn subagent(&self, p: &Principal, engine: &Engine, id: &str) -> Result<TaskRecord, A2aError> {
+        let not_found = || {
+            A2aError::new(ErrorKind::TaskNotFound, format!("no subagent {id:?} is visible to you"))
+                .with_meta("subagent", id)
+        };
+        let task_id = task_id_of(id);
+        let rec = engine.task_record(p, task_id).await.map_err(|e| match e.kind {
+            ErrorKind::TaskNotFound => not_found(),
+            _ => e,
+        })?;
+        match &rec.meta.link {
+            Some(l) if l.kind == LinkKind::Subagent && (id == task_id || l.id == id) => Ok(rec),
+            _ => Err(not_found()),
+        }
+    }
+
+    fn subagent_status(&self, rec: &TaskRecord) -> Value {
+        let handle = rec.meta.link.as_ref().map(|l| l.id.clone()).unwrap_or_default();
+        let last =
+            rec.task.status.message.as_ref().or_else(|| rec.task.history.as_ref().and_then(|h| h.last()));
+        let children: Vec<Value> = self
+            .subagents
+            .live_children(rec.id())
+            .into_iter()
+            .map(|(handle, task_id)| json!({"handle": handle, "taskId": task_id}))
+            .collect();
+        json!({
+            "handle": handle,
+            "taskId": rec.id(),
+            "contextId": rec.task.context_id,
+            "state": rec.state().as_str(),
+            "parent": rec.meta.parent,
+            "command": rec.meta.command,
+            "liveChildren": children,
+            "lastMessage": last,
+        })
+    }
+
+    async fn kill(&self, p: &Principal, engine: &Engine, rec: &TaskRecord) -> Result<Value, A2aError> {
+        let handle = rec.meta.link.as_ref().map(|l| l.id.clone()).unwrap_or_default();
+        let mut canceled = Vec::new();
+        // Who is below is read first: canceling the subagent sets off the
+        // same cascade from the engine's observer.
+        let below = self.subagents.descendants(rec.id());
+        if !rec.state().is_terminal() {
+            match engine.cancel_because(p, rec.id(), &format!("killed by {} (subagent.kill)", p.id)).await {
+                Ok(_) => {
+                    self.subagents.ended(rec.id());
+                    canceled.push(rec.id().to_owned());
+                }
+                Err(e) if e.kind == ErrorKind::TaskNotCancelable => {} // ended meanwhile
+                Err(e) => return Err(e),
+            }
+        }
+        let why = format!("canceled because its parent subagent {handle} was killed");
+        canceled.extend(self.subagents.cancel_all(engine, below, &why).await);
+        let now = engine.task_record(p, rec.id()).await?;
+        Ok(json!({"handle": handle, "taskId": rec.id(), "state": now.state().as_str(), "canceled": canceled}))
+    }
+
+    async fn send_to(
+        &self,
+        p: &Principal,
+        engine: &Engine,
+        rec: &TaskRecord,
+        input: String,
+    ) -> Result<TaskRecord, A2aError> {
+        let message = Message {
+            message_id: new_id(),
+            task_id: rec.id().to_owned(),
+            role: Role::User,
+            parts: vec![Part::text(input)],
+            ..Message::default()
+        };
+        let req = SendMessageRequest { message: Some(message), ..SendMessageRequest::default() };
+        match engine.send(p, req, true).await? {
+            // The engine answers with the task's events from now on.
+            SendOutcome::Task(events) => drop(events),
+            SendOutcome::Message(_) => return Err(A2aError::internal()),
+        }
+        engine.task_record(p, rec.id()).await
+    }
+}
+
+fn arg(args: &Value, name: &str) -> String {
+    args.get(name).and_then(Value::as_str).unwrap_or_default().to_owned()
+}
+
+#[async_trait]
+impl CommandHandler for Commands {
+    async fn run(
+        &self,
+        p: &Principal,
+        op: &str,
+        args: Value,
+        engine: &Engine,
+    ) -> Result<CommandOutcome, A2aError> {
+        self.check(p, op, &args)?;
+        let reply = match op {
+            "status" => self.status(p, engine),
+            "subagent.spawn" => {
+                let spawn = Spawn {
+                    owner: p.id.clone(),
+                    parent: None,
+                    instruction: arg(&args, "instruction"),
+                    input: arg(&args, "input"),
+                    name: args.get("name").and_then(Value::as_str).map(str::to_owned),
+                    command: Some(op.to_owned()),
+                };
+                return Ok(CommandOutcome::Started(self.subagents.spawn(engine, spawn).await?));
+            }
+            "subagent.send" => {
+                let rec = self.subagent(p, engine, &arg(&args, "id")).await?;
+                return Ok(CommandOutcome::Started(
+                    self.send_to(p, engine, &rec, arg(&args, "input")).await?,
+                ));
+            }
+            "subagent.status" => {
+                let rec = self.subagent(p, engine, &arg(&args, "id")).await?;
+                self.subagent_status(&rec)
+            }
+            "subagent.kill" => {
+                let rec = self.subagent(p, engine, &arg(&args, "id")).await?;
+                self.kill(p, engine, &rec).await?
+            }
+            "conversation.get" => {
+                let ctx = arg(&args, "contextId");
+                let turns: Vec<Value> = engine
+                    .context_turns(p, &ctx, "contextId")
+                    .await?
+                    .iter()
+                    .map(|t| {
+                        json!({
+                            "taskId": t.id(),
+                            "state": t.state().as_str(),
+                            "messages": t.task.history.clone().unwrap_or_default(),
+                        })
+                    })
+                    .collect();
+                json!({"contextId": ctx, "closed": engine.context_closed(&ctx), "turns": turns})
+            }
+            "conversation.close" => {
+                let ctx = arg(&args, "contextId");
+                let why = format!("the conversation was closed by {} (conversation.close)", p.id);
+                let canceled = engine.close_context(p, &ctx, "contextId", &why).await?;
+                json!({"contextId": ctx, "closed": true, "canceled": canceled})
+            }
+            other => {
+                // Known to the schema table but not dispatched: a bug.
+                tracing::error!(op = other, "command op without an implementation");
+                return Err(A2aError::internal());
+            }
+        };
+        Ok(CommandOutcome::Reply(reply))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grants_default_to_status_and_own_work_and_refuse_unknown_ops() {
+        let g = Grants::default();
+        assert!(g.allows(PrincipalRole::User, "status"));
+        assert!(!g.allows(PrincipalRole::User, "subagent.spawn"));
+        assert!(g.allows(PrincipalRole::Operator, "subagent.spawn"));
+        assert!(!g.allows(PrincipalRole::Anonymous, "status"));
+        let e = Grants::new(&["status".into(), "nope".into()], &[]).unwrap_err();
+        assert!(e.contains("\"nope\"") && e.contains("commands.grants.user"), "{e}");
+    }
+
+    #[test]
+    fn card_params_list_every_op_with_its_schema() {
+        let p = card_params();
+        let ops = p["ops"].as_array().unwrap();
+        assert_eq!(ops.len(), ops::names().len());
+        assert!(ops.iter().all(|o| o["schema"]["type"] == "object" && o["description"].is_string()));
+    }
+}

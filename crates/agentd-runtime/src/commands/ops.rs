@@ -1,0 +1,247 @@
+//! The command ops: names, descriptions, argument schemas (JSON Schema
+//! 2020-12, closed) and which of them a user or agent may run by default.
+//! The card's extension params are built from this table, so what is
+//! declared is what runs.
+
+use agentd_proto::{A2aError, FieldViolation};
+use jsonschema::error::ValidationErrorKind;
+use jsonschema::paths::LocationSegment;
+use jsonschema::{ValidationError, Validator};
+use serde_json::{Value, json};
+
+/// One op as the card declares it.
+pub struct OpSpec {
+    pub op: &'static str,
+    pub description: &'static str,
+    /// Whether it starts (or continues) a task; otherwise it answers with
+    /// a direct Message holding a DataPart.
+    pub starts_work: bool,
+    pub schema: Value,
+}
+
+/// The ops a `user` or `agent` may run without a `commands.grants` entry:
+/// the daemon's status and the status and cancelation of their own work.
+pub const DEFAULT_GRANTS: &[&str] =
+    &["status", "subagent.status", "subagent.kill", "conversation.get", "conversation.close"];
+
+/// A subagent name: the first part of its handle.
+pub const NAME_PATTERN: &str = "^[a-z][a-z0-9_]{0,31}$";
+
+fn closed(properties: Value, required: &[&str]) -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+fn text(description: &str) -> Value {
+    json!({"type": "string", "minLength": 1, "description": description})
+}
+
+/// The arguments of `subagent.spawn`, also the `spawn_subagent` tool's
+/// parameters.
+pub fn spawn_schema() -> Value {
+    closed(
+        json!({
+            "instruction": text("The subagent's instruction: its system prompt."),
+            "input": text("The first message the subagent gets."),
+            "name": {
+                "type": "string",
+                "pattern": NAME_PATTERN,
+                "description": "Names the subagent; its handle is `<name>-<task id>` (default name `subagent`).",
+            },
+        }),
+        &["instruction", "input"],
+    )
+}
+
+/// Every op, in the order the card lists them.
+pub fn all() -> Vec<OpSpec> {
+    let id = || text("The subagent's handle (or its task id).");
+    let context = || text("The conversation's contextId.");
+    vec![
+        OpSpec {
+            op: "status",
+            description: "The daemon's status: version, uptime, live tasks, model kind, subagents.",
+            starts_work: false,
+            schema: closed(json!({}), &[]),
+        },
+        OpSpec {
+            op: "subagent.spawn",
+            description: "Starts a subagent: an agent loop with its own instruction and context, tracked by the task this answers with.",
+            starts_work: true,
+            schema: spawn_schema(),
+        },
+        OpSpec {
+            op: "subagent.send",
+            description: "Sends input to a subagent: steering while it works, the answer when it waits for input. Answers with its task.",
+            starts_work: true,
+            schema: closed(json!({"id": id(), "input": text("The message text.")}), &["id", "input"]),
+        },
+        OpSpec {
+            op: "subagent.status",
+            description: "A subagent's handle, task, state, parent, live children and last message.",
+            starts_work: false,
+            schema: closed(json!({"id": id()}), &["id"]),
+        },
+        OpSpec {
+            op: "subagent.kill",
+            description: "Cancels a subagent and every live subagent below it.",
+            starts_work: false,
+            schema: closed(json!({"id": id()}), &["id"]),
+        },
+        OpSpec {
+            op: "conversation.get",
+            description: "The turns of a conversation you may see: task ids, states and messages.",
+            starts_work: false,
+            schema: closed(json!({"contextId": context()}), &["contextId"]),
+        },
+        OpSpec {
+            op: "conversation.close",
+            description: "Closes a conversation: cancels its live turns and refuses later ones.",
+            starts_work: false,
+            schema: closed(json!({"contextId": context()}), &["contextId"]),
+        },
+    ]
+}
+
+/// The op names, in card order.
+pub fn names() -> Vec<&'static str> {
+    all().iter().map(|o| o.op).collect()
+}
+
+/// Compiled argument schemas.
+pub struct Schemas {
+    validators: Vec<(&'static str, Validator)>,
+}
+
+impl Schemas {
+    /// Compiles every op's schema; a schema that does not compile is a bug
+    /// caught by the tests.
+    pub fn compile() -> Self {
+        let validators = all()
+            .into_iter()
+            .map(|o| {
+                let v = jsonschema::validator_for(&o.schema)
+                    .unwrap_or_else(|e| panic!("the schema of command op {} does not compile: {e}", o.op));
+                (o.op, v)
+            })
+            .collect();
+        Self { validators }
+    }
+
+    pub fn knows(&self, op: &str) -> bool {
+        self.validators.iter().any(|(name, _)| *name == op)
+    }
+
+    /// Checks `args` against `op`'s schema; every violation names its
+    /// field relative to the command object (`instruction`, `name`).
+    pub fn check(&self, op: &str, args: &Value) -> Result<(), A2aError> {
+        let Some((_, v)) = self.validators.iter().find(|(name, _)| *name == op) else {
+            return Ok(());
+        };
+        check_with(v, args)
+    }
+}
+
+/// `args` against a compiled schema, as InvalidParams listing every
+/// violated field.
+pub fn check_with(v: &Validator, args: &Value) -> Result<(), A2aError> {
+    let mut violations: Vec<FieldViolation> = Vec::new();
+    for e in v.iter_errors(args) {
+        violations.extend(violations_of(&e));
+    }
+    if violations.is_empty() { Ok(()) } else { Err(A2aError::invalid_fields(violations)) }
+}
+
+/// The dotted path of an instance location: `a.b[2].c`.
+fn dotted<'a>(segments: impl Iterator<Item = LocationSegment<'a>>) -> String {
+    let mut out = String::new();
+    for s in segments {
+        match s {
+            LocationSegment::Property(p) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(&p);
+            }
+            LocationSegment::Index(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    out
+}
+
+fn join(base: &str, name: &str) -> String {
+    if base.is_empty() { name.to_owned() } else { format!("{base}.{name}") }
+}
+
+fn violations_of(e: &ValidationError<'_>) -> Vec<FieldViolation> {
+    let at = dotted(e.instance_path().segments());
+    let one = |field: String, description: String| vec![FieldViolation { field, description }];
+    match e.kind() {
+        ValidationErrorKind::Required { property } => {
+            let name = property.as_str().map_or_else(|| property.to_string(), str::to_owned);
+            one(join(&at, &name), "is required".into())
+        }
+        ValidationErrorKind::AdditionalProperties { unexpected } => unexpected
+            .iter()
+            .map(|name| FieldViolation {
+                field: join(&at, name),
+                description: "is not an argument of this op".into(),
+            })
+            .collect(),
+        ValidationErrorKind::Type { kind } => one(at, format!("must be of type {}", type_name(kind))),
+        ValidationErrorKind::MinLength { .. } => one(at, "must not be empty".into()),
+        ValidationErrorKind::Pattern { pattern } => one(at, format!("must match {pattern}")),
+        _ => one(at, e.to_string()),
+    }
+}
+
+fn type_name(kind: &jsonschema::error::TypeKind) -> String {
+    match kind {
+        jsonschema::error::TypeKind::Single(t) => t.to_string(),
+        jsonschema::error::TypeKind::Multiple(ts) => {
+            ts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" or ")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(e: &A2aError) -> Vec<&str> {
+        e.violations.iter().map(|v| v.field.as_str()).collect()
+    }
+
+    #[test]
+    fn every_schema_compiles_and_is_closed() {
+        let s = Schemas::compile();
+        for o in all() {
+            assert!(s.knows(o.op));
+            assert_eq!(o.schema["additionalProperties"], false, "{} is closed", o.op);
+        }
+        assert!(DEFAULT_GRANTS.iter().all(|g| s.knows(g)), "default grants name real ops");
+    }
+
+    #[test]
+    fn violations_name_each_field() {
+        let s = Schemas::compile();
+        let ok = json!({"instruction": "be brief", "input": "hi", "name": "helper"});
+        assert!(s.check("subagent.spawn", &ok).is_ok());
+        let e = s
+            .check("subagent.spawn", &json!({"instruction": 5, "extra": 1, "name": "Bad Name"}))
+            .unwrap_err();
+        let mut got = fields(&e);
+        got.sort_unstable();
+        assert_eq!(got, ["extra", "input", "instruction", "name"], "{e:?}");
+        let e = s.check("subagent.status", &json!({"id": ""})).unwrap_err();
+        assert_eq!(fields(&e), ["id"]);
+        assert!(e.violations[0].description.contains("empty"), "{e:?}");
+        let e = s.check("status", &json!({"verbose": true})).unwrap_err();
+        assert_eq!(fields(&e), ["verbose"]);
+    }
+}

@@ -1,0 +1,88 @@
+//! `spawn_subagent`: the model's way to hand a piece of work to a subagent.
+//! The subagent is a child of the calling task (same owner), and the call
+//! waits for it to finish: the model gets the subagent's final answer as
+//! the tool result. When the calling task ends while waiting (canceled,
+//! failed), the wait stops and the subagent is canceled with it: nobody is
+//! left to read its answer.
+
+use super::{Spawn, SubagentManager};
+use crate::agent_loop::Tool;
+use crate::commands::ops::{check_with, spawn_schema};
+use crate::model::ToolSpec;
+use agentd_core::TaskControl;
+use agentd_proto::{A2aError, TaskState};
+use async_trait::async_trait;
+use serde_json::Value;
+use std::sync::Arc;
+
+pub const TOOL_NAME: &str = "spawn_subagent";
+
+pub struct SpawnSubagentTool {
+    manager: Arc<SubagentManager>,
+    schema: jsonschema::Validator,
+}
+
+impl SpawnSubagentTool {
+    pub fn new(manager: Arc<SubagentManager>) -> Self {
+        let schema = jsonschema::validator_for(&spawn_schema()).expect("the spawn schema compiles");
+        Self { manager, schema }
+    }
+}
+
+fn describe(e: &A2aError) -> String {
+    if e.violations.is_empty() {
+        e.message.clone()
+    } else {
+        e.violations.iter().map(|v| format!("`{}` {}", v.field, v.description)).collect::<Vec<_>>().join("; ")
+    }
+}
+
+#[async_trait]
+impl Tool for SpawnSubagentTool {
+    fn spec(&self) -> ToolSpec {
+        let mut parameters = spawn_schema();
+        if let Some(o) = parameters.as_object_mut() {
+            o.remove("$schema");
+        }
+        ToolSpec {
+            name: TOOL_NAME.into(),
+            description: "Hands a self-contained piece of work to a subagent with its own instruction \
+                and waits for its final answer, which is returned as the result."
+                .into(),
+            parameters,
+        }
+    }
+
+    async fn call(&self, args: Value, control: &TaskControl) -> Result<String, String> {
+        check_with(&self.schema, &args).map_err(|e| describe(&e))?;
+        let field = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_owned);
+        let me = control.record().await.map_err(|e| e.message)?;
+        let engine = control.engine();
+        let spawn = Spawn {
+            owner: me.owner.clone(),
+            parent: Some(me.id().to_owned()),
+            instruction: field("instruction").unwrap_or_default(),
+            input: field("input").unwrap_or_default(),
+            name: field("name"),
+            command: None,
+        };
+        let child = self.manager.spawn(engine, spawn).await.map_err(|e| describe(&e))?;
+        let handle = child.meta.link.as_ref().map(|l| l.id.clone()).unwrap_or_else(|| child.id().to_owned());
+        let done = tokio::select! {
+            r = engine.settled(child.id()) => r.map_err(|e| e.message)?,
+            () = control.cancelled().cancelled() => {
+                let why = format!("canceled because its parent task {} ended", me.id());
+                self.manager.cancel_below(engine, me.id(), &why).await;
+                return Err(format!("the task ended while subagent {handle} was working"));
+            }
+        };
+        let answer = done.task.status.message.as_ref().map(|m| m.text()).unwrap_or_default();
+        match done.state() {
+            TaskState::Completed => Ok(answer),
+            TaskState::InputRequired => Ok(format!(
+                "subagent {handle} is waiting for input: {answer} (send it with the subagent.send command)"
+            )),
+            s => Err(format!("subagent {handle} ended {}: {answer}", s.as_str())),
+        }
+    }
+}

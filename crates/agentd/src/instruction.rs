@@ -1,0 +1,58 @@
+//! Loads the agent's instruction document (or the built-in one) and turns
+//! it into the system prompt the model receives. A refused document stops
+//! the daemon at start with every refusal as `FILE:line: message`.
+
+use anyhow::bail;
+use std::path::Path;
+
+/// The document used when none is configured.
+pub const DEFAULT_DOCUMENT: &str = include_str!("assets/default-agent.md");
+
+/// A loaded document, as far as the daemon acts on it today.
+pub struct Instruction {
+    /// The text the model receives (delivery of the document).
+    pub system_prompt: String,
+}
+
+/// Loads `path`, or the built-in document when `None`. The daemon is the
+/// runtime of every capability family, so all are granted.
+pub fn load(path: Option<&Path>) -> anyhow::Result<Instruction> {
+    let (name, text) = match path {
+        Some(p) => (
+            p.display().to_string(),
+            std::fs::read_to_string(p).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?,
+        ),
+        None => ("<built-in default agent>".to_owned(), DEFAULT_DOCUMENT.to_owned()),
+    };
+    let opts = agentd_instruction::Options::all_grants();
+    match agentd_instruction::load_with(&text, &opts) {
+        Ok(document) => {
+            let system_prompt =
+                agentd_instruction::deliver(&document, &agentd_instruction::Context::default());
+            Ok(Instruction { system_prompt })
+        }
+        Err(refusals) => {
+            let lines: Vec<String> = refusals
+                .iter()
+                .map(|r| match r.line {
+                    Some(l) => format!("{name}:{l}: {}", r.message),
+                    None => format!("{name}: {}", r.message),
+                })
+                .collect();
+            bail!(
+                "the instruction document was refused (check it with `agentd check`):\n{}",
+                lines.join("\n")
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_built_in_document_loads_and_delivers_its_prose() {
+        let i = super::load(None).unwrap();
+        assert!(i.system_prompt.contains("default agent of an agentd daemon"), "{}", i.system_prompt);
+        assert!(!i.system_prompt.contains("spec:"), "front matter is never delivered");
+    }
+}

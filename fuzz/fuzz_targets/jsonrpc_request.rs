@@ -1,0 +1,9 @@
+//! Bytes → `parse_request`, then the params decoded as every core method's
+//! request and round-tripped (`agentd_proto::fuzzing`).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    agentd_proto::fuzzing::check_jsonrpc_roundtrip(data);
+});
