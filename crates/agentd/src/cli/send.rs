@@ -1,4 +1,5 @@
-//! `agentd send`: SendMessage, or SendStreamingMessage with `--stream`.
+//! `agentd send`: SendStreamingMessage for people (the reply prints as it
+//! arrives), SendMessage for `--json`, `--no-wait` and `--no-stream`.
 
 use super::ClientOpts;
 use super::client::Client;
@@ -23,9 +24,13 @@ pub struct SendArgs {
     /// Continue this task, e.g. one waiting for input (taskId).
     #[arg(long, value_name = "ID")]
     pub task: Option<String>,
-    /// Print the reply as it is produced (SendStreamingMessage).
+    /// Print the reply as it is produced (SendStreamingMessage). This is
+    /// the default for human output; with `--json` it prints one event per line.
     #[arg(long, conflicts_with = "no_wait")]
     pub stream: bool,
+    /// Wait for the whole reply and print it at once (SendMessage).
+    #[arg(long, conflicts_with = "stream")]
+    pub no_stream: bool,
     /// Return as soon as the task exists, without waiting for the reply.
     #[arg(long)]
     pub no_wait: bool,
@@ -57,7 +62,10 @@ pub async fn run(args: SendArgs) -> anyhow::Result<()> {
     let configuration =
         args.no_wait.then(|| SendMessageConfiguration { return_immediately: true, ..Default::default() });
     let req = SendMessageRequest { message: Some(message), configuration, ..Default::default() };
-    if args.stream {
+    // People see the reply as it arrives; scripts (`--json`) get one
+    // document unless they ask for the event stream.
+    let streaming = args.stream || (!args.client.json && !args.no_wait && !args.no_stream);
+    if streaming {
         stream(&client, &req, args.client.json).await
     } else {
         unary(&client, &req, args.client.json).await
