@@ -46,6 +46,28 @@ pub struct ErrorCodes {
 }
 
 impl ErrorKind {
+    /// Every kind, for tables and tests that must cover them all.
+    pub const ALL: &'static [ErrorKind] = &[
+        ErrorKind::TaskNotFound,
+        ErrorKind::TaskNotCancelable,
+        ErrorKind::PushNotificationNotSupported,
+        ErrorKind::UnsupportedOperation,
+        ErrorKind::ContentTypeNotSupported,
+        ErrorKind::InvalidAgentResponse,
+        ErrorKind::ExtendedAgentCardNotConfigured,
+        ErrorKind::ExtensionSupportRequired,
+        ErrorKind::VersionNotSupported,
+        ErrorKind::ParseError,
+        ErrorKind::InvalidRequest,
+        ErrorKind::MethodNotFound,
+        ErrorKind::InvalidParams,
+        ErrorKind::Internal,
+        ErrorKind::Unauthenticated,
+        ErrorKind::PermissionDenied,
+        ErrorKind::PayloadTooLarge,
+        ErrorKind::Unavailable,
+    ];
+
     pub const fn codes(self) -> ErrorCodes {
         const fn c(
             jsonrpc: i32,

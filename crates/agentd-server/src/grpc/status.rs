@@ -59,28 +59,7 @@ mod tests {
 
     #[test]
     fn every_kind_maps_to_a_known_code() {
-        use ErrorKind::*;
-        let kinds = [
-            TaskNotFound,
-            TaskNotCancelable,
-            PushNotificationNotSupported,
-            UnsupportedOperation,
-            ContentTypeNotSupported,
-            InvalidAgentResponse,
-            ExtendedAgentCardNotConfigured,
-            ExtensionSupportRequired,
-            VersionNotSupported,
-            ParseError,
-            InvalidRequest,
-            MethodNotFound,
-            InvalidParams,
-            Internal,
-            Unauthenticated,
-            PermissionDenied,
-            PayloadTooLarge,
-            Unavailable,
-        ];
-        for k in kinds {
+        for &k in ErrorKind::ALL {
             assert_ne!(code(k.codes().grpc), Code::Unknown, "{k:?}");
         }
     }
