@@ -245,8 +245,8 @@ if [[ $WRK != 0 ]] && command -v wrk >/dev/null; then
         p99=$(wrk_ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")
         errs=$(awk '/Non-2xx/ {n += $NF} /Socket errors/ {gsub(",", ""); n += $4 + $6 + $8 + $10} END {print n + 0}' <<<"$out")
         hwm=$(awk '/^VmHWM:/ {printf "%.3f", $2 / 1024}' "/proc/$SRV_PID/status")
-        line=$(printf '{"scenario":"send-wrk","label":"%s","concurrency":%s,"duration_s":%s,"rps":%s,"p50_ms":%s,"p99_ms":%s,"errors":%s,"hwm_mib":%s,"loadavg_1m":%s}' \
-          "$s" "$c" "$SECS" "${rps:-0}" "$p50" "$p99" "$errs" "${hwm:-0}" "$(cut -d' ' -f1 /proc/loadavg)")
+        line=$(printf '{"scenario":"send-wrk","label":"%s","concurrency":%s,"duration_s":%s,"rps":%s,"p50_ms":%s,"p99_ms":%s,"errors":%s,"hwm_mib":%s,"loadavg_1m":%s,"ts":%s}' \
+          "$s" "$c" "$SECS" "${rps:-0}" "$p50" "$p99" "$errs" "${hwm:-0}" "$(cut -d' ' -f1 /proc/loadavg)" "$(date +%s)")
         echo "$line" | tee -a "$RESULTS" | sed 's/^/    /' >&2
         stop_server
       done
