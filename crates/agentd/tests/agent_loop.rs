@@ -215,3 +215,21 @@ async fn a_model_error_fails_the_turn_with_the_reason() {
     let s = scripted(json!([{"error": {"status": 503, "message": "overloaded"}}]), "");
     failed_with(&s, "overloaded").await;
 }
+
+#[tokio::test]
+async fn a_restart_in_the_middle_of_a_turn_fails_it_with_a_reason() {
+    let slow = json!({"deltas": ["a", "b", "c"], "delay_ms": 5000});
+    let mut s = scripted(json!([slow]), "");
+    let mut p = send_params("m1", "long work", None);
+    p["configuration"] = json!({"returnImmediately": true});
+    let id = s.daemon.call("SendMessage", p).await["task"]["id"].as_str().unwrap().to_owned();
+    wait_calls(&s.record, 1).await;
+    s.daemon.kill9();
+    let data = s.daemon.data_dir.clone();
+    let config = s._dir.path().join("agentd.yaml");
+    let d = Daemon::start_in(&data, &["--config", config.to_str().unwrap()]);
+    let t = d.call("GetTask", json!({"id": id})).await;
+    assert_eq!(t["status"]["state"], "TASK_STATE_FAILED", "never left WORKING: {t}");
+    let why = t["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+    assert!(why.contains("restarted"), "{why}");
+}
