@@ -3,8 +3,8 @@
 # 1.3.0) and the bare-axum floor, on this machine, in one run, alternating
 # servers, a fresh server (and for agentd a fresh data directory) per run.
 #
-#   bench/run.sh                      # full run (about 12 minutes)
-#   BENCH_SECS=5 BENCH_REPS=1 bench/run.sh   # quick run (about 3 minutes)
+#   bench/run.sh                      # full run (about 20 minutes)
+#   BENCH_SECS=5 BENCH_REPS=1 BENCH_COUNT=5000 bench/run.sh   # quick run (about 5 minutes)
 #
 # Knobs (environment):
 #   BENCH_SECS=20            timed seconds per load run
