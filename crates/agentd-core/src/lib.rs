@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod conversations;
 pub mod engine;
+pub mod gate;
 pub mod principal;
 pub mod record;
 pub mod slots;
@@ -18,6 +19,7 @@ pub use engine::{
     CommandHandler, CommandOutcome, Engine, EngineConfig, PushUrlPolicy, SendOutcome, StartTask, TaskEvents,
     TaskObserver,
 };
+pub use gate::{GateAnnouncement, GateBridge};
 pub use principal::{Principal, PrincipalRole};
-pub use record::{LinkKind, OutboxItem, StatusEntry, TaskLink, TaskMeta, TaskRecord};
+pub use record::{LinkKind, OpenGate, OutboxItem, StatusEntry, TaskLink, TaskMeta, TaskRecord};
 pub use store::{Batch, PushConfigRow, Store, StoreError, TaskPage, TaskQuery};

@@ -37,7 +37,7 @@ impl TaskLink {
 
 /// Facts about how a task came to be, stored with it (not on the wire yet;
 /// the task-annotations extension will carry them).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TaskMeta {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -48,6 +48,23 @@ pub struct TaskMeta {
     /// The command op that started the task (`subagent.spawn`, ...).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+    /// The human gate the task waits on, while it is INPUT_REQUIRED on one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate: Option<OpenGate>,
+}
+
+/// A human gate that is open on a task: what the answer must satisfy and
+/// where the question was routed (the task-annotations `askSchema` and
+/// `askChannel`). Cleared when the gate closes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OpenGate {
+    /// The JSON Schema an answer must satisfy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ask_schema: Option<serde_json::Value>,
+    /// The channel of the human the gate is addressed to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ask_channel: Option<String>,
 }
 
 impl TaskMeta {

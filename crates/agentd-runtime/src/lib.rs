@@ -6,6 +6,7 @@
 
 pub mod agent_loop;
 pub mod commands;
+pub mod delegate;
 mod echo;
 pub mod model;
 pub mod subagents;

@@ -187,6 +187,7 @@ impl SubagentManager {
                 link: Some(TaskLink::new(LinkKind::Subagent, &handle)),
                 parent: spawn.parent,
                 command: spawn.command,
+                gate: None,
             },
             agent: Some(Arc::new(agent)),
         };

@@ -93,6 +93,7 @@ pub fn full_record(id: &str, owner: &str, context_id: &str, ms: i64) -> TaskReco
             link: Some(TaskLink::new(LinkKind::Subagent, format!("helper-{id}"))),
             parent: Some("parent-task".into()),
             command: Some("subagent.spawn".into()),
+            gate: None,
         },
     }
 }

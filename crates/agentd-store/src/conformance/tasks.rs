@@ -2,7 +2,7 @@
 //! pagination and filters.
 
 use super::build::{commit, full_record, ids, list, ok, query, record, records, tasks_batch};
-use agentd_core::{Batch, LinkKind, Store, TaskLink, TaskMeta, TaskQuery, TaskRecord};
+use agentd_core::{Batch, LinkKind, OpenGate, Store, TaskLink, TaskMeta, TaskQuery, TaskRecord};
 use agentd_proto::TaskState::{Canceled, Completed, InputRequired, Working};
 
 /// An empty batch commits and changes nothing.
@@ -34,11 +34,16 @@ pub async fn meta_roundtrip(store: &dyn Store) {
             link: Some(TaskLink::new(LinkKind::Run, "triage-01J")),
             command: Some("workflow.run".into()),
             parent: None,
+            gate: Some(OpenGate {
+                ask_schema: Some(serde_json::json!({"type": "object", "required": ["approve"]})),
+                ask_channel: Some("ops".into()),
+            }),
         },
         TaskMeta {
             link: Some(TaskLink::new(LinkKind::Subagent, "helper-1")),
             parent: Some("m-0".into()),
             command: Some("subagent.spawn".into()),
+            gate: None,
         },
         TaskMeta { parent: Some("m-2".into()), ..TaskMeta::default() },
     ];

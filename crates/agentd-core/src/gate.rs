@@ -1,0 +1,34 @@
+//! The port through which an opened (or escalated) human gate reaches the
+//! people it asks: a bridge delivers the question to a channel. A bridge
+//! never decides who may answer; the engine does, when the answer arrives.
+
+use agentd_proto::A2aError;
+use async_trait::async_trait;
+use serde_json::Value;
+
+/// What a bridge delivers when a gate opens or is escalated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GateAnnouncement {
+    /// The task that waits on the gate (the one to answer with `taskId`).
+    pub task_id: String,
+    /// The workflow run the gate belongs to (`<workflow>-<ULID>`), if any.
+    pub run_id: Option<String>,
+    /// The question, as shown to people.
+    pub question: String,
+    /// The JSON Schema the answer must satisfy, if the gate declares one.
+    pub ask_schema: Option<Value>,
+    /// The name of the channel (`@channel/<name>` without the prefix).
+    pub channel: String,
+    /// True when this is a re-announcement after `escalate_after`.
+    pub escalation: bool,
+    /// How to answer, in one line (e.g. the `agentd answer` command).
+    pub answer_hint: String,
+}
+
+/// Delivers gate announcements to channels. Implementations must make the
+/// delivery durable before returning (an outbox row), so a restart does not
+/// lose an announcement.
+#[async_trait]
+pub trait GateBridge: Send + Sync + 'static {
+    async fn announce(&self, announcement: GateAnnouncement) -> Result<(), A2aError>;
+}
