@@ -22,4 +22,4 @@ pub use engine::{
 pub use gate::{GateAnnouncement, GateBridge};
 pub use principal::{Principal, PrincipalRole};
 pub use record::{LinkKind, OpenGate, OutboxItem, StatusEntry, TaskLink, TaskMeta, TaskRecord};
-pub use store::{Batch, PushConfigRow, Store, StoreError, TaskPage, TaskQuery};
+pub use store::{Batch, ClosedContext, PushConfigRow, Store, StoreError, TaskPage, TaskQuery};

@@ -40,6 +40,17 @@ pub struct Batch {
     pub outbox_done: Vec<i64>,
     /// Outbox rows to retry: `(id, not_before_ms, attempts)`.
     pub outbox_retry: Vec<(i64, i64, u32)>,
+    /// Conversations closed by `conversation.close` (closing twice keeps the first).
+    pub closed_contexts: Vec<ClosedContext>,
+}
+
+/// A conversation (context) that takes no more turns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClosedContext {
+    pub context_id: String,
+    /// The principal id that closed it.
+    pub closed_by: String,
+    pub closed_ms: i64,
 }
 
 impl Batch {
@@ -50,6 +61,7 @@ impl Batch {
             && self.push_events.is_empty()
             && self.outbox_done.is_empty()
             && self.outbox_retry.is_empty()
+            && self.closed_contexts.is_empty()
     }
 }
 
@@ -96,4 +108,6 @@ pub trait Store: Send + Sync + 'static {
     async fn due_outbox(&self, now_ms: i64, limit: usize) -> Result<Vec<OutboxItem>, StoreError>;
     /// The earliest `not_before` of any outbox row, if any.
     async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError>;
+    /// Every closed conversation's context id (loaded once at start).
+    async fn closed_contexts(&self) -> Result<Vec<String>, StoreError>;
 }

@@ -24,6 +24,8 @@ struct Inner {
     next_push_seq: u64,
     outbox: BTreeMap<i64, OutboxRow>,
     next_outbox_id: i64,
+    /// Closed conversations: context id → closed_ms (first close wins).
+    closed: BTreeMap<String, i64>,
 }
 
 #[derive(Debug, Clone)]
@@ -108,6 +110,9 @@ impl Inner {
                 row.attempts = *attempts;
             }
         }
+        for c in &batch.closed_contexts {
+            self.closed.entry(c.context_id.clone()).or_insert(c.closed_ms);
+        }
     }
 }
 
@@ -191,5 +196,12 @@ impl Store for MemoryStore {
 
     async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError> {
         Ok(self.lock()?.outbox.values().map(|o| o.not_before_ms).min())
+    }
+
+    async fn closed_contexts(&self) -> Result<Vec<String>, StoreError> {
+        let inner = self.lock()?;
+        let mut closed: Vec<_> = inner.closed.iter().map(|(id, ms)| (*ms, id.clone())).collect();
+        closed.sort();
+        Ok(closed.into_iter().map(|(_, id)| id).collect())
     }
 }

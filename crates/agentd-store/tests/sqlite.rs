@@ -217,13 +217,11 @@ fn kill9_loses_no_acknowledged_commit() {
 async fn rows_written_before_the_meta_column_read_back_with_empty_meta() {
     let dir = TempDir::new().expect("temp dir");
     let path = dir.path().join("agentd.db");
-    drop(open(&path));
-    // Roll the file back to schema 1 (no meta_json) and write a row as
-    // that version did.
+    // A file at schema 1 (no meta_json), with a row written as that version did.
     let conn = rusqlite::Connection::open(&path).expect("raw open");
+    conn.execute_batch(SqliteStore::migrations()[0]).expect("schema 1");
     conn.execute_batch(
-        "ALTER TABLE tasks DROP COLUMN meta_json;
-         INSERT INTO tasks (id, context_id, owner, state, updated_ms, created_ms, task_json, status_history_json)
+        "INSERT INTO tasks (id, context_id, owner, state, updated_ms, created_ms, task_json, status_history_json)
          VALUES ('old', 'ctx', 'alice', 2, 1000, 1000,
                  '{\"id\":\"old\",\"contextId\":\"ctx\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}', '[]');
          PRAGMA user_version = 1;",

@@ -360,6 +360,23 @@ async fn conversation_close_cancels_live_turns_and_refuses_later_ones() {
     }
 }
 
+#[tokio::test]
+async fn a_closed_conversation_stays_closed_after_a_restart() {
+    let mut s = scripted(json!([{"text": "first answer"}]), "", true);
+    let b = Binding::JsonRpc;
+    let t = task(&s.alice().ok(b, "SendMessage", json!({"message": user_msg(&uid("m"), "hello")})).await);
+    let ctx = t["contextId"].as_str().unwrap().to_owned();
+    read_op(&s.alice(), b, "conversation.close", json!({"contextId": ctx})).await;
+    s.restart();
+    let mut m = user_msg(&uid("m"), "still there?");
+    m["contextId"] = json!(ctx);
+    let e = expect_error(s.alice().op(b, "SendMessage", json!({"message": m})).await, -32004);
+    assert!(e.error["message"].as_str().unwrap().contains("closed"), "{}", e.error);
+    let got = read_op(&s.alice(), b, "conversation.get", json!({"contextId": ctx})).await;
+    assert_eq!(got["closed"], true, "{got}");
+    assert_eq!(s.recorded().len(), 1, "the refused turn never reached the model");
+}
+
 /// The `<!-- request -->` / `<!-- reply… -->` pairs of docs/commands.md, run
 /// in order. A reply's members must be exactly the real answer's (values
 /// are examples); `reply: task` expects a Task in that state; `reply:

@@ -4,7 +4,8 @@
 use super::{Engine, internal};
 use crate::principal::Principal;
 use crate::record::TaskRecord;
-use agentd_proto::{A2aError, ErrorKind};
+use crate::store::{Batch, ClosedContext};
+use agentd_proto::{A2aError, ErrorKind, Timestamp};
 
 impl Engine {
     /// The turns of `context_id` the principal may see, oldest first. A
@@ -51,8 +52,15 @@ impl Engine {
         why: &str,
     ) -> Result<Vec<String>, A2aError> {
         let turns = self.context_turns(p, context_id, field).await?;
-        // Closed first: a turn sent while the live ones are being canceled
-        // is refused rather than started.
+        // Closed first (durably, then in memory): a turn sent while the live
+        // ones are being canceled is refused rather than started.
+        let closed = ClosedContext {
+            context_id: context_id.to_owned(),
+            closed_by: p.id.clone(),
+            closed_ms: Timestamp::now().millis(),
+        };
+        let batch = Batch { closed_contexts: vec![closed], ..Batch::default() };
+        self.inner.store.commit(batch).await.map_err(internal)?;
         self.inner.closed_contexts.insert(context_id.to_owned());
         let mut canceled = Vec::new();
         for t in turns.iter().filter(|t| !t.state().is_terminal()) {

@@ -131,9 +131,10 @@ impl Engine {
         self.inner.slots.len()
     }
 
-    /// At start: no task may stay WORKING with nothing running it. The echo
-    /// and conformance agents cannot resume a turn, so such tasks fail with a
-    /// status message that says why. Returns how many were failed.
+    /// At start: reload the closed conversations, and let no task stay
+    /// WORKING with nothing running it. Agents cannot resume a turn, so such
+    /// tasks fail with a status message that says why. Returns how many
+    /// were failed.
     pub async fn recover(&self) -> Result<usize, A2aError> {
         let stale = self
             .inner
@@ -141,6 +142,9 @@ impl Engine {
             .tasks_in_states(&[TaskState::Submitted, TaskState::Working])
             .await
             .map_err(internal)?;
+        for context_id in self.inner.store.closed_contexts().await.map_err(internal)? {
+            self.inner.closed_contexts.insert(context_id);
+        }
         let n = stale.len();
         for rec in stale {
             let why = "agentd restarted while this task was running; its work could not be resumed";

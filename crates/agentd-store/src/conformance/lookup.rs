@@ -2,7 +2,7 @@
 //! recovery by state and context ownership.
 
 use super::build::{commit, ids, ok, records, tasks_batch};
-use agentd_core::Store;
+use agentd_core::{Batch, ClosedContext, Store};
 use agentd_proto::TaskState::{self, Canceled, Completed, Submitted, Working};
 
 /// `tasks_in_states` returns exactly the tasks in the given states.
@@ -66,4 +66,17 @@ pub async fn context_tasks(store: &dyn Store) {
     let got = ok(store.context_tasks("conv").await, "context_tasks");
     assert_eq!(ids(&got), ["b", "a", "d"], "creation order, ties by id");
     assert!(ok(store.context_tasks("none").await, "context_tasks").is_empty());
+}
+
+/// Closed conversations are listed oldest first, and closing one again
+/// keeps the first close.
+pub async fn closed_contexts(store: &dyn Store) {
+    assert_eq!(ok(store.closed_contexts().await, "closed_contexts"), Vec::<String>::new(), "none at first");
+    let close =
+        |id: &str, ms| ClosedContext { context_id: id.into(), closed_by: "alice".into(), closed_ms: ms };
+    let batch = |closed| Batch { closed_contexts: closed, ..Batch::default() };
+    commit(store, batch(vec![close("b", 2_000), close("a", 1_000)]), "close two").await;
+    commit(store, batch(vec![close("a", 3_000)]), "close again").await;
+    let closed = ok(store.closed_contexts().await, "closed_contexts");
+    assert_eq!(closed, ["a", "b"], "oldest first; a second close of `a` keeps its first time");
 }

@@ -63,6 +63,7 @@ define_checks!($
     lookup::tasks_in_states,
     lookup::context_foreign,
     lookup::context_tasks,
+    lookup::closed_contexts,
     push::push_config_crud,
     push::outbox_fan_out,
     push::outbox_due_retry_done,

@@ -64,6 +64,11 @@ impl SqliteStore {
     pub fn latest_schema_version() -> i64 {
         schema::MIGRATIONS.len() as i64
     }
+
+    /// The SQL of every migration, in order (upgrade tests build old files with it).
+    pub fn migrations() -> &'static [&'static str] {
+        schema::MIGRATIONS
+    }
 }
 
 impl Drop for SqliteStore {
@@ -128,5 +133,9 @@ impl Store for SqliteStore {
 
     async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError> {
         self.reads.run(read::next_outbox_due).await
+    }
+
+    async fn closed_contexts(&self) -> Result<Vec<String>, StoreError> {
+        self.reads.run(read::closed_contexts).await
     }
 }

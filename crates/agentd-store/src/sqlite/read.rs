@@ -230,3 +230,9 @@ pub(crate) fn next_outbox_due(conn: &mut Connection) -> Result<Option<i64>, Stor
         .and_then(|mut s| s.query_row([], |row| row.get(0)))
         .map_err(err("query next outbox due"))
 }
+
+pub(crate) fn closed_contexts(conn: &mut Connection) -> Result<Vec<String>, StoreError> {
+    conn.prepare_cached("SELECT context_id FROM closed_contexts ORDER BY closed_ms, context_id")
+        .and_then(|mut s| s.query_map([], |row| row.get(0))?.collect())
+        .map_err(err("query closed conversations"))
+}

@@ -49,6 +49,12 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     CREATE INDEX outbox_due ON outbox (not_before_ms);",
     // 2: how a task came to be (link, parent, command), as JSON.
     "ALTER TABLE tasks ADD COLUMN meta_json TEXT NOT NULL DEFAULT '{}';",
+    // 3: conversations closed by `conversation.close`.
+    "CREATE TABLE closed_contexts (
+        context_id TEXT PRIMARY KEY NOT NULL,
+        closed_by TEXT NOT NULL,
+        closed_ms INTEGER NOT NULL
+    );",
 ];
 
 /// Opens the one read-write connection: WAL, busy timeout, foreign keys,

@@ -98,7 +98,7 @@ const FAN_OUT: &str = "INSERT INTO outbox (task_id, config_id, body, attempts, n
 
 /// Writes one batch inside `tx`, in the order: tasks, push upserts, push
 /// deletes (their outbox rows go by cascade), push events, outbox done,
-/// outbox retry.
+/// outbox retry, closed conversations.
 fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
     for record in &batch.tasks {
         let t = encode_task(record)?;
@@ -145,6 +145,13 @@ fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
         tx.prepare_cached("UPDATE outbox SET not_before_ms = ?2, attempts = ?3 WHERE id = ?1")
             .and_then(|mut s| s.execute(params![id, not_before_ms, attempts]))
             .map_err(err("reschedule outbox row"))?;
+    }
+    for c in &batch.closed_contexts {
+        tx.prepare_cached(
+            "INSERT OR IGNORE INTO closed_contexts (context_id, closed_by, closed_ms) VALUES (?1, ?2, ?3)",
+        )
+        .and_then(|mut s| s.execute(params![c.context_id, c.closed_by, c.closed_ms]))
+        .map_err(err("close conversation"))?;
     }
     Ok(())
 }
