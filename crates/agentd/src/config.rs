@@ -172,6 +172,7 @@ impl LimitsConfig {
             max_output_tokens: self.max_output_tokens,
             context_tokens: self.context_tokens,
             flush_interval: std::time::Duration::from_millis(self.stream_flush_ms),
+            ..Default::default()
         }
     }
 }

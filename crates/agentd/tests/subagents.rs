@@ -185,7 +185,37 @@ async fn limits_are_refused_with_clear_errors() {
     let t = task(&d.ok(Binding::JsonRpc, "SendMessage", command("subagent.spawn", args)).await);
     assert_eq!(task_state(&t), "TASK_STATE_FAILED", "{t}");
     let why = t["status"]["message"]["parts"][0]["text"].as_str().unwrap();
-    assert!(why.contains("over its limit of 2000"), "{why}");
+    assert!(why.contains("over its limit of 2000") && why.contains("subagents.max_tokens"), "{why}");
+}
+
+#[tokio::test]
+async fn a_parent_waiting_on_a_subagent_still_stops_at_its_deadline() {
+    let args = json!({"instruction": "Take forever.", "input": "go"});
+    let s = scripted(json!([spawn_call("c1", args), slow()]), "limits:\n  deadline_secs: 2\n", false);
+    let d = &s.d;
+    let started = std::time::Instant::now();
+    let r = d.ok(Binding::JsonRpc, "SendMessage", json!({"message": user_msg("m1", "Delegate this.")})).await;
+    let parent = task(&r);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "the wait was not bounded");
+    assert_eq!(task_state(&parent), "TASK_STATE_FAILED", "{parent}");
+    let why = parent["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+    assert!(
+        why.contains("deadline of 2 s") && why.contains("spawn_subagent"),
+        "names the limit and the tool: {why}"
+    );
+    // The child does not outlive its failed parent.
+    let parent_id = parent["id"].as_str().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let page = d.ok(Binding::JsonRpc, "ListTasks", json!({})).await;
+        let child = page["tasks"].as_array().unwrap().iter().find(|t| t["id"] != parent_id).cloned();
+        let state = child.as_ref().map(|c| task_state(c).to_owned()).unwrap_or_default();
+        if state == "TASK_STATE_CANCELED" || state == "TASK_STATE_FAILED" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the subagent kept running: {child:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test]

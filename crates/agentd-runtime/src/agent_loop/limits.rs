@@ -17,6 +17,9 @@ pub struct Limits {
     pub context_tokens: usize,
     /// How often streamed text is committed as an artifact update.
     pub flush_interval: Duration,
+    /// The configuration key of `max_tokens`, named when the limit stops a
+    /// turn (a subagent's comes from `subagents.max_tokens`).
+    pub max_tokens_key: &'static str,
 }
 
 impl Default for Limits {
@@ -28,6 +31,7 @@ impl Default for Limits {
             max_output_tokens: None,
             context_tokens: 32_000,
             flush_interval: Duration::from_millis(50),
+            max_tokens_key: "limits.max_tokens",
         }
     }
 }

@@ -91,8 +91,8 @@ impl LoopAgent {
             tokens += response.usage.input_tokens + response.usage.output_tokens;
             if tokens > self.limits.max_tokens {
                 return Err(Stop::Fail(format!(
-                    "the turn used {tokens} tokens, over its limit of {}; raise limits.max_tokens or shorten the conversation",
-                    self.limits.max_tokens
+                    "the turn used {tokens} tokens, over its limit of {}; raise {} or shorten the conversation",
+                    self.limits.max_tokens, self.limits.max_tokens_key
                 )));
             }
             if response.tool_calls.is_empty() {
@@ -103,7 +103,16 @@ impl LoopAgent {
             messages
                 .push(ChatMessage::assistant_with_tools(response.text.clone(), response.tool_calls.clone()));
             for call in &response.tool_calls {
-                let result = self.tools.call(call, c).await;
+                // A tool that waits (a subagent, a delegation) is bounded by
+                // the turn's deadline too.
+                let result = tokio::select! {
+                    r = self.tools.call(call, c) => r,
+                    () = tokio::time::sleep_until(deadline) => return Err(Stop::Fail(format!(
+                        "the turn hit its deadline of {} s while the tool {} was running; raise limits.deadline_secs for longer work",
+                        self.limits.deadline.as_secs(),
+                        call.name
+                    ))),
+                };
                 messages.push(ChatMessage::tool_result(call.id.clone(), result));
             }
         }

@@ -170,7 +170,11 @@ impl SubagentManager {
         if let Some(t) = self.tool() {
             tools.push(Arc::new(t) as Arc<dyn crate::agent_loop::Tool>);
         }
-        let limits = Limits { max_tokens: self.limits.max_tokens, ..self.loop_limits.clone() };
+        let limits = Limits {
+            max_tokens: self.limits.max_tokens,
+            max_tokens_key: "subagents.max_tokens",
+            ..self.loop_limits.clone()
+        };
         let agent = LoopAgent::new(self.model.clone(), spawn.instruction, limits, Tools::new(tools));
         let input = Message {
             message_id: new_id(),
@@ -281,10 +285,14 @@ fn limit_error(limit: &str, value: usize, message: String) -> A2aError {
 impl TaskObserver for SubagentManager {
     async fn task_ended(&self, engine: &Engine, task_id: &str, state: TaskState) {
         self.ended(task_id);
-        if state == TaskState::Canceled {
-            let why = format!("canceled because its parent task {task_id} was canceled");
-            self.cancel_below(engine, task_id, &why).await;
-        }
+        // A parent that was canceled or failed has nobody left to report to.
+        let ended = match state {
+            TaskState::Canceled => "was canceled",
+            TaskState::Failed => "failed",
+            _ => return,
+        };
+        let why = format!("canceled because its parent task {task_id} {ended}");
+        self.cancel_below(engine, task_id, &why).await;
     }
 }
 

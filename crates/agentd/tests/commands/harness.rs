@@ -71,8 +71,13 @@ pub fn scripted(steps: Value, yaml: &str, tokens: bool) -> Scripted {
     let script = dir.path().join("script.json");
     std::fs::write(&script, serde_json::to_vec(&steps).expect("steps")).expect("write script");
     let record = dir.path().join("requests.jsonl");
+    // A `limits:` section in `yaml` gets the fast flush interval too.
+    let yaml = match yaml.contains("limits:\n") {
+        true => yaml.replacen("limits:\n", "limits:\n  stream_flush_ms: 10\n", 1),
+        false => format!("limits:\n  stream_flush_ms: 10\n{yaml}"),
+    };
     let mut config = format!(
-        "model:\n  kind: scripted\n  script: {}\n  record_to: {}\nlimits:\n  stream_flush_ms: 10\n{yaml}\n",
+        "model:\n  kind: scripted\n  script: {}\n  record_to: {}\n{yaml}\n",
         script.display(),
         record.display()
     );
