@@ -68,6 +68,9 @@ pub struct Config {
     pub log: LogConfig,
     pub commands: CommandsConfig,
     pub subagents: SubagentsConfig,
+    /// Keys of the document's `!config` that agentd does not use (logged at start).
+    #[serde(skip)]
+    pub ignored_document_keys: Vec<String>,
 }
 
 /// The command extension (`docs/commands.md`).
@@ -235,6 +238,7 @@ impl Default for Config {
             log: LogConfig::default(),
             commands: CommandsConfig::default(),
             subagents: SubagentsConfig::default(),
+            ignored_document_keys: Vec::new(),
         }
     }
 }
@@ -286,15 +290,57 @@ fn env_bool(name: &str) -> anyhow::Result<Option<bool>> {
 }
 
 /// Builds the effective configuration.
+///
+/// Precedence, leaf by leaf: flags, then `AGENTD_*` variables, then the
+/// config file, then the instruction document's `!config` blocks (merged
+/// under the file, earlier blocks winning over later ones), then defaults.
 pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
-    let mut cfg = match &flags.config {
+    let (mut tree, origin) = match &flags.config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read config file {}", path.display()))?;
-            serde_yaml_ng::from_str(&text)
-                .with_context(|| format!("invalid config file {}", path.display()))?
+            let tree: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text)
+                .with_context(|| format!("invalid config file {}", path.display()))?;
+            (tree, format!("config file {}", path.display()))
         }
-        None => Config::default(),
+        None => (serde_yaml_ng::Value::Null, "configuration".to_owned()),
+    };
+    let document = document_path(flags, &tree);
+    let fragments = crate::instruction::load(document.as_deref())?.config;
+    let mut from_document = Vec::new();
+    let mut ignored = Vec::new();
+    for fragment in &fragments {
+        merge_under(&mut tree, &fragment.value, &mut Vec::new(), &mut from_document);
+    }
+    let mut cfg = loop {
+        let attempt = tree.clone();
+        let attempt =
+            if attempt.is_null() { serde_yaml_ng::Value::Mapping(Default::default()) } else { attempt };
+        let err = match serde_path_to_error::deserialize::<_, Config>(attempt) {
+            Ok(cfg) => break cfg,
+            Err(e) => e,
+        };
+        // A key agentd does not know, coming from the document: the
+        // specification's dialect has settings agentd has no use for
+        // (`limits.max_runs`, say). They are skipped with a warning; the
+        // config file stays strict.
+        let path: Vec<String> = err.path().to_string().split('.').map(str::to_owned).collect();
+        let copied = from_document.iter().any(|p| path.starts_with(p));
+        if err.inner().to_string().starts_with("unknown field") && copied && !path.is_empty() {
+            remove_path(&mut tree, &path);
+            ignored.push(path.join("."));
+            continue;
+        }
+        let blocks: Vec<&str> = fragments.iter().map(|f| f.origin.as_str()).collect();
+        match blocks.is_empty() {
+            true => bail!("invalid {origin}: {}: {}", err.path(), err.inner()),
+            false => bail!(
+                "invalid {origin} (with the !config blocks at {}): {}: {}",
+                blocks.join(", "),
+                err.path(),
+                err.inner()
+            ),
+        }
     };
     if let Some(v) = env("AGENTD_LISTEN") {
         cfg.listen = v.parse().with_context(|| format!("AGENTD_LISTEN={v:?} is not an address"))?;
@@ -379,8 +425,67 @@ pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
     if flags.push_allow_private {
         cfg.push.allow_private = true;
     }
+    cfg.ignored_document_keys = ignored;
     validate(&cfg)?;
     Ok(cfg)
+}
+
+/// The instruction document `load` will use: flag, then variable, then the
+/// config file's `instruction` key; `None` for the built-in document.
+fn document_path(flags: &ServeFlags, file: &serde_yaml_ng::Value) -> Option<PathBuf> {
+    flags
+        .instruction
+        .clone()
+        .or_else(|| env("AGENTD_INSTRUCTION").map(PathBuf::from))
+        .or_else(|| file.get("instruction").and_then(|v| v.as_str()).map(PathBuf::from))
+}
+
+/// Copies every leaf of `under` that `tree` does not set: `tree` wins at
+/// each leaf, mappings merge key by key, anything else is a leaf. The path
+/// of every key copied is pushed onto `copied`.
+fn merge_under(
+    tree: &mut serde_yaml_ng::Value,
+    under: &serde_yaml_ng::Value,
+    at: &mut Vec<String>,
+    copied: &mut Vec<Vec<String>>,
+) {
+    use serde_yaml_ng::Value;
+    match (tree, under) {
+        (Value::Mapping(mine), Value::Mapping(theirs)) => {
+            for (k, v) in theirs {
+                at.push(k.as_str().unwrap_or_default().to_owned());
+                match mine.get_mut(k) {
+                    Some(existing) => merge_under(existing, v, at, copied),
+                    None => {
+                        mine.insert(k.clone(), v.clone());
+                        copied.push(at.clone());
+                    }
+                }
+                at.pop();
+            }
+        }
+        (tree @ Value::Null, v) => {
+            *tree = v.clone();
+            copied.push(at.clone());
+        }
+        _ => {}
+    }
+}
+
+fn remove_path(tree: &mut serde_yaml_ng::Value, path: &[String]) {
+    match path {
+        [] => {}
+        [last] => {
+            if let Some(m) = tree.as_mapping_mut() {
+                m.remove(last.as_str());
+            }
+        }
+        [first, rest @ ..] => {
+            if let Some(child) = tree.get_mut(first.as_str()) {
+                remove_path(child, rest);
+            }
+        }
+    }
 }
 
 fn split_list(v: &str) -> Vec<String> {

@@ -12,6 +12,16 @@ pub const DEFAULT_DOCUMENT: &str = include_str!("assets/default-agent.md");
 pub struct Instruction {
     /// The text the model receives (delivery of the document).
     pub system_prompt: String,
+    /// The `!config` fragments, in document order, with their lines. The
+    /// reader already refused keys outside its allow-list.
+    pub config: Vec<ConfigFragment>,
+}
+
+/// One `!config` block's YAML body.
+pub struct ConfigFragment {
+    /// Where the block starts, for error messages (`FILE:line`).
+    pub origin: String,
+    pub value: serde_yaml_ng::Value,
 }
 
 /// Loads `path`, or the built-in document when `None`. The daemon is the
@@ -29,7 +39,17 @@ pub fn load(path: Option<&Path>) -> anyhow::Result<Instruction> {
         Ok(document) => {
             let system_prompt =
                 agentd_instruction::deliver(&document, &agentd_instruction::Context::default());
-            Ok(Instruction { system_prompt })
+            let config = document
+                .config()
+                .into_iter()
+                .map(|body| {
+                    let origin = format!("{name}:{}", body.line);
+                    let value = serde_yaml_ng::from_str(&body.yaml)
+                        .map_err(|e| anyhow::anyhow!("{origin}: the !config body is not YAML: {e}"))?;
+                    Ok(ConfigFragment { origin, value })
+                })
+                .collect::<anyhow::Result<_>>()?;
+            Ok(Instruction { system_prompt, config })
         }
         Err(refusals) => {
             let lines: Vec<String> = refusals

@@ -20,6 +20,9 @@ use tokio_util::sync::CancellationToken;
 
 pub async fn run(cfg: Config) -> anyhow::Result<()> {
     init_logging(&cfg);
+    for key in &cfg.ignored_document_keys {
+        tracing::warn!(key = %key, "the instruction document's !config sets a key agentd does not use; ignored");
+    }
     // Credentials and model first: a config error must not touch the data
     // (opening the store runs recovery).
     let auth = Authenticator::new(tokens(&cfg)?);
