@@ -34,11 +34,12 @@ async fn the_model_receives_the_delivered_document_as_its_system_prompt() {
     assert_eq!(req["messages"][0], json!({"role": "system", "content": golden}));
 }
 
-#[test]
-fn a_refused_document_stops_the_daemon_with_line_and_reason() {
+/// Runs `agentd serve` on a document `name` holding `text`, expecting it to
+/// refuse to start; returns its stderr and whether the data dir was touched.
+fn serve_refuses(name: &str, text: &str) -> (String, bool) {
     let dir = tempfile::tempdir().unwrap();
-    let doc = dir.path().join("bad.md");
-    std::fs::write(&doc, "# Agent\n\n:::!skill{name=x}\nnever closed\n").unwrap();
+    let doc = dir.path().join(name);
+    std::fs::write(&doc, text).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(dir.path().join("data"))
@@ -46,10 +47,15 @@ fn a_refused_document_stops_the_daemon_with_line_and_reason() {
         .arg(&doc)
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the daemon started");
+    (String::from_utf8_lossy(&out.stderr).into_owned(), dir.path().join("data").exists())
+}
+
+#[test]
+fn a_refused_document_stops_the_daemon_with_line_and_reason() {
+    let (err, touched) = serve_refuses("bad.md", "# Agent\n\n:::!skill{name=x}\nnever closed\n");
     assert!(err.contains("bad.md:3:") && err.contains("never closed"), "{err}");
-    assert!(!dir.path().join("data").exists(), "a refused document touches no data");
+    assert!(!touched, "a refused document touches no data");
 }
 
 /// A daemon whose document says `doc_config` in a `!config` block and whose
@@ -102,17 +108,6 @@ async fn the_config_file_wins_over_the_document_leaf_by_leaf() {
 
 #[test]
 fn a_document_config_with_a_bad_value_names_its_block() {
-    let dir = tempfile::tempdir().unwrap();
-    let doc = dir.path().join("agent.md");
-    std::fs::write(&doc, "# Agent\n\n:::!config\nlimits: {max_steps: many}\n:::\n").unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path().join("data"))
-        .arg("--instruction")
-        .arg(&doc)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (err, _) = serve_refuses("agent.md", "# Agent\n\n:::!config\nlimits: {max_steps: many}\n:::\n");
     assert!(err.contains("agent.md:4") && err.contains("limits.max_steps"), "{err}");
 }
