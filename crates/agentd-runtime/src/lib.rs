@@ -1,6 +1,6 @@
 //! Agent runtimes: the model-driven agent loop (`agent_loop`) over the
 //! model providers (`model`), subagents (`subagents`), the command
-//! extension's ops (`commands`), the built-in default instruction, and the
+//! extension's ops (`commands`), and the
 //! `tck` profile the A2A conformance kit drives by messageId prefix.
 //! `EchoAgent` is the smallest possible agent, for other crates' tests.
 
@@ -22,11 +22,6 @@ use std::sync::Arc;
 
 /// The agent profiles `agentd serve --agent NAME` accepts.
 pub const PROFILES: &[&str] = &["default", "tck"];
-
-/// The system prompt of the default agent when no instruction document is
-/// given.
-pub const DEFAULT_INSTRUCTION: &str = "You are agentd's default agent. Answer the user's \
-messages helpfully and concisely. When you are unsure, say so.";
 
 /// Builds the agent of a profile, `None` for an unknown name. The
 /// `default` profile is the model-driven loop with `tools`; `tck` ignores
