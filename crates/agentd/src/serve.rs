@@ -6,6 +6,7 @@ use agentd_core::{Engine, EngineConfig, Principal, PrincipalRole};
 use agentd_proto::jsonrpc::methods;
 use agentd_runtime::agent_loop::{Tool, Tools};
 use agentd_runtime::commands;
+use agentd_runtime::delegate::{A2aDelegator, DelegateTool, Delegator};
 use agentd_runtime::subagents::SubagentManager;
 use agentd_server::push::{PushWorkerConfig, SsrfGuard, spawn_push_worker};
 use agentd_server::{
@@ -27,8 +28,12 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         agentd_runtime::model::from_config(cfg.model.clone()).map_err(|e| anyhow::anyhow!("model: {e}"))?;
     let grants = cfg.commands.grants()?;
     let subagents = SubagentManager::new(model.clone(), cfg.limits.limits(), cfg.subagents.limits());
-    let tools: Vec<Arc<dyn Tool>> =
+    let delegator = delegator(&cfg)?;
+    let mut tools: Vec<Arc<dyn Tool>> =
         subagents.tool().into_iter().map(|t| Arc::new(t) as Arc<dyn Tool>).collect();
+    if let Some(t) = DelegateTool::new(delegator.clone()) {
+        tools.push(Arc::new(t));
+    }
     let instruction = crate::instruction::load(cfg.instruction.as_deref())?;
     let agent = agentd_runtime::profile(
         &cfg.agent,
@@ -126,6 +131,13 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     }
     tracing::info!("agentd stopped");
     Ok(())
+}
+
+/// The A2A delegator over `a2a.peers` (credentials are read now). Workflow
+/// steps and the `delegate` tool share it.
+fn delegator(cfg: &Config) -> anyhow::Result<Arc<dyn Delegator>> {
+    let d = A2aDelegator::new(&cfg.a2a.peers, cfg.a2a.options()).map_err(anyhow::Error::msg)?;
+    Ok(Arc::new(d))
 }
 
 fn tokens(cfg: &Config) -> anyhow::Result<Vec<TokenEntry>> {

@@ -42,3 +42,12 @@ pub trait Delegator: Send + Sync + 'static {
         cancel: CancellationToken,
     ) -> Result<Task, DelegateError>;
 }
+
+mod a2a;
+mod client;
+mod peers;
+mod tool;
+
+pub use a2a::{A2aDelegator, DelegateOptions};
+pub use peers::PeerConfig;
+pub use tool::{DelegateTool, TOOL_NAME, answer_text};
