@@ -73,6 +73,16 @@ pub struct Config {
     pub commands: CommandsConfig,
     pub subagents: SubagentsConfig,
     pub a2a: A2aConfig,
+    pub bridges: BridgesConfig,
+}
+
+/// Bridges of human-gate questions to channels (`docs/bridges.md`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BridgesConfig {
+    /// Signing secrets of webhook channels by channel name, by reference
+    /// (`env:NAME` or `file:/path`); a channel listed here gets signed bodies.
+    pub secrets: std::collections::BTreeMap<String, agentd_runtime::model::SecretRef>,
 }
 
 /// Delegation to other A2A agents (`docs/delegation.md`).
@@ -282,6 +292,7 @@ impl Default for Config {
             commands: CommandsConfig::default(),
             subagents: SubagentsConfig::default(),
             a2a: A2aConfig::default(),
+            bridges: BridgesConfig::default(),
         }
     }
 }

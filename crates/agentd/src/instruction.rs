@@ -12,6 +12,8 @@ pub const DEFAULT_DOCUMENT: &str = include_str!("assets/default-agent.md");
 pub struct Instruction {
     /// The text the model receives (delivery of the document).
     pub system_prompt: String,
+    /// The channels the document declares (`::!channel{…}`), for bridges.
+    pub channels: Vec<agentd_instruction::Channel>,
 }
 
 /// Loads `path`, or the built-in document when `None`. The daemon is the
@@ -29,7 +31,7 @@ pub fn load(path: Option<&Path>) -> anyhow::Result<Instruction> {
         Ok(document) => {
             let system_prompt =
                 agentd_instruction::deliver(&document, &agentd_instruction::Context::default());
-            Ok(Instruction { system_prompt })
+            Ok(Instruction { system_prompt, channels: document.channels() })
         }
         Err(refusals) => {
             let lines: Vec<String> = refusals

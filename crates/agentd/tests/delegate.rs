@@ -390,3 +390,65 @@ async fn cancelling_a_delegating_task_cancels_the_peers_task() {
     wait_for_state(&d, id, "TASK_STATE_CANCELED", Duration::from_secs(10)).await;
     wait_for_state(&peer, &theirs, "TASK_STATE_CANCELED", Duration::from_secs(10)).await;
 }
+
+#[tokio::test]
+async fn peers_from_the_environment_delegate_with_credentials_that_never_reach_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_config(dir.path(), PEER_AUTH);
+    let peer = Daemon::start_with_env(
+        &dir.path().join("peer"),
+        &["--config", cfg.to_str().unwrap()],
+        &[("PEER_TOKEN", TOKEN)],
+    )
+    .with_token(TOKEN);
+    let steps = json!([
+        {"tool_calls": [{"id": "c1", "name": "delegate", "arguments": {"peer": "b", "objective": "hello peer"}}]},
+        {"text": "ok"}
+    ]);
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, serde_json::to_vec(&steps).unwrap()).unwrap();
+    let peers = format!("b={};credentials=env:B_TOKEN", peer.url);
+    let d = Daemon::start_with_env(
+        &dir.path().join("caller"),
+        &["--model", "scripted", "--model-script", script.to_str().unwrap()],
+        &[("AGENTD_A2A_PEERS", peers.as_str()), ("B_TOKEN", TOKEN), ("AGENTD_LOG", "debug")],
+    );
+    let r = d.call("SendMessage", send_params("m1", "go", None)).await;
+    let id = r["task"]["id"].as_str().unwrap();
+    let t = wait_for_state(&d, id, "TASK_STATE_COMPLETED", Duration::from_secs(30)).await;
+    assert!(t.to_string().contains("ok"), "{t}");
+    // The authenticated peer ran it.
+    let list = peer.call("ListTasks", json!({})).await;
+    assert_eq!(list["tasks"].as_array().unwrap().len(), 1, "{list}");
+    assert!(list.to_string().contains("echo: hello peer"), "{list}");
+    assert!(!d.log().contains(TOKEN), "the peer token reached the log");
+}
+
+#[test]
+fn bad_peer_configuration_stops_the_daemon_with_the_reason() {
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agentd"));
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(dir.path()).args(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let e = run(&["--a2a-peer", "b=http://127.0.0.1:9;credentials=env:AGENTD_TEST_NO_SUCH_VAR"], &[]);
+    assert!(
+        e.contains("a2a.peers[b].credentials") && e.contains("AGENTD_TEST_NO_SUCH_VAR is not set"),
+        "{e}"
+    );
+    let e = run(&["--a2a-peer", "b=ftp://h"], &[]);
+    assert!(e.contains("a2a.peers[b].url"), "{e}");
+    let e = run(&["--a2a-peer", "b=http://h;credentials=plaintext"], &[]);
+    assert!(e.contains("--a2a-peer") && e.contains("env:NAME"), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let twice = "a2a:\n  peers:\n    - {name: a, url: 'http://h'}\n    - {name: a, url: 'http://i'}\n";
+    let cfg = write_config(dir.path(), twice);
+    let e = run(&["--config", cfg.to_str().unwrap()], &[]);
+    assert!(e.contains("\"a\" is used twice"), "{e}");
+}
