@@ -32,6 +32,10 @@ struct ProxyState {
     upstream: String,
     me: String,
     streaming: bool,
+    /// Whether the card's interface URLs are rewritten to the proxy.
+    rewrite: bool,
+    /// Whether a stream is ended after its first event.
+    cut_streams: bool,
     seen: Arc<Mutex<Vec<Seen>>>,
     http: reqwest::Client,
 }
@@ -61,7 +65,10 @@ async fn card(State(s): State<ProxyState>) -> Response {
         .json()
         .await
         .unwrap();
-    let mut text = card.to_string().replace(&s.upstream, &s.me);
+    let mut text = card.to_string();
+    if s.rewrite {
+        text = text.replace(&s.upstream, &s.me);
+    }
     let mut card: Value = serde_json::from_str(&text).unwrap();
     card["capabilities"]["streaming"] = json!(s.streaming);
     text = card.to_string();
@@ -82,7 +89,20 @@ async fn rpc(State(s): State<ProxyState>, headers: HeaderMap, body: Bytes) -> Re
             rb = rb.header(k, v);
         }
     }
-    let resp = rb.send().await.unwrap();
+    let mut resp = rb.send().await.unwrap();
+    if s.cut_streams && v["method"] == "SendStreamingMessage" {
+        let mut first = Vec::new();
+        while !String::from_utf8_lossy(&first).contains("\n\n") {
+            match resp.chunk().await.unwrap() {
+                Some(c) => first.extend_from_slice(&c),
+                None => break,
+            }
+        }
+        return Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(Body::from(first))
+            .unwrap();
+    }
     let status = StatusCode::from_u16(resp.status().as_u16()).unwrap();
     let ct = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
     Response::builder()
@@ -93,6 +113,10 @@ async fn rpc(State(s): State<ProxyState>, headers: HeaderMap, body: Bytes) -> Re
 }
 
 async fn proxy(peer: &Daemon, streaming: bool) -> Proxy {
+    proxy_with(peer, streaming, true, false).await
+}
+
+async fn proxy_with(peer: &Daemon, streaming: bool, rewrite: bool, cut_streams: bool) -> Proxy {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -100,6 +124,8 @@ async fn proxy(peer: &Daemon, streaming: bool) -> Proxy {
         upstream: peer.url.clone(),
         me: url.clone(),
         streaming,
+        rewrite,
+        cut_streams,
         seen: seen.clone(),
         http: reqwest::Client::new(),
     };
@@ -157,6 +183,21 @@ async fn streaming_peers_are_followed_over_send_streaming_message() {
     assert_eq!(methods.first().map(String::as_str), Some("SendStreamingMessage"), "{methods:?}");
     assert!(!methods.iter().any(|m| m == "SendMessage"), "{methods:?}");
     assert!(px.seen().iter().all(|s| s.version.as_deref() == Some("1.0")), "{:?}", px.seen());
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_early_is_followed_by_polling() {
+    let peer = Daemon::start(&["--agent", "tck"]);
+    let px = proxy_with(&peer, true, true, true).await;
+    let d = delegator("b", &px.url, None);
+    let task = d
+        .delegate(request("b", &uniq("test-resubscribe-message-id"), "x"), CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(task.status.state, TaskState::Completed, "{task:?}");
+    let methods = px.methods();
+    assert_eq!(methods[0], "SendStreamingMessage");
+    assert!(methods.iter().filter(|m| *m == "GetTask").count() >= 2, "{methods:?}");
 }
 
 #[tokio::test]
@@ -301,6 +342,31 @@ async fn credentials_are_sent_as_a_bearer_token() {
     let text = e.to_string();
     assert!(text.contains("401") && text.contains("credentials"), "{text}");
     assert!(!text.contains(TOKEN));
+}
+
+#[tokio::test]
+async fn credentials_go_only_to_the_configured_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_config(dir.path(), PEER_AUTH);
+    let peer = Daemon::start_with_env(
+        &dir.path().join("data"),
+        &["--agent", "tck", "--config", cfg.to_str().unwrap()],
+        &[("PEER_TOKEN", TOKEN)],
+    );
+    // A card served at one origin that points its interface at another.
+    let px = proxy_with(&peer, true, false, false).await;
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, TOKEN).unwrap();
+    let d = delegator("b", &px.url, Some(&format!("file:{}", token_file.display())));
+    let e = d
+        .delegate(request("b", &uniq("tck-complete-task"), "hi"), CancellationToken::new())
+        .await
+        .unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("another origin") && text.contains("a2a.peers[b].url"), "{text}");
+    assert!(px.methods().is_empty(), "nothing was sent: {:?}", px.methods());
+    let list = peer.as_token(Some(TOKEN)).call("ListTasks", json!({})).await;
+    assert_eq!(list["tasks"], json!([]), "the peer got nothing: {list}");
 }
 
 // ---- The `delegate` tool, driven by the scripted model of a real daemon ----

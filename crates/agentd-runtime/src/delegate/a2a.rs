@@ -15,6 +15,9 @@ use async_trait::async_trait;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// Consecutive failed GetTask polls that end a delegation.
+const POLL_FAILURES: u32 = 3;
+
 /// Tuning of [`A2aDelegator`].
 #[derive(Clone, Debug)]
 pub struct DelegateOptions {
@@ -50,7 +53,9 @@ impl A2aDelegator {
             }
             checked.push(p);
         }
+        // No redirects: a bearer token goes only where the card says.
         let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(10))
             .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
             .build()
@@ -110,7 +115,18 @@ impl Follow<'_> {
         let sent = message.clone();
         let req = SendMessageRequest { message: Some(message), ..Default::default() };
         let mut events = self.client.stream(methods::SEND_STREAMING_MESSAGE, &req).await?;
-        while let Some(ev) = events.next().await? {
+        loop {
+            let ev = match events.next().await {
+                Ok(Some(ev)) => ev,
+                Ok(None) => break,
+                // Once the task is known, a broken stream is not the end
+                // of it: polling takes over.
+                Err(e) if self.task_id.is_some() => {
+                    tracing::debug!(error = %e, "the peer's stream broke off; polling its task");
+                    break;
+                }
+                Err(e) => return Err(Failure::Peer(e)),
+            };
             let (id, state) = match ev {
                 StreamResponse::Message(m) => return Ok(reply_as_task(sent, m)),
                 StreamResponse::Task(t) => (t.id, t.status.state),
@@ -149,11 +165,19 @@ impl Follow<'_> {
         let Some(id) = self.task_id.clone() else {
             return Err(Failure::Peer("the stream ended before the peer named its task".into()));
         };
+        let mut failures = 0;
         loop {
             let req = GetTaskRequest { id: id.clone(), ..Default::default() };
-            let task: Task = self.client.call(methods::GET_TASK, &req).await?;
-            if settled(task.status.state) {
-                return Ok(task);
+            match self.client.call::<Task>(methods::GET_TASK, &req).await {
+                Ok(task) if settled(task.status.state) => return Ok(task),
+                Ok(_) => failures = 0,
+                // A blip (a peer restarting, a dropped connection) is
+                // retried a few times before the delegation fails.
+                Err(e) if failures + 1 < POLL_FAILURES => {
+                    failures += 1;
+                    tracing::debug!(task = %id, error = %e, "polling the peer's task failed; retrying");
+                }
+                Err(e) => return Err(Failure::Peer(e)),
             }
             tokio::time::sleep(self.poll).await;
         }

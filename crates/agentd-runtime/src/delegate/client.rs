@@ -60,6 +60,16 @@ impl PeerClient {
         if !matches!(endpoint.scheme(), "http" | "https") {
             return Err(format!("its JSONRPC interface URL {endpoint} is not http(s)"));
         }
+        // The token is for the configured peer: a card (maybe tampered
+        // with) may not send it elsewhere.
+        if peer.token.is_some() && endpoint.origin() != peer.base.origin() {
+            return Err(format!(
+                "its card puts the JSONRPC interface at {}, another origin than the configured URL; \
+                 credentials are only sent to the configured origin (set a2a.peers[{}].url to it)",
+                endpoint.origin().ascii_serialization(),
+                peer.name
+            ));
+        }
         Ok(Self {
             http: http.clone(),
             peer: peer.clone(),
