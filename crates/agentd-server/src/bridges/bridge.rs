@@ -56,9 +56,11 @@ impl ChannelBridge {
     }
 }
 
-#[async_trait]
-impl GateBridge for ChannelBridge {
-    async fn announce(&self, a: GateAnnouncement) -> Result<(), A2aError> {
+impl ChannelBridge {
+    /// The outbox row an announcement becomes, checked (channel, kind,
+    /// SSRF) but not queued: for a caller that commits it in its own batch,
+    /// together with the change that opened the gate.
+    pub async fn delivery(&self, a: &GateAnnouncement) -> Result<BridgeDelivery, A2aError> {
         let channel = self.channel(&a.channel)?;
         // Refused before queuing: a row that can never be delivered would
         // only retry. Delivery checks again (DNS may change).
@@ -69,10 +71,10 @@ impl GateBridge for ChannelBridge {
             ));
         }
         let body = match channel.kind.as_str() {
-            "slack" => slack_body(&a),
-            _ => webhook_body(&a, &channel.declared_target),
+            "slack" => slack_body(a),
+            _ => webhook_body(a, &channel.declared_target),
         };
-        let delivery = BridgeDelivery {
+        Ok(BridgeDelivery {
             task_id: a.task_id.clone(),
             target: BridgeTarget {
                 channel: channel.name.clone(),
@@ -80,13 +82,21 @@ impl GateBridge for ChannelBridge {
                 url: channel.url.clone(),
             },
             body: body.to_string(),
-        };
+        })
+    }
+}
+
+#[async_trait]
+impl GateBridge for ChannelBridge {
+    async fn announce(&self, a: GateAnnouncement) -> Result<(), A2aError> {
+        let delivery = self.delivery(&a).await?;
+        let channel = delivery.target.channel.clone();
         let batch = Batch { bridge_deliveries: vec![delivery], ..Batch::default() };
         self.engine.store().commit(batch).await.map_err(|e| {
-            tracing::error!(error = %e, channel = %channel.name, "could not queue a gate announcement");
+            tracing::error!(error = %e, channel = %channel, "could not queue a gate announcement");
             A2aError::new(ErrorKind::Internal, format!("the announcement could not be queued: {e}"))
         })?;
-        tracing::debug!(task = %a.task_id, channel = %channel.name, escalation = a.escalation, "gate announcement queued");
+        tracing::debug!(task = %a.task_id, channel = %channel, escalation = a.escalation, "gate announcement queued");
         self.engine.push_wakeup().notify_one();
         Ok(())
     }
