@@ -518,3 +518,15 @@ fn bad_peer_configuration_stops_the_daemon_with_the_reason() {
     let e = run(&["--config", cfg.to_str().unwrap()], &[]);
     assert!(e.contains("\"a\" is used twice"), "{e}");
 }
+
+#[tokio::test]
+async fn without_peers_the_model_has_no_delegate_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let (d, record) = scripted_daemon(dir.path(), json!([{"text": "hi"}]), "");
+    let r = d.call("SendMessage", send_params("m1", "hello", None)).await;
+    wait_for_state(&d, r["task"]["id"].as_str().unwrap(), "TASK_STATE_COMPLETED", Duration::from_secs(15))
+        .await;
+    let reqs = recorded(&record);
+    assert_eq!(reqs.len(), 1);
+    assert!(!tool_names(&reqs[0]).contains(&"delegate".to_owned()), "{:?}", tool_names(&reqs[0]));
+}
