@@ -37,6 +37,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         tools.push(Arc::new(t));
     }
     let instruction = crate::instruction::load(cfg.instruction.as_deref())?;
+    let bridge_secrets = bridge_secrets(&cfg, &instruction.channels)?;
     let agent = agentd_runtime::profile(
         &cfg.agent,
         model.clone(),
@@ -56,8 +57,8 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         Engine::new(Arc::new(store), agent, Arc::new(SsrfGuard::new(cfg.push.allow_private)), engine_cfg);
     engine.set_commands(Arc::new(commands::Commands::new(grants, subagents.clone(), model.name())));
     engine.add_observer(subagents);
-    let (gate_bridge, bridge_secrets) = gate_bridge(&cfg, &engine, &instruction.channels)?;
-    // The workflow runner announces opened gates through `gate_bridge`.
+    // The workflow runner announces opened gates through it.
+    let gate_bridge = gate_bridge(&cfg, &engine, &instruction.channels);
     let _ = &gate_bridge;
     let failed = engine.recover().await.map_err(|e| anyhow::anyhow!("recovery failed: {e}"))?;
     if failed > 0 {
@@ -144,31 +145,36 @@ fn delegator(cfg: &Config) -> anyhow::Result<Arc<dyn Delegator>> {
     Ok(Arc::new(d))
 }
 
-/// The gate bridge over the document's channels, and the signing secrets
-/// of `bridges.secrets` for the outbox worker. Channels no bridge can
-/// deliver to are a warning here and an error when a gate names them.
-fn gate_bridge(
-    cfg: &Config,
-    engine: &Engine,
-    channels: &[agentd_instruction::Channel],
-) -> anyhow::Result<(Arc<dyn GateBridge>, BridgeSecrets)> {
-    let declared: Vec<DeclaredChannel> = channels
-        .iter()
-        .map(|c| DeclaredChannel { name: c.name.clone(), kind: c.kind.clone(), target: c.target.clone() })
-        .collect();
+/// The signing secrets of `bridges.secrets`, read now (an unreadable one
+/// stops the daemon before the store is opened).
+fn bridge_secrets(cfg: &Config, channels: &[agentd_instruction::Channel]) -> anyhow::Result<BridgeSecrets> {
     let mut keys = HashMap::new();
     for (name, reference) in &cfg.bridges.secrets {
-        if !declared.iter().any(|c| &c.name == name) {
+        if !channels.iter().any(|c| &c.name == name) {
             tracing::warn!(channel = %name, "bridges.secrets names a channel the instruction document does not declare");
         }
         let secret = reference.resolve().map_err(|e| anyhow::anyhow!("bridges.secrets.{name}: {e}"))?;
         keys.insert(name.clone(), SigningKey::new(secret.expose().as_bytes()));
     }
+    Ok(BridgeSecrets::new(keys))
+}
+
+/// The gate bridge over the document's channels. Channels no bridge can
+/// deliver to are a warning here and an error when a gate names them.
+fn gate_bridge(
+    cfg: &Config,
+    engine: &Engine,
+    channels: &[agentd_instruction::Channel],
+) -> Arc<dyn GateBridge> {
+    let declared: Vec<DeclaredChannel> = channels
+        .iter()
+        .map(|c| DeclaredChannel { name: c.name.clone(), kind: c.kind.clone(), target: c.target.clone() })
+        .collect();
     let bridge = ChannelBridge::new(engine.clone(), &declared, SsrfGuard::new(cfg.push.allow_private));
     for problem in bridge.problems() {
         tracing::warn!("{problem}");
     }
-    Ok((Arc::new(bridge), BridgeSecrets::new(keys)))
+    Arc::new(bridge)
 }
 
 fn tokens(cfg: &Config) -> anyhow::Result<Vec<TokenEntry>> {
