@@ -21,5 +21,8 @@ pub use engine::{
 };
 pub use gate::{GateAnnouncement, GateBridge};
 pub use principal::{Principal, PrincipalRole};
-pub use record::{LinkKind, OpenGate, OutboxItem, StatusEntry, TaskLink, TaskMeta, TaskRecord};
+pub use record::{
+    BridgeDelivery, BridgeTarget, LinkKind, OpenGate, OutboxItem, OutboxTarget, StatusEntry, TaskLink,
+    TaskMeta, TaskRecord,
+};
 pub use store::{Batch, ClosedContext, PushConfigRow, Store, StoreError, TaskPage, TaskQuery};

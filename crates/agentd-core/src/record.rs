@@ -101,14 +101,53 @@ impl TaskRecord {
     }
 }
 
-/// A push delivery waiting in the outbox, joined with its config.
+/// A delivery waiting in the outbox: a push event for one of the task's
+/// push configs, or a gate announcement for a bridge channel.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OutboxItem {
     pub id: i64,
     pub task_id: String,
-    pub config: TaskPushNotificationConfig,
-    /// The StreamResponse JSON to POST.
+    /// Where it goes.
+    pub target: OutboxTarget,
+    /// The JSON to POST (a StreamResponse for push, the channel's body for a bridge).
     pub body: String,
     /// Delivery attempts made so far.
     pub attempts: u32,
+}
+
+/// The destination of an outbox row.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OutboxTarget {
+    /// A push notification config of the task (joined at read time).
+    Push(TaskPushNotificationConfig),
+    /// A bridge channel, stored with the row.
+    Bridge(BridgeTarget),
+}
+
+impl OutboxTarget {
+    /// What orders deliveries: a push config id, or `bridge:<channel>`.
+    pub fn key(&self) -> String {
+        match self {
+            OutboxTarget::Push(c) => c.id.clone(),
+            OutboxTarget::Bridge(b) => format!("bridge:{}", b.channel),
+        }
+    }
+}
+
+/// Where a bridge delivers: the channel, its kind and URL. The signing
+/// secret is not stored; the deliverer looks it up by channel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BridgeTarget {
+    pub channel: String,
+    /// `webhook` or `slack`.
+    pub kind: String,
+    pub url: String,
+}
+
+/// A bridge delivery to enqueue in a commit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BridgeDelivery {
+    pub task_id: String,
+    pub target: BridgeTarget,
+    pub body: String,
 }

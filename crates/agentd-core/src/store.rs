@@ -4,13 +4,14 @@
 //! * `commit` is atomic and durable: when it returns `Ok`, every part of the
 //!   batch is committed (and survives `kill -9`), or nothing is.
 //! * Push events in a batch become one outbox row per push config that the
-//!   task has *at commit time*, in the same transaction.
+//!   task has *at commit time*, in the same transaction; bridge deliveries
+//!   become one row each, with their target, needing no push config.
 //! * Reads see every committed batch.
 //! * `list_tasks` orders by status timestamp, newest first, ties broken by
 //!   task id descending, so a cursor `(timestamp, id)` is stable even when
 //!   many tasks share a timestamp.
 
-use crate::record::{OutboxItem, TaskRecord};
+use crate::record::{BridgeDelivery, OutboxItem, TaskRecord};
 use agentd_proto::{TaskPushNotificationConfig, TaskState};
 use async_trait::async_trait;
 
@@ -36,6 +37,8 @@ pub struct Batch {
     pub push_deletes: Vec<(String, String)>,
     /// Events to deliver to every push config of the task: `(task_id, body)`.
     pub push_events: Vec<(String, String)>,
+    /// Bridge deliveries to enqueue as outbox rows.
+    pub bridge_deliveries: Vec<BridgeDelivery>,
     /// Outbox rows delivered (or given up on): remove them.
     pub outbox_done: Vec<i64>,
     /// Outbox rows to retry: `(id, not_before_ms, attempts)`.
@@ -59,6 +62,7 @@ impl Batch {
             && self.push_upserts.is_empty()
             && self.push_deletes.is_empty()
             && self.push_events.is_empty()
+            && self.bridge_deliveries.is_empty()
             && self.outbox_done.is_empty()
             && self.outbox_retry.is_empty()
             && self.closed_contexts.is_empty()
@@ -104,7 +108,8 @@ pub trait Store: Send + Sync + 'static {
     async fn get_push_config(&self, task_id: &str, id: &str) -> Result<Option<PushConfigRow>, StoreError>;
     /// A task's push configs, oldest first.
     async fn list_push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>, StoreError>;
-    /// Outbox rows due at `now_ms` (not_before <= now), oldest first.
+    /// Outbox rows due at `now_ms` (not_before <= now), oldest first, push
+    /// and bridge rows alike.
     async fn due_outbox(&self, now_ms: i64, limit: usize) -> Result<Vec<OutboxItem>, StoreError>;
     /// The earliest `not_before` of any outbox row, if any.
     async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError>;

@@ -5,6 +5,7 @@
 //! in `agentd-core`).
 
 pub mod auth;
+pub mod bridges;
 pub mod card;
 mod dispatch;
 mod errors;

@@ -75,6 +75,7 @@ fn fast(allow_private: bool) -> PushWorkerConfig {
         max_attempts: 100,
         backoff_base: Duration::from_millis(20),
         backoff_max: Duration::from_millis(100),
+        ..PushWorkerConfig::default()
     }
 }
 

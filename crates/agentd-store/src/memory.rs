@@ -4,7 +4,10 @@
 //! a task has at commit time.
 
 use crate::codec::{normalize_config, normalize_task};
-use agentd_core::{Batch, OutboxItem, PushConfigRow, Store, StoreError, TaskPage, TaskQuery, TaskRecord};
+use agentd_core::{
+    Batch, BridgeTarget, OutboxItem, OutboxTarget, PushConfigRow, Store, StoreError, TaskPage, TaskQuery,
+    TaskRecord,
+};
 use agentd_proto::{TaskState, Timestamp};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
@@ -31,7 +34,9 @@ struct Inner {
 #[derive(Debug, Clone)]
 struct OutboxRow {
     task_id: String,
-    config_id: String,
+    /// The push config's id, or `None` for a bridge row.
+    config_id: Option<String>,
+    bridge: Option<BridgeTarget>,
     body: String,
     attempts: u32,
     not_before_ms: i64,
@@ -78,7 +83,7 @@ impl Inner {
         }
         for key in &batch.push_deletes {
             self.push.remove(key);
-            self.outbox.retain(|_, o| (&o.task_id, &o.config_id) != (&key.0, &key.1));
+            self.outbox.retain(|_, o| o.task_id != key.0 || o.config_id.as_deref() != Some(key.1.as_str()));
         }
         let now = Timestamp::now().millis();
         for (task_id, body) in &batch.push_events {
@@ -93,13 +98,26 @@ impl Inner {
                 self.next_outbox_id += 1;
                 let row = OutboxRow {
                     task_id: task_id.clone(),
-                    config_id,
+                    config_id: Some(config_id),
+                    bridge: None,
                     body: body.clone(),
                     attempts: 0,
                     not_before_ms: now,
                 };
                 self.outbox.insert(self.next_outbox_id, row);
             }
+        }
+        for d in &batch.bridge_deliveries {
+            self.next_outbox_id += 1;
+            let row = OutboxRow {
+                task_id: d.task_id.clone(),
+                config_id: None,
+                bridge: Some(d.target.clone()),
+                body: d.body.clone(),
+                attempts: 0,
+                not_before_ms: now,
+            };
+            self.outbox.insert(self.next_outbox_id, row);
         }
         for id in &batch.outbox_done {
             self.outbox.remove(id);
@@ -182,11 +200,18 @@ impl Store for MemoryStore {
         let inner = self.lock()?;
         let due = inner.outbox.iter().filter(|(_, o)| o.not_before_ms <= now_ms);
         let items = due.filter_map(|(id, o)| {
-            let key = (o.task_id.clone(), o.config_id.clone());
-            inner.push.get(&key).map(|(_, row)| OutboxItem {
+            let target = match (&o.config_id, &o.bridge) {
+                (Some(config_id), _) => {
+                    let key = (o.task_id.clone(), config_id.clone());
+                    OutboxTarget::Push(inner.push.get(&key)?.1.config.clone())
+                }
+                (None, Some(b)) => OutboxTarget::Bridge(b.clone()),
+                (None, None) => return None,
+            };
+            Some(OutboxItem {
                 id: *id,
                 task_id: o.task_id.clone(),
-                config: row.config.clone(),
+                target,
                 body: o.body.clone(),
                 attempts: o.attempts,
             })

@@ -233,3 +233,45 @@ async fn rows_written_before_the_meta_column_read_back_with_empty_meta() {
     let rec = store.get_task("old").await.expect("get").expect("the old row is still there");
     assert_eq!(rec.meta, agentd_core::TaskMeta::default(), "an old row has no link, parent or command");
 }
+
+#[tokio::test]
+async fn pending_push_rows_survive_the_outbox_rebuild_for_bridges() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = dir.path().join("agentd.db");
+    // A file at the schema before the outbox rebuild (config_id required, no
+    // bridge column), holding a pending push delivery as that version left it.
+    let migrations = SqliteStore::migrations();
+    let before = migrations.iter().position(|m| m.contains("bridge_json")).expect("the outbox rebuild");
+    let conn = rusqlite::Connection::open(&path).expect("raw open");
+    for m in &migrations[..before] {
+        conn.execute_batch(m).expect("older migration");
+    }
+    conn.execute_batch(&format!(
+        "INSERT INTO push_configs (task_id, id, owner, config_json, created_seq)
+            VALUES ('t1', 'p1', 'alice', '{{\"taskId\":\"t1\",\"id\":\"p1\",\"url\":\"https://h.example/x\"}}', 1);
+         INSERT INTO outbox (id, task_id, config_id, body, attempts, not_before_ms)
+            VALUES (41, 't1', 'p1', 'pending-event', 3, 5);
+         PRAGMA user_version = {before};"
+    ))
+    .expect("downgrade");
+    drop(conn);
+    let store = open(&path);
+    assert_eq!(store.schema_version().await.ok(), Some(SqliteStore::latest_schema_version()));
+    let due = store.due_outbox(i64::MAX, 10).await.expect("due");
+    assert_eq!(due.len(), 1, "{due:?}");
+    assert_eq!((due[0].id, due[0].body.as_str(), due[0].attempts), (41, "pending-event", 3));
+    assert_eq!(due[0].target.key(), "p1");
+    // New rows get later ids than the kept one.
+    let bridge = agentd_core::BridgeDelivery {
+        task_id: "t1".into(),
+        target: agentd_core::BridgeTarget {
+            channel: "ops".into(),
+            kind: "webhook".into(),
+            url: "https://h.example/b".into(),
+        },
+        body: "b".into(),
+    };
+    store.commit(Batch { bridge_deliveries: vec![bridge], ..Default::default() }).await.expect("commit");
+    let due = store.due_outbox(i64::MAX, 10).await.expect("due");
+    assert_eq!(due.iter().map(|i| i.id > 41).collect::<Vec<_>>(), [false, true]);
+}

@@ -44,6 +44,10 @@ pub struct ServeFlags {
     /// Script file of the scripted model (AGENTD_MODEL_SCRIPT).
     #[arg(long)]
     pub model_script: Option<PathBuf>,
+    /// An A2A peer, `NAME=URL` or `NAME=URL;credentials=env:VAR`; repeatable,
+    /// replaces a configured peer of the same name (AGENTD_A2A_PEERS, comma-separated).
+    #[arg(long = "a2a-peer", value_name = "NAME=URL")]
+    pub a2a_peers: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -68,9 +72,62 @@ pub struct Config {
     pub log: LogConfig,
     pub commands: CommandsConfig,
     pub subagents: SubagentsConfig,
+    pub a2a: A2aConfig,
+    pub bridges: BridgesConfig,
     /// Keys of the document's `!config` that agentd does not use (logged at start).
     #[serde(skip)]
     pub ignored_document_keys: Vec<String>,
+}
+
+/// Bridges of human-gate questions to channels (`docs/bridges.md`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BridgesConfig {
+    /// Signing secrets of webhook channels by channel name, by reference
+    /// (`env:NAME` or `file:/path`); a channel listed here gets signed bodies.
+    pub secrets: std::collections::BTreeMap<String, agentd_runtime::model::SecretRef>,
+}
+
+/// Delegation to other A2A agents (`docs/delegation.md`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct A2aConfig {
+    pub peers: Vec<agentd_runtime::delegate::PeerConfig>,
+    /// The pause between GetTask polls of a peer without streaming, in ms.
+    pub poll_interval_ms: u64,
+    /// Timeout of each unary request to a peer, in seconds.
+    pub request_timeout_secs: u64,
+}
+
+impl Default for A2aConfig {
+    fn default() -> Self {
+        let d = agentd_runtime::delegate::DelegateOptions::default();
+        Self {
+            peers: Vec::new(),
+            poll_interval_ms: u64::try_from(d.poll_interval.as_millis()).unwrap_or(500),
+            request_timeout_secs: d.request_timeout.as_secs(),
+        }
+    }
+}
+
+impl A2aConfig {
+    pub fn options(&self) -> agentd_runtime::delegate::DelegateOptions {
+        agentd_runtime::delegate::DelegateOptions {
+            poll_interval: std::time::Duration::from_millis(self.poll_interval_ms),
+            request_timeout: std::time::Duration::from_secs(self.request_timeout_secs),
+        }
+    }
+
+    /// Adds or replaces peers from `NAME=URL[;credentials=REF]` specs.
+    fn merge_specs<'a>(&mut self, specs: impl Iterator<Item = &'a str>, source: &str) -> anyhow::Result<()> {
+        for spec in specs {
+            let peer = agentd_runtime::delegate::PeerConfig::parse_spec(spec)
+                .map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
+            self.peers.retain(|p| p.name != peer.name);
+            self.peers.push(peer);
+        }
+        Ok(())
+    }
 }
 
 /// The command extension (`docs/commands.md`).
@@ -238,6 +295,8 @@ impl Default for Config {
             log: LogConfig::default(),
             commands: CommandsConfig::default(),
             subagents: SubagentsConfig::default(),
+            a2a: A2aConfig::default(),
+            bridges: BridgesConfig::default(),
             ignored_document_keys: Vec::new(),
         }
     }
@@ -410,6 +469,10 @@ pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
     if let Some(v) = &flags.model_script {
         cfg.model.script = Some(v.clone());
     }
+    if let Some(v) = env("AGENTD_A2A_PEERS") {
+        cfg.a2a.merge_specs(split_list(&v).iter().map(String::as_str), "AGENTD_A2A_PEERS")?;
+    }
+    cfg.a2a.merge_specs(flags.a2a_peers.iter().map(String::as_str), "--a2a-peer")?;
     if let Some(v) = flags.listen {
         cfg.listen = v;
     }
@@ -529,6 +592,9 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
     let s = &cfg.subagents;
     if s.max_depth == 0 || s.max_live == 0 || s.max_tokens == 0 {
         bail!("subagents.max_depth, max_live and max_tokens must be at least 1");
+    }
+    if cfg.a2a.poll_interval_ms == 0 || cfg.a2a.request_timeout_secs == 0 {
+        bail!("a2a.poll_interval_ms and a2a.request_timeout_secs must be at least 1");
     }
     for t in &cfg.auth.tokens {
         if agentd_core::PrincipalRole::parse(&t.role).is_none() {

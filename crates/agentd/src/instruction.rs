@@ -12,6 +12,8 @@ pub const DEFAULT_DOCUMENT: &str = include_str!("assets/default-agent.md");
 pub struct Instruction {
     /// The text the model receives (delivery of the document).
     pub system_prompt: String,
+    /// The channels the document declares (`::!channel{…}`), for bridges.
+    pub channels: Vec<agentd_instruction::Channel>,
     /// The `!config` fragments, in document order, with their lines. The
     /// reader already refused keys outside its allow-list.
     pub config: Vec<ConfigFragment>,
@@ -49,7 +51,7 @@ pub fn load(path: Option<&Path>) -> anyhow::Result<Instruction> {
                     Ok(ConfigFragment { origin, value })
                 })
                 .collect::<anyhow::Result<_>>()?;
-            Ok(Instruction { system_prompt, config })
+            Ok(Instruction { system_prompt, config, channels: document.channels() })
         }
         Err(refusals) => {
             let lines: Vec<String> = refusals

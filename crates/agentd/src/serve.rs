@@ -2,11 +2,13 @@
 //! then serves until SIGINT/SIGTERM.
 
 use crate::config::{Config, resolve_secret};
-use agentd_core::{Engine, EngineConfig, Principal, PrincipalRole};
+use agentd_core::{Engine, EngineConfig, GateBridge, Principal, PrincipalRole};
 use agentd_proto::jsonrpc::methods;
 use agentd_runtime::agent_loop::{Tool, Tools};
 use agentd_runtime::commands;
+use agentd_runtime::delegate::{A2aDelegator, DelegateTool, Delegator};
 use agentd_runtime::subagents::SubagentManager;
+use agentd_server::bridges::{BridgeSecrets, ChannelBridge, DeclaredChannel, SigningKey};
 use agentd_server::push::{PushWorkerConfig, SsrfGuard, spawn_push_worker};
 use agentd_server::{
     AppState, Authenticator, CardConfig, CardService, DeclaredExtension, ExtensionRegistry, ServerConfig,
@@ -14,6 +16,7 @@ use agentd_server::{
 };
 use agentd_store::{SqliteOptions, SqliteStore};
 use anyhow::Context;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -30,9 +33,14 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         agentd_runtime::model::from_config(cfg.model.clone()).map_err(|e| anyhow::anyhow!("model: {e}"))?;
     let grants = cfg.commands.grants()?;
     let subagents = SubagentManager::new(model.clone(), cfg.limits.limits(), cfg.subagents.limits());
-    let tools: Vec<Arc<dyn Tool>> =
+    let delegator = delegator(&cfg)?;
+    let mut tools: Vec<Arc<dyn Tool>> =
         subagents.tool().into_iter().map(|t| Arc::new(t) as Arc<dyn Tool>).collect();
+    if let Some(t) = DelegateTool::new(delegator.clone()) {
+        tools.push(Arc::new(t));
+    }
     let instruction = crate::instruction::load(cfg.instruction.as_deref())?;
+    let bridge_secrets = bridge_secrets(&cfg, &instruction.channels)?;
     let agent = agentd_runtime::profile(
         &cfg.agent,
         model.clone(),
@@ -52,6 +60,9 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         Engine::new(Arc::new(store), agent, Arc::new(SsrfGuard::new(cfg.push.allow_private)), engine_cfg);
     engine.set_commands(Arc::new(commands::Commands::new(grants, subagents.clone(), model.name())));
     engine.add_observer(subagents);
+    // The workflow runner announces opened gates through it.
+    let gate_bridge = gate_bridge(&cfg, &engine, &instruction.channels);
+    let _ = &gate_bridge;
     let failed = engine.recover().await.map_err(|e| anyhow::anyhow!("recovery failed: {e}"))?;
     if failed > 0 {
         tracing::warn!(tasks = failed, "tasks interrupted by the last shutdown were marked failed");
@@ -107,28 +118,66 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         }),
         shutdown: shutdown.clone(),
     };
-    let push = cfg.push.enabled.then(|| {
-        spawn_push_worker(
-            engine.clone(),
-            PushWorkerConfig {
-                allow_private: cfg.push.allow_private,
-                max_attempts: cfg.push.max_attempts,
-                timeout: Duration::from_secs(cfg.push.timeout_secs),
-                backoff_base: Duration::from_millis(cfg.push.backoff_ms),
-                ..PushWorkerConfig::default()
-            },
-            shutdown.clone(),
-        )
-    });
+    // Always running: bridge announcements use the outbox even when push
+    // notifications are disabled (then no push rows are ever queued).
+    let push = spawn_push_worker(
+        engine.clone(),
+        PushWorkerConfig {
+            allow_private: cfg.push.allow_private,
+            max_attempts: cfg.push.max_attempts,
+            timeout: Duration::from_secs(cfg.push.timeout_secs),
+            backoff_base: Duration::from_millis(cfg.push.backoff_ms),
+            bridge_secrets,
+            ..PushWorkerConfig::default()
+        },
+        shutdown.clone(),
+    );
 
     tokio::spawn(signal_shutdown(shutdown.clone()));
     tracing::info!(url = %base_url, agent = %cfg.agent, data = %cfg.data_dir.display(), "agentd listening on {base_url}");
     agentd_server::serve(listener, state, shutdown.clone()).await?;
-    if let Some(p) = push {
-        let _ = p.await;
-    }
+    let _ = push.await;
     tracing::info!("agentd stopped");
     Ok(())
+}
+
+/// The A2A delegator over `a2a.peers` (credentials are read now). Workflow
+/// steps and the `delegate` tool share it.
+fn delegator(cfg: &Config) -> anyhow::Result<Arc<dyn Delegator>> {
+    let d = A2aDelegator::new(&cfg.a2a.peers, cfg.a2a.options()).map_err(anyhow::Error::msg)?;
+    Ok(Arc::new(d))
+}
+
+/// The signing secrets of `bridges.secrets`, read now (an unreadable one
+/// stops the daemon before the store is opened).
+fn bridge_secrets(cfg: &Config, channels: &[agentd_instruction::Channel]) -> anyhow::Result<BridgeSecrets> {
+    let mut keys = HashMap::new();
+    for (name, reference) in &cfg.bridges.secrets {
+        if !channels.iter().any(|c| &c.name == name) {
+            tracing::warn!(channel = %name, "bridges.secrets names a channel the instruction document does not declare");
+        }
+        let secret = reference.resolve().map_err(|e| anyhow::anyhow!("bridges.secrets.{name}: {e}"))?;
+        keys.insert(name.clone(), SigningKey::new(secret.expose().as_bytes()));
+    }
+    Ok(BridgeSecrets::new(keys))
+}
+
+/// The gate bridge over the document's channels. Channels no bridge can
+/// deliver to are a warning here and an error when a gate names them.
+fn gate_bridge(
+    cfg: &Config,
+    engine: &Engine,
+    channels: &[agentd_instruction::Channel],
+) -> Arc<dyn GateBridge> {
+    let declared: Vec<DeclaredChannel> = channels
+        .iter()
+        .map(|c| DeclaredChannel { name: c.name.clone(), kind: c.kind.clone(), target: c.target.clone() })
+        .collect();
+    let bridge = ChannelBridge::new(engine.clone(), &declared, SsrfGuard::new(cfg.push.allow_private));
+    for problem in bridge.problems() {
+        tracing::warn!("{problem}");
+    }
+    Arc::new(bridge)
 }
 
 fn tokens(cfg: &Config) -> anyhow::Result<Vec<TokenEntry>> {

@@ -122,7 +122,7 @@ impl Engine {
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store
     }
-    /// Notified after every commit that queued push deliveries.
+    /// Notified after every commit that queued push or bridge deliveries.
     pub fn push_wakeup(&self) -> &Notify {
         &self.inner.push_wakeup
     }
@@ -261,7 +261,7 @@ impl Engine {
                 batch.push_events.push((rec.task.id.clone(), push_body(e)));
             }
         }
-        let wake = !batch.push_events.is_empty();
+        let wake = !batch.push_events.is_empty() || !batch.bridge_deliveries.is_empty();
         self.inner.store.commit(batch).await.map_err(internal)?;
         if wake {
             self.inner.push_wakeup.notify_one();

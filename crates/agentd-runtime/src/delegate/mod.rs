@@ -4,6 +4,15 @@
 //! peer's task to a terminal state and hands it back; cancelling the token
 //! cancels the peer's task too.
 
+mod a2a;
+mod client;
+mod peers;
+mod tool;
+
+pub use a2a::{A2aDelegator, DelegateOptions};
+pub use peers::PeerConfig;
+pub use tool::{DelegateTool, TOOL_NAME, answer_text};
+
 use agentd_proto::{Message, Task};
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;

@@ -5,7 +5,7 @@
 
 mod config;
 mod echo;
-mod openai;
+pub(crate) mod openai;
 pub mod reminder;
 mod script;
 mod scripted;

@@ -1,9 +1,13 @@
-//! One webhook delivery: the HTTP POST of an outbox item (A2A §4.3.3: the
-//! bare StreamResponse as `application/a2a+json`, the config's credentials
-//! and token as headers) and the retry schedule after a failure.
+//! One delivery: the HTTP POST of an outbox item and the retry schedule
+//! after a failure. A push item is the bare StreamResponse as
+//! `application/a2a+json` with the config's credentials and token as
+//! headers (A2A §4.3.3); a bridge item is the channel's JSON, signed for a
+//! webhook channel with a secret (`bridges::sign`).
 
 use super::ssrf::{GuardedResolver, SsrfGuard};
-use agentd_core::OutboxItem;
+use crate::bridges::sign::{self, BridgeSecrets, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+use agentd_core::{BridgeTarget, OutboxItem, OutboxTarget};
+use agentd_proto::TaskPushNotificationConfig;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
 use reqwest::{Client, Url, redirect};
 use std::sync::Arc;
@@ -33,10 +37,11 @@ pub(crate) struct Deliverer {
     client: Client,
     guard: SsrfGuard,
     timeout: Duration,
+    secrets: BridgeSecrets,
 }
 
 impl Deliverer {
-    pub(crate) fn new(guard: SsrfGuard, timeout: Duration) -> Result<Self, String> {
+    pub(crate) fn new(guard: SsrfGuard, timeout: Duration, secrets: BridgeSecrets) -> Result<Self, String> {
         let client = Client::builder()
             .redirect(redirect::Policy::none())
             .no_proxy()
@@ -46,50 +51,81 @@ impl Deliverer {
             .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| format!("cannot build the push HTTP client: {e}"))?;
-        Ok(Self { client, guard, timeout })
+        Ok(Self { client, guard, timeout, secrets })
     }
 
     pub(crate) async fn deliver(&self, item: &OutboxItem) -> Outcome {
-        let url = match Url::parse(item.config.url.trim()) {
-            Ok(u) => u,
-            Err(e) => return Outcome::Permanent(format!("url is not a valid URL: {e}")),
+        let req = match &item.target {
+            OutboxTarget::Push(config) => self.push_request(config, &item.body),
+            OutboxTarget::Bridge(target) => self.bridge_request(target, &item.body),
         };
-        if let Err(why) = self.guard.check_target(&url) {
-            return Outcome::Failed(format!("url refused: {why}"));
+        match req {
+            Ok(req) => send(req).await,
+            Err(outcome) => outcome,
         }
+    }
+
+    /// The checks every target gets: a valid URL the guard allows.
+    fn post(&self, url: &str) -> Result<reqwest::RequestBuilder, Outcome> {
+        let url =
+            Url::parse(url.trim()).map_err(|e| Outcome::Permanent(format!("url is not a valid URL: {e}")))?;
+        if let Err(why) = self.guard.check_target(&url) {
+            return Err(Outcome::Failed(format!("url refused: {why}")));
+        }
+        Ok(self.client.post(url).timeout(self.timeout))
+    }
+
+    fn push_request(
+        &self,
+        config: &TaskPushNotificationConfig,
+        body: &str,
+    ) -> Result<reqwest::RequestBuilder, Outcome> {
         let mut req = self
-            .client
-            .post(url)
-            .timeout(self.timeout)
+            .post(&config.url)?
             .header(CONTENT_TYPE, HeaderValue::from_static(PUSH_CONTENT_TYPE))
-            .body(item.body.clone());
-        if let Some(auth) = &item.config.authentication
+            .body(body.to_owned());
+        if let Some(auth) = &config.authentication
             && !auth.credentials.is_empty()
         {
-            match secret(&format!("{} {}", auth.scheme.trim(), auth.credentials)) {
-                Some(v) => req = req.header(AUTHORIZATION, v),
-                None => {
-                    return Outcome::Permanent(
-                        "authentication has characters not allowed in an HTTP header".into(),
-                    );
-                }
-            }
+            let v = secret(&format!("{} {}", auth.scheme.trim(), auth.credentials)).ok_or_else(|| {
+                Outcome::Permanent("authentication has characters not allowed in an HTTP header".into())
+            })?;
+            req = req.header(AUTHORIZATION, v);
         }
-        if !item.config.token.is_empty() {
-            match secret(&item.config.token) {
-                Some(v) => req = req.header(HeaderName::from_static(TOKEN_HEADER), v),
-                None => {
-                    return Outcome::Permanent("token has characters not allowed in an HTTP header".into());
-                }
-            }
+        if !config.token.is_empty() {
+            let v = secret(&config.token).ok_or_else(|| {
+                Outcome::Permanent("token has characters not allowed in an HTTP header".into())
+            })?;
+            req = req.header(HeaderName::from_static(TOKEN_HEADER), v);
         }
-        match req.send().await {
-            Ok(resp) if resp.status().is_success() => Outcome::Delivered,
-            Ok(resp) => Outcome::Failed(format!("receiver answered {}", resp.status())),
-            // Without the URL: it may carry credentials in its query.
-            Err(e) if e.is_builder() => Outcome::Permanent(e.without_url().to_string()),
-            Err(e) => Outcome::Failed(describe(&e)),
+        Ok(req)
+    }
+
+    fn bridge_request(&self, target: &BridgeTarget, body: &str) -> Result<reqwest::RequestBuilder, Outcome> {
+        let mut req = self
+            .post(&target.url)?
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .body(body.to_owned());
+        // Signed per attempt, so the timestamp is the attempt's.
+        if target.kind == "webhook"
+            && let Some(key) = self.secrets.get(&target.channel)
+        {
+            let now = chrono::Utc::now().timestamp();
+            req = req
+                .header(HeaderName::from_static(TIMESTAMP_HEADER), now.to_string())
+                .header(HeaderName::from_static(SIGNATURE_HEADER), sign::sign(key, now, body.as_bytes()));
         }
+        Ok(req)
+    }
+}
+
+async fn send(req: reqwest::RequestBuilder) -> Outcome {
+    match req.send().await {
+        Ok(resp) if resp.status().is_success() => Outcome::Delivered,
+        Ok(resp) => Outcome::Failed(format!("receiver answered {}", resp.status())),
+        // Without the URL: it may carry credentials in its query.
+        Err(e) if e.is_builder() => Outcome::Permanent(e.without_url().to_string()),
+        Err(e) => Outcome::Failed(describe(&e)),
     }
 }
 

@@ -1,4 +1,5 @@
-//! The push worker: drains the durable outbox. Each round reads the due
+//! The push worker: drains the durable outbox (push events and bridge
+//! announcements alike). Each round reads the due
 //! rows, groups them by webhook (task id, config id) in outbox order,
 //! delivers groups concurrently and each group in order, and commits every
 //! result in one batch. A failed delivery holds back the later events of
@@ -7,6 +8,7 @@
 
 use super::deliver::{Deliverer, Outcome, backoff};
 use super::ssrf::SsrfGuard;
+use crate::bridges::BridgeSecrets;
 use agentd_core::{Batch, Engine, OutboxItem};
 use agentd_proto::Timestamp;
 use futures::StreamExt;
@@ -39,6 +41,8 @@ pub struct PushWorkerConfig {
     pub backoff_base: Duration,
     /// The longest retry delay.
     pub backoff_max: Duration,
+    /// Signing secrets of webhook bridge channels, by channel name.
+    pub bridge_secrets: BridgeSecrets,
 }
 
 impl Default for PushWorkerConfig {
@@ -49,11 +53,12 @@ impl Default for PushWorkerConfig {
             max_attempts: 10,
             backoff_base: Duration::from_secs(1),
             backoff_max: Duration::from_secs(300),
+            bridge_secrets: BridgeSecrets::default(),
         }
     }
 }
 
-/// A webhook: `(task id, config id)`.
+/// A webhook: `(task id, config id)`, or `(task id, bridge:<channel>)`.
 type GroupKey = (String, String);
 
 /// What a round decided, committed as one batch.
@@ -74,7 +79,7 @@ pub fn spawn_push_worker(
     shutdown: CancellationToken,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
-        match Deliverer::new(SsrfGuard::new(cfg.allow_private), cfg.timeout) {
+        match Deliverer::new(SsrfGuard::new(cfg.allow_private), cfg.timeout, cfg.bridge_secrets.clone()) {
             Ok(deliverer) => Worker { engine, cfg, deliverer, held: HashMap::new() }.run(shutdown).await,
             Err(e) => {
                 tracing::error!(error = %e, "push delivery is disabled; outbox rows stay queued");
@@ -181,7 +186,7 @@ impl Worker {
         let mut groups: Vec<(GroupKey, Vec<OutboxItem>)> = Vec::new();
         let mut index: HashMap<GroupKey, usize> = HashMap::new();
         for item in items {
-            let key = (item.task_id.clone(), item.config.id.clone());
+            let key = (item.task_id.clone(), item.target.key());
             if let Some(until) = self.held.get(&key) {
                 // Behind a failed event of the same webhook: wait with it.
                 record(&results, |r| r.retry.push((item.id, *until, item.attempts)));
@@ -228,7 +233,7 @@ impl Worker {
             let delay = backoff(self.cfg.backoff_base, self.cfg.backoff_max, attempts);
             let until = now_ms().saturating_add(i64::try_from(delay.as_millis()).unwrap_or(i64::MAX));
             tracing::debug!(
-                task = %key.0, config = %key.1, attempts, retry_in_ms = delay.as_millis() as u64,
+                task = %key.0, target = %key.1, attempts, retry_in_ms = delay.as_millis() as u64,
                 error = %why, "push delivery failed; will retry"
             );
             record(results, |r| {
@@ -245,7 +250,7 @@ impl Worker {
 
     fn give_up(&self, item: &OutboxItem, attempts: u32, why: &str, results: &Mutex<Results>) {
         tracing::warn!(
-            task = %item.task_id, config = %item.config.id, attempts, error = %why,
+            task = %item.task_id, target = %item.target.key(), attempts, error = %why,
             "push delivery given up; the event is dropped"
         );
         record(results, |r| r.done.push(item.id));

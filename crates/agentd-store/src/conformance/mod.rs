@@ -68,6 +68,7 @@ define_checks!($
     push::outbox_fan_out,
     push::outbox_due_retry_done,
     push::outbox_deleted_config,
+    push::outbox_bridge_rows,
 );
 
 /// Runs every check, each against a fresh store from `make`.

@@ -1,8 +1,8 @@
 //! Conformance checks for push configs and the outbox: CRUD, fan-out at
-//! commit time, due/retry/done, and rows of deleted configs.
+//! commit time, due/retry/done, rows of deleted configs, and bridge rows.
 
 use super::build::{commit, ok, push_config, record};
-use agentd_core::{Batch, OutboxItem, Store};
+use agentd_core::{Batch, BridgeDelivery, BridgeTarget, OutboxItem, OutboxTarget, Store};
 use agentd_proto::{TaskState::Working, Timestamp};
 
 /// A time safely after any row created so far was due.
@@ -15,7 +15,7 @@ async fn due(store: &dyn Store, now_ms: i64) -> Vec<OutboxItem> {
 }
 
 fn summary(items: &[OutboxItem]) -> Vec<(String, String, String, u32)> {
-    items.iter().map(|i| (i.task_id.clone(), i.config.id.clone(), i.body.clone(), i.attempts)).collect()
+    items.iter().map(|i| (i.task_id.clone(), i.target.key(), i.body.clone(), i.attempts)).collect()
 }
 
 fn row(task: &str, config: &str, body: &str, attempts: u32) -> (String, String, String, u32) {
@@ -75,7 +75,11 @@ pub async fn outbox_fan_out(store: &dyn Store) {
     ];
     assert_eq!(summary(&items), expected, "2 configs → 2 rows per event, 0 configs → none, oldest first");
     assert!(items.windows(2).all(|w| w[0].id < w[1].id), "outbox ids must increase");
-    assert_eq!(items[0].config, push_config("t1", "p1", "alice").config, "item carries its config");
+    assert_eq!(
+        items[0].target,
+        OutboxTarget::Push(push_config("t1", "p1", "alice").config),
+        "item carries its config"
+    );
     let same_batch = Batch {
         push_upserts: vec![push_config("t2", "p3", "alice")],
         push_deletes: vec![("t1".into(), "p2".into())],
@@ -161,4 +165,59 @@ pub async fn outbox_deleted_config(store: &dyn Store) {
     )
     .await;
     assert_eq!(summary(&due(store, soon()).await), [row("t1", "keep", "e1", 0)], "no resurrected rows");
+}
+
+fn bridge(task: &str, channel: &str, body: &str) -> BridgeDelivery {
+    let target = BridgeTarget {
+        channel: channel.into(),
+        kind: "webhook".into(),
+        url: "https://hooks.example.com/x".into(),
+    };
+    BridgeDelivery { task_id: task.into(), target, body: body.into() }
+}
+
+/// Bridge deliveries are rows of their own: due without any push config,
+/// interleaved with push rows in commit order, with their target read
+/// back; retry and done work on them as on push rows.
+pub async fn outbox_bridge_rows(store: &dyn Store) {
+    let setup = Batch {
+        tasks: vec![record(("t1", "alice", "c", Working, 1_000))],
+        push_upserts: vec![push_config("t1", "p1", "alice")],
+        push_events: vec![("t1".into(), "e1".into())],
+        bridge_deliveries: vec![bridge("t1", "ops", "b1")],
+        ..Default::default()
+    };
+    commit(store, setup, "a push event and a bridge delivery").await;
+    commit(
+        store,
+        Batch { bridge_deliveries: vec![bridge("t9", "ops", "b2")], ..Default::default() },
+        "a bridge row alone",
+    )
+    .await;
+    let items = due(store, soon()).await;
+    assert_eq!(
+        summary(&items),
+        [row("t1", "p1", "e1", 0), row("t1", "bridge:ops", "b1", 0), row("t9", "bridge:ops", "b2", 0)],
+        "bridge rows need no task or push config and keep commit order"
+    );
+    assert_eq!(
+        items[1].target,
+        OutboxTarget::Bridge(bridge("t1", "ops", "b1").target),
+        "target read back whole"
+    );
+    // Deleting the task's push config leaves its bridge rows.
+    commit(store, Batch { push_deletes: vec![("t1".into(), "p1".into())], ..Default::default() }, "a delete")
+        .await;
+    let items = due(store, soon()).await;
+    assert_eq!(summary(&items), [row("t1", "bridge:ops", "b1", 0), row("t9", "bridge:ops", "b2", 0)]);
+    let later = soon() + 60_000;
+    let batch = Batch {
+        outbox_done: vec![items[1].id],
+        outbox_retry: vec![(items[0].id, later, 1)],
+        ..Default::default()
+    };
+    commit(store, batch, "retry one, finish one").await;
+    assert!(due(store, soon()).await.is_empty(), "the retried row waits");
+    assert_eq!(ok(store.next_outbox_due().await, "next due"), Some(later));
+    assert_eq!(summary(&due(store, later).await), [row("t1", "bridge:ops", "b1", 1)]);
 }

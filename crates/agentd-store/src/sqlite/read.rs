@@ -4,7 +4,7 @@
 
 use super::schema::open_reader;
 use crate::codec::{decode_config, decode_task, err, state_number};
-use agentd_core::{OutboxItem, PushConfigRow, StoreError, TaskPage, TaskQuery, TaskRecord};
+use agentd_core::{OutboxItem, OutboxTarget, PushConfigRow, StoreError, TaskPage, TaskQuery, TaskRecord};
 use agentd_proto::TaskState;
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
@@ -205,22 +205,34 @@ pub(crate) fn due_outbox(
     limit: usize,
 ) -> Result<Vec<OutboxItem>, StoreError> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    // A push row whose config is gone is skipped (its delete cascades);
+    // a bridge row needs no config.
     let mut stmt = conn
         .prepare_cached(
-            "SELECT o.id, o.task_id, o.body, o.attempts, p.config_json
-             FROM outbox o JOIN push_configs p ON p.task_id = o.task_id AND p.id = o.config_id
-             WHERE o.not_before_ms <= ?1 ORDER BY o.id LIMIT ?2",
+            "SELECT o.id, o.task_id, o.body, o.attempts, p.config_json, o.bridge_json
+             FROM outbox o LEFT JOIN push_configs p ON p.task_id = o.task_id AND p.id = o.config_id
+             WHERE o.not_before_ms <= ?1 AND (p.config_json IS NOT NULL OR o.bridge_json IS NOT NULL)
+             ORDER BY o.id LIMIT ?2",
         )
         .map_err(err("prepare outbox query"))?;
+    type Row = (i64, String, String, u32, Option<String>, Option<String>);
     let rows = stmt
         .query_map(params![now_ms, limit], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get::<_, String>(4)?))
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
         })
-        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<(i64, String, String, u32, String)>>>())
+        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<Row>>>())
         .map_err(err("query outbox"))?;
     rows.into_iter()
-        .map(|(id, task_id, body, attempts, json)| {
-            Ok(OutboxItem { id, task_id, config: decode_config(&json)?, body, attempts })
+        .map(|(id, task_id, body, attempts, config, bridge)| {
+            let target = match (config, bridge) {
+                (Some(json), _) => OutboxTarget::Push(decode_config(&json)?),
+                (None, Some(json)) => OutboxTarget::Bridge(
+                    serde_json::from_str(&json)
+                        .map_err(|e| StoreError(format!("decode bridge target: {e}")))?,
+                ),
+                (None, None) => return Err(StoreError(format!("outbox row {id} has no target"))),
+            };
+            Ok(OutboxItem { id, task_id, target, body, attempts })
         })
         .collect()
 }

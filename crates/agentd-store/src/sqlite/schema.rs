@@ -55,6 +55,27 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         closed_by TEXT NOT NULL,
         closed_ms INTEGER NOT NULL
     );",
+    // 4: bridge deliveries share the outbox: a row names a push config
+    // (config_id) or carries a bridge target (bridge_json). SQLite cannot
+    // relax a NOT NULL in place, so the table is rebuilt, ids kept.
+    "ALTER TABLE outbox RENAME TO outbox_v2;
+    CREATE TABLE outbox (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        task_id TEXT NOT NULL,
+        config_id TEXT,
+        bridge_json TEXT,
+        body TEXT NOT NULL,
+        attempts INTEGER NOT NULL,
+        not_before_ms INTEGER NOT NULL,
+        CHECK ((config_id IS NULL) <> (bridge_json IS NULL)),
+        FOREIGN KEY (task_id, config_id) REFERENCES push_configs (task_id, id)
+            ON DELETE CASCADE
+    );
+    INSERT INTO outbox (id, task_id, config_id, bridge_json, body, attempts, not_before_ms)
+        SELECT id, task_id, config_id, NULL, body, attempts, not_before_ms FROM outbox_v2;
+    DROP TABLE outbox_v2;
+    CREATE INDEX outbox_config ON outbox (task_id, config_id);
+    CREATE INDEX outbox_due ON outbox (not_before_ms);",
 ];
 
 /// Opens the one read-write connection: WAL, busy timeout, foreign keys,

@@ -96,9 +96,12 @@ const UPSERT_PUSH: &str = "INSERT INTO push_configs (task_id, id, owner, config_
 const FAN_OUT: &str = "INSERT INTO outbox (task_id, config_id, body, attempts, not_before_ms)
     SELECT task_id, id, ?2, 0, ?3 FROM push_configs WHERE task_id = ?1 ORDER BY created_seq";
 
+const ENQUEUE_BRIDGE: &str = "INSERT INTO outbox (task_id, bridge_json, body, attempts, not_before_ms)
+    VALUES (?1, ?2, ?3, 0, ?4)";
+
 /// Writes one batch inside `tx`, in the order: tasks, push upserts, push
-/// deletes (their outbox rows go by cascade), push events, outbox done,
-/// outbox retry, closed conversations.
+/// deletes (their outbox rows go by cascade), push events, bridge
+/// deliveries, outbox done, outbox retry, closed conversations.
 fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
     for record in &batch.tasks {
         let t = encode_task(record)?;
@@ -135,6 +138,12 @@ fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
         tx.prepare_cached(FAN_OUT)
             .and_then(|mut s| s.execute(params![task_id, body, now]))
             .map_err(err("fan out push event"))?;
+    }
+    for d in &batch.bridge_deliveries {
+        let target = serde_json::to_string(&d.target).map_err(err("encode bridge target"))?;
+        tx.prepare_cached(ENQUEUE_BRIDGE)
+            .and_then(|mut s| s.execute(params![d.task_id, target, d.body, now]))
+            .map_err(err("enqueue bridge delivery"))?;
     }
     for id in &batch.outbox_done {
         tx.prepare_cached("DELETE FROM outbox WHERE id = ?1")

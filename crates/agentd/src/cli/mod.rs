@@ -1,12 +1,14 @@
 //! Command-line surface: `serve` and the client verbs, noun/verb style.
 //!
-//! The client verbs (`send`, `tasks …`) are JSON-RPC clients of a running
+//! The client verbs (`send`, `run`, `answer`, `tasks …`) are JSON-RPC clients of a running
 //! daemon. Data goes to stdout, diagnostics to stderr; `--json` swaps the
 //! human form for the raw JSON the daemon answered.
 
+mod answer;
 mod check;
 mod client;
 mod output;
+mod run;
 mod send;
 mod tasks;
 
@@ -29,6 +31,10 @@ pub enum Command {
     /// List, inspect, cancel and watch tasks.
     #[command(subcommand)]
     Tasks(tasks::TasksCommand),
+    /// Start a workflow run and print it as it goes.
+    Run(run::RunArgs),
+    /// Answer a task waiting for input (a human gate): JSON as data, else text.
+    Answer(answer::AnswerArgs),
     /// Check an instruction document: refusals, block tree (--tree) or delivered text (--delivery).
     Check(check::CheckArgs),
 }
@@ -66,6 +72,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Send(args) => send::run(args).await,
         Command::Tasks(cmd) => tasks::run(cmd).await,
+        Command::Run(args) => run::run(args).await,
+        Command::Answer(args) => answer::run(args).await,
         Command::Check(args) => check::run(args),
     }
 }

@@ -100,7 +100,10 @@ pub fn task_summary(task: &Task) -> String {
     }
     let st = task.status.state;
     if st.is_interrupted() {
-        s.push_str(&format!("\n  reply with: agentd send --task {} TEXT", task.id));
+        s.push_str(&format!(
+            "\n  reply with: agentd send --task {id} TEXT (or agentd answer {id} ANSWER, JSON as data)",
+            id = task.id
+        ));
     } else if !st.is_terminal() {
         s.push_str(&format!("\n  follow it with: agentd tasks watch {}", task.id));
     }

@@ -72,7 +72,7 @@ pub async fn run(args: SendArgs) -> anyhow::Result<()> {
     }
 }
 
-async fn unary(client: &Client, req: &SendMessageRequest, json: bool) -> anyhow::Result<()> {
+pub(super) async fn unary(client: &Client, req: &SendMessageRequest, json: bool) -> anyhow::Result<()> {
     let v = client.call(methods::SEND_MESSAGE, req).await?;
     if json {
         return output::json_pretty(&v);
@@ -110,7 +110,7 @@ impl Progress {
     }
 }
 
-async fn stream(client: &Client, req: &SendMessageRequest, json: bool) -> anyhow::Result<()> {
+pub(super) async fn stream(client: &Client, req: &SendMessageRequest, json: bool) -> anyhow::Result<()> {
     let mut events = client.stream(methods::SEND_STREAMING_MESSAGE, req).await?;
     let mut p = Progress::default();
     while let Some(v) = events.next().await? {

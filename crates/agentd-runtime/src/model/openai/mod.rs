@@ -9,7 +9,7 @@
 //! which closes its connection.
 
 mod retry;
-mod sse;
+pub(crate) mod sse;
 mod wire;
 
 use super::config::OpenAiConfig;

@@ -1,0 +1,233 @@
+//! [`A2aDelegator`]: delegation over the official A2A 1.0 JSON-RPC wire.
+//! Streams the peer's task when its card offers streaming, else sends with
+//! `returnImmediately` and polls GetTask; either way the task id is known
+//! early, so a cancel can reach the peer as CancelTask.
+
+use super::client::PeerClient;
+use super::peers::{Peer, PeerConfig};
+use super::{DelegateError, DelegateRequest, Delegator};
+use agentd_proto::jsonrpc::methods;
+use agentd_proto::{
+    CancelTaskRequest, GetTaskRequest, Message, Role, SendMessageConfiguration, SendMessageRequest,
+    SendMessageResponse, StreamResponse, Task, TaskState, TaskStatus, Timestamp, new_id,
+};
+use async_trait::async_trait;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Consecutive failed GetTask polls that end a delegation.
+const POLL_FAILURES: u32 = 3;
+
+/// Tuning of [`A2aDelegator`].
+#[derive(Clone, Debug)]
+pub struct DelegateOptions {
+    /// The pause between GetTask polls (peers without streaming, or after a
+    /// stream ended early).
+    pub poll_interval: Duration,
+    /// Timeout of each unary request (card, SendMessage, GetTask, CancelTask).
+    pub request_timeout: Duration,
+}
+
+impl Default for DelegateOptions {
+    fn default() -> Self {
+        Self { poll_interval: Duration::from_millis(500), request_timeout: Duration::from_secs(30) }
+    }
+}
+
+/// Sends work to the configured A2A peers.
+pub struct A2aDelegator {
+    peers: Vec<Peer>,
+    http: reqwest::Client,
+    opts: DelegateOptions,
+}
+
+impl A2aDelegator {
+    /// Checks every peer and reads its credentials now, so a bad entry
+    /// stops the daemon at start instead of at the first delegation.
+    pub fn new(peers: &[PeerConfig], opts: DelegateOptions) -> Result<Self, String> {
+        let mut checked: Vec<Peer> = Vec::new();
+        for c in peers {
+            let p = Peer::from_config(c)?;
+            if checked.iter().any(|q| q.name == p.name) {
+                return Err(format!("a2a.peers: the name {:?} is used twice", p.name));
+            }
+            checked.push(p);
+        }
+        // No redirects: a bearer token goes only where the card says.
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("cannot build the A2A client: {e}"))?;
+        Ok(Self { peers: checked, http, opts })
+    }
+
+    async fn run(&self, peer: &Peer, message: Message, cancel: &CancellationToken) -> Result<Task, Failure> {
+        let client = PeerClient::connect(&self.http, peer, self.opts.request_timeout).await?;
+        let mut follow = Follow { client: &client, task_id: None, poll: self.opts.poll_interval };
+        let outcome = tokio::select! {
+            r = follow.run(message) => r,
+            () = cancel.cancelled() => Err(Failure::Cancelled),
+        };
+        if matches!(outcome, Err(Failure::Cancelled))
+            && let Some(id) = &follow.task_id
+        {
+            let req = CancelTaskRequest { id: id.clone(), ..Default::default() };
+            if let Err(e) = client.call::<Task>(methods::CANCEL_TASK, &req).await {
+                tracing::warn!(peer = %peer.name, task = %id, error = %e, "could not cancel the peer's task");
+            }
+        }
+        outcome
+    }
+}
+
+/// Why a delegation stopped without a task to return.
+enum Failure {
+    Peer(String),
+    Cancelled,
+}
+
+impl From<String> for Failure {
+    fn from(s: String) -> Self {
+        Failure::Peer(s)
+    }
+}
+
+/// Following one delegated task; remembers its id for a cancel.
+struct Follow<'a> {
+    client: &'a PeerClient,
+    task_id: Option<String>,
+    poll: Duration,
+}
+
+/// A state the peer's task rests in: terminal, or waiting on someone.
+fn settled(s: TaskState) -> bool {
+    s.is_terminal() || s.is_interrupted()
+}
+
+impl Follow<'_> {
+    async fn run(&mut self, message: Message) -> Result<Task, Failure> {
+        if self.client.streaming { self.stream(message).await } else { self.send_and_poll(message).await }
+    }
+
+    async fn stream(&mut self, message: Message) -> Result<Task, Failure> {
+        let sent = message.clone();
+        let req = SendMessageRequest { message: Some(message), ..Default::default() };
+        let mut events = self.client.stream(methods::SEND_STREAMING_MESSAGE, &req).await?;
+        loop {
+            let ev = match events.next().await {
+                Ok(Some(ev)) => ev,
+                Ok(None) => break,
+                // Once the task is known, a broken stream is not the end
+                // of it: polling takes over.
+                Err(e) if self.task_id.is_some() => {
+                    tracing::debug!(error = %e, "the peer's stream broke off; polling its task");
+                    break;
+                }
+                Err(e) => return Err(Failure::Peer(e)),
+            };
+            let (id, state) = match ev {
+                StreamResponse::Message(m) => return Ok(reply_as_task(sent, m)),
+                StreamResponse::Task(t) => (t.id, t.status.state),
+                StreamResponse::StatusUpdate(u) => (u.task_id, u.status.state),
+                StreamResponse::ArtifactUpdate(_) => continue,
+            };
+            if self.task_id.is_none() && !id.is_empty() {
+                self.task_id = Some(id);
+            }
+            if settled(state) {
+                break;
+            }
+        }
+        // The full task (all artifacts and history) in one read; a stream
+        // that ended early is followed by polling.
+        self.poll().await
+    }
+
+    async fn send_and_poll(&mut self, message: Message) -> Result<Task, Failure> {
+        let sent = message.clone();
+        let req = SendMessageRequest {
+            message: Some(message),
+            configuration: Some(SendMessageConfiguration { return_immediately: true, ..Default::default() }),
+            ..Default::default()
+        };
+        match self.client.call::<SendMessageResponse>(methods::SEND_MESSAGE, &req).await? {
+            SendMessageResponse::Message(m) => Ok(reply_as_task(sent, m)),
+            SendMessageResponse::Task(t) => {
+                self.task_id = Some(t.id.clone());
+                if settled(t.status.state) && t.artifacts.is_some() { Ok(t) } else { self.poll().await }
+            }
+        }
+    }
+
+    async fn poll(&mut self) -> Result<Task, Failure> {
+        let Some(id) = self.task_id.clone() else {
+            return Err(Failure::Peer("the stream ended before the peer named its task".into()));
+        };
+        let mut failures = 0;
+        loop {
+            let req = GetTaskRequest { id: id.clone(), ..Default::default() };
+            match self.client.call::<Task>(methods::GET_TASK, &req).await {
+                Ok(task) if settled(task.status.state) => return Ok(task),
+                Ok(_) => failures = 0,
+                // A blip (a peer restarting, a dropped connection) is
+                // retried a few times before the delegation fails.
+                Err(e) if failures + 1 < POLL_FAILURES => {
+                    failures += 1;
+                    tracing::debug!(task = %id, error = %e, "polling the peer's task failed; retrying");
+                }
+                Err(e) => return Err(Failure::Peer(e)),
+            }
+            tokio::time::sleep(self.poll).await;
+        }
+    }
+}
+
+/// A direct Message reply, as the completed task the port promises.
+fn reply_as_task(sent: Message, reply: Message) -> Task {
+    let id = if reply.task_id.is_empty() { new_id() } else { reply.task_id.clone() };
+    Task {
+        id,
+        context_id: reply.context_id.clone(),
+        status: TaskStatus {
+            state: TaskState::Completed,
+            message: Some(reply),
+            timestamp: Some(Timestamp::now()),
+        },
+        artifacts: Some(Vec::new()),
+        history: Some(vec![sent]),
+        metadata: None,
+    }
+}
+
+#[async_trait]
+impl Delegator for A2aDelegator {
+    fn peers(&self) -> Vec<String> {
+        self.peers.iter().map(|p| p.name.clone()).collect()
+    }
+
+    async fn delegate(
+        &self,
+        request: DelegateRequest,
+        cancel: CancellationToken,
+    ) -> Result<Task, DelegateError> {
+        let Some(peer) = self.peers.iter().find(|p| p.name == request.peer) else {
+            return Err(DelegateError::UnknownPeer(request.peer));
+        };
+        if cancel.is_cancelled() {
+            return Err(DelegateError::Cancelled);
+        }
+        let mut message = request.message;
+        if message.message_id.is_empty() {
+            message.message_id = new_id();
+        }
+        message.role = Role::User;
+        tracing::debug!(peer = %peer.name, message = %message.message_id, "delegating to an A2A peer");
+        match self.run(peer, message, &cancel).await {
+            Ok(task) => Ok(task),
+            Err(Failure::Cancelled) => Err(DelegateError::Cancelled),
+            Err(Failure::Peer(reason)) => Err(DelegateError::Peer { peer: peer.name.clone(), reason }),
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! [`ChannelBridge`]: the [`GateBridge`] that queues an announcement as an
+//! outbox row for its channel. The push worker delivers it (retries,
+//! backoff, restarts, SSRF guard), signing webhook bodies when the
+//! channel has a secret.
+
+use super::body::{slack_body, webhook_body};
+use super::channel::{Channel, DeclaredChannel};
+use crate::push::SsrfGuard;
+use agentd_core::{Batch, BridgeDelivery, BridgeTarget, Engine, GateAnnouncement, GateBridge};
+use agentd_proto::{A2aError, ErrorKind};
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+
+/// The prefix a gate's `askChannel` may carry.
+const CHANNEL_PREFIX: &str = "@channel/";
+
+pub struct ChannelBridge {
+    engine: Engine,
+    /// Each declared channel, ready or with why it cannot be delivered to.
+    channels: BTreeMap<String, Result<Channel, String>>,
+    guard: SsrfGuard,
+}
+
+impl ChannelBridge {
+    /// A bridge over the document's channels. A channel that cannot be
+    /// delivered to (unknown kind, no target) does not stop the daemon: an
+    /// announcement to it fails with the reason, and [`Self::problems`]
+    /// lists them for a start-up warning.
+    pub fn new(engine: Engine, declared: &[DeclaredChannel], guard: SsrfGuard) -> Self {
+        let channels = declared.iter().map(|d| (d.name.clone(), Channel::from_declared(d))).collect();
+        Self { engine, channels, guard }
+    }
+
+    /// Why some declared channels cannot be delivered to.
+    pub fn problems(&self) -> Vec<String> {
+        self.channels.values().filter_map(|c| c.as_ref().err().cloned()).collect()
+    }
+
+    fn channel(&self, name: &str) -> Result<&Channel, A2aError> {
+        let bare = name.strip_prefix(CHANNEL_PREFIX).unwrap_or(name);
+        match self.channels.get(bare) {
+            Some(Ok(c)) => Ok(c),
+            Some(Err(why)) => Err(A2aError::new(ErrorKind::InvalidParams, why.clone())),
+            None => {
+                let names: Vec<&str> = self.channels.keys().map(String::as_str).collect();
+                Err(A2aError::new(
+                    ErrorKind::InvalidParams,
+                    format!(
+                        "no channel named {bare:?} is declared in the instruction document \
+                         (::!channel{{name=… kind=… target=…}}); declared: [{}]",
+                        names.join(", ")
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+impl ChannelBridge {
+    /// The outbox row an announcement becomes, checked (channel, kind,
+    /// SSRF) but not queued: for a caller that commits it in its own batch,
+    /// together with the change that opened the gate.
+    pub async fn delivery(&self, a: &GateAnnouncement) -> Result<BridgeDelivery, A2aError> {
+        let channel = self.channel(&a.channel)?;
+        // Refused before queuing: a row that can never be delivered would
+        // only retry. Delivery checks again (DNS may change).
+        if let Err(why) = self.guard.check_url(&channel.url).await {
+            return Err(A2aError::new(
+                ErrorKind::InvalidParams,
+                format!("channel {:?}: its target is refused: {why}", channel.name),
+            ));
+        }
+        let body = match channel.kind.as_str() {
+            "slack" => slack_body(a),
+            _ => webhook_body(a, &channel.declared_target),
+        };
+        Ok(BridgeDelivery {
+            task_id: a.task_id.clone(),
+            target: BridgeTarget {
+                channel: channel.name.clone(),
+                kind: channel.kind.clone(),
+                url: channel.url.clone(),
+            },
+            body: body.to_string(),
+        })
+    }
+}
+
+#[async_trait]
+impl GateBridge for ChannelBridge {
+    async fn announce(&self, a: GateAnnouncement) -> Result<(), A2aError> {
+        let delivery = self.delivery(&a).await?;
+        let channel = delivery.target.channel.clone();
+        let batch = Batch { bridge_deliveries: vec![delivery], ..Batch::default() };
+        self.engine.store().commit(batch).await.map_err(|e| {
+            tracing::error!(error = %e, channel = %channel, "could not queue a gate announcement");
+            A2aError::new(ErrorKind::Internal, format!("the announcement could not be queued: {e}"))
+        })?;
+        tracing::debug!(task = %a.task_id, channel = %channel, escalation = a.escalation, "gate announcement queued");
+        self.engine.push_wakeup().notify_one();
+        Ok(())
+    }
+}
