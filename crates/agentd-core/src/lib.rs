@@ -10,6 +10,7 @@ pub mod engine;
 pub mod gate;
 pub mod principal;
 pub mod record;
+pub mod reminder;
 pub mod slots;
 pub mod store;
 pub mod transition;
@@ -22,4 +23,5 @@ pub use engine::{
 pub use gate::{GateAnnouncement, GateBridge};
 pub use principal::{Principal, PrincipalRole};
 pub use record::{LinkKind, OpenGate, OutboxItem, StatusEntry, TaskLink, TaskMeta, TaskRecord};
+pub use reminder::{DeliveredReminder, ReminderEnd, ReminderLimits, ReminderRecord};
 pub use store::{Batch, PushConfigRow, Store, StoreError, TaskPage, TaskQuery};

@@ -9,8 +9,11 @@
 //! * `list_tasks` orders by status timestamp, newest first, ties broken by
 //!   task id descending, so a cursor `(timestamp, id)` is stable even when
 //!   many tasks share a timestamp.
+//! * `reminders` lists a task's reminders in first-commit order; a
+//!   recommitted reminder keeps its place.
 
 use crate::record::{OutboxItem, TaskRecord};
+use crate::reminder::ReminderRecord;
 use agentd_proto::{TaskPushNotificationConfig, TaskState};
 use async_trait::async_trait;
 
@@ -40,6 +43,8 @@ pub struct Batch {
     pub outbox_done: Vec<i64>,
     /// Outbox rows to retry: `(id, not_before_ms, attempts)`.
     pub outbox_retry: Vec<(i64, i64, u32)>,
+    /// Reminders to insert or replace, keyed by `(task_id, id)`.
+    pub reminders: Vec<ReminderRecord>,
 }
 
 impl Batch {
@@ -50,6 +55,7 @@ impl Batch {
             && self.push_events.is_empty()
             && self.outbox_done.is_empty()
             && self.outbox_retry.is_empty()
+            && self.reminders.is_empty()
     }
 }
 
@@ -96,4 +102,8 @@ pub trait Store: Send + Sync + 'static {
     async fn due_outbox(&self, now_ms: i64, limit: usize) -> Result<Vec<OutboxItem>, StoreError>;
     /// The earliest `not_before` of any outbox row, if any.
     async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError>;
+    /// A task's reminders in the order they were first committed; only the
+    /// active ones (not ended) when `active_only`.
+    async fn reminders(&self, task_id: &str, active_only: bool) -> Result<Vec<ReminderRecord>, StoreError>;
+    async fn get_reminder(&self, task_id: &str, id: &str) -> Result<Option<ReminderRecord>, StoreError>;
 }

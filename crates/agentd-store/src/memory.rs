@@ -3,8 +3,10 @@
 //! in their stored (normalized) form, and push events fan out to the configs
 //! a task has at commit time.
 
-use crate::codec::{normalize_config, normalize_task};
-use agentd_core::{Batch, OutboxItem, PushConfigRow, Store, StoreError, TaskPage, TaskQuery, TaskRecord};
+use crate::codec::{normalize_config, normalize_reminder, normalize_task};
+use agentd_core::{
+    Batch, OutboxItem, PushConfigRow, ReminderRecord, Store, StoreError, TaskPage, TaskQuery, TaskRecord,
+};
 use agentd_proto::{TaskState, Timestamp};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
@@ -24,6 +26,9 @@ struct Inner {
     next_push_seq: u64,
     outbox: BTreeMap<i64, OutboxRow>,
     next_outbox_id: i64,
+    /// `(task_id, id)` → (first-commit sequence, reminder).
+    reminders: BTreeMap<(String, String), (u64, ReminderRecord)>,
+    next_reminder_seq: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -60,7 +65,13 @@ fn matches(r: &TaskRecord, q: &TaskQuery) -> bool {
 impl Inner {
     /// Applies a batch; every step is infallible once the inputs are
     /// normalized, so the batch is all or nothing.
-    fn apply(&mut self, tasks: Vec<TaskRecord>, upserts: Vec<PushConfigRow>, batch: &Batch) {
+    fn apply(
+        &mut self,
+        tasks: Vec<TaskRecord>,
+        upserts: Vec<PushConfigRow>,
+        reminders: Vec<ReminderRecord>,
+        batch: &Batch,
+    ) {
         for r in tasks {
             self.tasks.insert(r.task.id.clone(), r);
         }
@@ -108,6 +119,16 @@ impl Inner {
                 row.attempts = *attempts;
             }
         }
+        for r in reminders {
+            let key = (r.task_id.clone(), r.id.clone());
+            match self.reminders.get_mut(&key) {
+                Some(existing) => existing.1 = r,
+                None => {
+                    self.next_reminder_seq += 1;
+                    self.reminders.insert(key, (self.next_reminder_seq, r));
+                }
+            }
+        }
     }
 }
 
@@ -117,7 +138,8 @@ impl Store for MemoryStore {
         // Normalize first: an encoding error fails the batch before any change.
         let tasks = batch.tasks.iter().map(normalize_task).collect::<Result<Vec<_>, _>>()?;
         let upserts = batch.push_upserts.iter().map(normalize_config).collect::<Result<Vec<_>, _>>()?;
-        self.lock()?.apply(tasks, upserts, &batch);
+        let reminders = batch.reminders.iter().map(normalize_reminder).collect::<Result<Vec<_>, _>>()?;
+        self.lock()?.apply(tasks, upserts, reminders, &batch);
         Ok(())
     }
 
@@ -191,5 +213,22 @@ impl Store for MemoryStore {
 
     async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError> {
         Ok(self.lock()?.outbox.values().map(|o| o.not_before_ms).min())
+    }
+
+    async fn reminders(&self, task_id: &str, active_only: bool) -> Result<Vec<ReminderRecord>, StoreError> {
+        let inner = self.lock()?;
+        let mut rows: Vec<&(u64, ReminderRecord)> = inner
+            .reminders
+            .iter()
+            .filter(|((t, _), (_, r))| t == task_id && (!active_only || r.is_active()))
+            .map(|(_, v)| v)
+            .collect();
+        rows.sort_by_key(|(seq, _)| *seq);
+        Ok(rows.into_iter().map(|(_, r)| r.clone()).collect())
+    }
+
+    async fn get_reminder(&self, task_id: &str, id: &str) -> Result<Option<ReminderRecord>, StoreError> {
+        let key = (task_id.to_owned(), id.to_owned());
+        Ok(self.lock()?.reminders.get(&key).map(|(_, r)| r.clone()))
     }
 }

@@ -222,7 +222,8 @@ async fn rows_written_before_the_meta_column_read_back_with_empty_meta() {
     // that version did.
     let conn = rusqlite::Connection::open(&path).expect("raw open");
     conn.execute_batch(
-        "ALTER TABLE tasks DROP COLUMN meta_json;
+        "DROP TABLE reminders;
+         ALTER TABLE tasks DROP COLUMN meta_json;
          INSERT INTO tasks (id, context_id, owner, state, updated_ms, created_ms, task_json, status_history_json)
          VALUES ('old', 'ctx', 'alice', 2, 1000, 1000,
                  '{\"id\":\"old\",\"contextId\":\"ctx\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}', '[]');

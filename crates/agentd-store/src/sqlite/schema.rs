@@ -49,6 +49,17 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     CREATE INDEX outbox_due ON outbox (not_before_ms);",
     // 2: how a task came to be (link, parent, command), as JSON.
     "ALTER TABLE tasks ADD COLUMN meta_json TEXT NOT NULL DEFAULT '{}';",
+    // 3: reminders (InjectTaskReminder), one row each; `seq` keeps the
+    // order of first commit.
+    "CREATE TABLE reminders (
+        task_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        active INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        reminder_json TEXT NOT NULL,
+        PRIMARY KEY (task_id, id)
+    );
+    CREATE INDEX reminders_active ON reminders (task_id, active, seq);",
 ];
 
 /// Opens the one read-write connection: WAL, busy timeout, foreign keys,

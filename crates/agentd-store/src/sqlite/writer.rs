@@ -3,7 +3,7 @@
 //! caller only after COMMIT returned. If the group fails, each batch is
 //! retried alone so one bad batch fails alone.
 
-use crate::codec::{encode_config, encode_task, err};
+use crate::codec::{encode_config, encode_reminder, encode_task, err};
 use agentd_core::{Batch, StoreError};
 use agentd_proto::Timestamp;
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
@@ -96,9 +96,14 @@ const UPSERT_PUSH: &str = "INSERT INTO push_configs (task_id, id, owner, config_
 const FAN_OUT: &str = "INSERT INTO outbox (task_id, config_id, body, attempts, not_before_ms)
     SELECT task_id, id, ?2, 0, ?3 FROM push_configs WHERE task_id = ?1 ORDER BY created_seq";
 
+const UPSERT_REMINDER: &str = "INSERT INTO reminders (task_id, id, active, seq, reminder_json)
+    VALUES (?1, ?2, ?3, (SELECT COALESCE(MAX(seq), 0) + 1 FROM reminders WHERE task_id = ?1), ?4)
+    ON CONFLICT (task_id, id) DO UPDATE SET active = excluded.active,
+        reminder_json = excluded.reminder_json";
+
 /// Writes one batch inside `tx`, in the order: tasks, push upserts, push
 /// deletes (their outbox rows go by cascade), push events, outbox done,
-/// outbox retry.
+/// outbox retry, reminders.
 fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
     for record in &batch.tasks {
         let t = encode_task(record)?;
@@ -145,6 +150,12 @@ fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
         tx.prepare_cached("UPDATE outbox SET not_before_ms = ?2, attempts = ?3 WHERE id = ?1")
             .and_then(|mut s| s.execute(params![id, not_before_ms, attempts]))
             .map_err(err("reschedule outbox row"))?;
+    }
+    for r in &batch.reminders {
+        let json = encode_reminder(r)?;
+        tx.prepare_cached(UPSERT_REMINDER)
+            .and_then(|mut s| s.execute(params![r.task_id, r.id, r.is_active(), json]))
+            .map_err(err("write reminder"))?;
     }
     Ok(())
 }
