@@ -7,6 +7,7 @@
 mod check;
 mod client;
 mod output;
+mod remind;
 mod send;
 mod tasks;
 
@@ -29,6 +30,8 @@ pub enum Command {
     /// List, inspect, cancel and watch tasks.
     #[command(subcommand)]
     Tasks(tasks::TasksCommand),
+    /// Give a running task a reminder its model sees at its next model call(s).
+    Remind(remind::RemindArgs),
     /// Check an instruction document: refusals, block tree (--tree) or delivered text (--delivery).
     Check(check::CheckArgs),
 }
@@ -66,6 +69,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Send(args) => send::run(args).await,
         Command::Tasks(cmd) => tasks::run(cmd).await,
+        Command::Remind(args) => remind::run(args).await,
         Command::Check(args) => check::run(args),
     }
 }
