@@ -91,8 +91,8 @@ impl Engine {
                     kept.len()
                 ),
             )
-            .with_reason("REMINDER_LIMIT_REACHED")
             .with_meta("taskId", &r.task_id)
+            .with_meta("limit", "maxPendingPerTask")
             .with_meta("maxPendingPerTask", max.to_string()));
         }
         r.displaced = displaced.iter().map(|d| d.id.clone()).collect();
