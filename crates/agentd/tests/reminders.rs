@@ -67,9 +67,20 @@ pub async fn stream(d: &Daemon, method: &str, params: Value, activate: bool) -> 
     SseStream::new(r)
 }
 
-/// The reminder event payloads among stream frames (JSON-RPC framing), in order.
+/// The reminder event payloads among stream frames (JSON-RPC framing), in
+/// order; each is checked against the extension's published schema, so a
+/// member added without the schema fails the tests.
 pub fn reminder_events(frames: &[Value]) -> Vec<Value> {
-    frames.iter().filter_map(|f| f["result"]["statusUpdate"]["metadata"].get(URI).cloned()).collect()
+    let mut schema = agentd_proto::ext::reminders::schema_bundle();
+    schema["$ref"] = json!("#/$defs/ReminderEvent");
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let events: Vec<Value> =
+        frames.iter().filter_map(|f| f["result"]["statusUpdate"]["metadata"].get(URI).cloned()).collect();
+    for e in &events {
+        let errors: Vec<String> = validator.iter_errors(e).map(|x| x.to_string()).collect();
+        assert!(errors.is_empty(), "a reminder event off the schema: {e}: {errors:?}");
+    }
+    events
 }
 
 /// Injects a reminder with JSON-RPC; returns the result.
