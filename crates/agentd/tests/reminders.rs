@@ -8,6 +8,8 @@
 mod common;
 #[path = "reminders/dedupe.rs"]
 mod dedupe;
+#[path = "reminders/docs.rs"]
+mod docs;
 #[path = "commands/harness.rs"]
 mod harness;
 #[path = "reminders/propagation.rs"]
