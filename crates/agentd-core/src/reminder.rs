@@ -119,3 +119,51 @@ pub fn stream_event(
 pub fn is_lifecycle_event(ev: &StreamResponse) -> bool {
     matches!(ev, StreamResponse::StatusUpdate(s) if s.metadata.as_ref().is_some_and(|m| m.contains_key(URI)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentd_proto::{TaskState, TaskStatus};
+
+    fn record(delivered: u32, ended: Option<ReminderEnd>) -> ReminderRecord {
+        ReminderRecord {
+            task_id: "t".into(),
+            id: "r".into(),
+            body: "b".into(),
+            dedupe_key: None,
+            ttl_turns: 3,
+            role_hint: None,
+            source: "user:a".into(),
+            propagate: Propagate::None,
+            metadata: None,
+            accepted_at: Timestamp::from_millis(1).unwrap(),
+            displaced: Vec::new(),
+            delivered,
+            ended,
+            copied_from: None,
+        }
+    }
+
+    #[test]
+    fn each_event_carries_only_its_members() {
+        let e = lifecycle_event(ReminderEventKind::Emitted, &record(1, None), Some(4));
+        assert_eq!((e.turn, e.remaining_turns, e.displaced_by), (Some(4), Some(2), None));
+        let deduped = record(1, Some(ReminderEnd::Deduped { by: "n".into() }));
+        let e = lifecycle_event(ReminderEventKind::Deduped, &deduped, Some(4));
+        assert_eq!((e.turn, e.remaining_turns, e.displaced_by.as_deref()), (None, None, Some("n")));
+        let e = lifecycle_event(ReminderEventKind::Expired, &record(3, Some(ReminderEnd::Expired)), None);
+        assert_eq!((e.turn, e.remaining_turns, e.displaced_by), (None, None, None));
+    }
+
+    #[test]
+    fn stream_events_keep_the_status_and_are_recognised() {
+        let status = TaskStatus { state: TaskState::InputRequired, ..TaskStatus::default() };
+        let ev = lifecycle_event(ReminderEventKind::Expired, &record(3, None), None);
+        let s = stream_event("t", "c", &status, &ev);
+        assert!(is_lifecycle_event(&s));
+        let StreamResponse::StatusUpdate(u) = &s else { panic!("a status update") };
+        assert_eq!(u.status, status, "the state is unchanged");
+        let plain = StreamResponse::StatusUpdate(TaskStatusUpdateEvent { metadata: None, ..u.clone() });
+        assert!(!is_lifecycle_event(&plain));
+    }
+}

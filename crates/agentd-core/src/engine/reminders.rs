@@ -33,11 +33,13 @@ impl Engine {
         validate(&req, &self.inner.config.reminders)?;
         let task_id = req.task_id.clone();
         self.visible_record(p, &task_id).await?;
+        let id = req.reminder.id.as_deref();
         loop {
-            if let Some(done) = self.earlier_result(&task_id, req.reminder.id.as_deref()).await? {
-                return Ok(done);
-            }
             let Some(slot) = self.slot(&task_id).await? else {
+                // Ended: an id accepted before still answers its result.
+                if let Some(done) = self.earlier_result(&task_id, id).await? {
+                    return Ok(done);
+                }
                 let rec = self.visible_record(p, &task_id).await?;
                 return Err(refused(Refused::Terminal(rec.state())));
             };
@@ -45,8 +47,8 @@ impl Engine {
             if st.detached {
                 continue;
             }
-            // Checked again under the lock: two sends of one id may race.
-            if let Some(done) = self.earlier_result(&task_id, req.reminder.id.as_deref()).await? {
+            // Under the lock, so two sends of one id cannot both be accepted.
+            if let Some(done) = self.earlier_result(&task_id, id).await? {
                 return Ok(done);
             }
             let r = new_record(&task_id, p, &req);

@@ -52,6 +52,10 @@ async fn the_card_declares_the_extension_with_its_limits_and_the_method_echoes_a
     let (h, r) = d.rpc_with("InjectTaskReminder", params, &[]).await;
     assert!(r.get("result").is_some(), "the method works without activation: {r}");
     assert!(h.get("a2a-extensions").is_none(), "nothing echoed when not activated");
+    let body = json!({"reminder": {"id": "tenant-1", "body": "under a tenant"}});
+    let (status, r) =
+        d.rest(reqwest::Method::POST, &format!("/acme/tasks/{id}:injectReminder"), Some(body)).await;
+    assert_eq!((status, &r["reminderId"]), (200, &json!("tenant-1")), "the route exists under a tenant: {r}");
 }
 
 async fn hook(State(tx): State<Arc<mpsc::UnboundedSender<Value>>>, body: String) -> &'static str {
