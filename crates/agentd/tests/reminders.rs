@@ -14,10 +14,14 @@ mod docs;
 mod durability;
 #[path = "commands/harness.rs"]
 mod harness;
+#[path = "../../agentd-runtime/tests/model_support/mod.rs"]
+mod model_support;
 #[path = "reminders/propagation.rs"]
 mod propagation;
 #[path = "reminders/refusals.rs"]
 mod refusals;
+#[path = "reminders/role_hints.rs"]
+mod role_hints;
 #[path = "reminders/surface.rs"]
 mod surface;
 
