@@ -8,6 +8,7 @@ mod check;
 mod client;
 mod output;
 mod remind;
+mod schema;
 mod send;
 mod tasks;
 
@@ -17,8 +18,11 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(name = "agentd", version, about = "An AI agent daemon served over A2A 1.0")]
 pub struct Cli {
+    /// Print an extension's schema bundle (JSON Schema 2020-12) and exit.
+    #[arg(long, value_name = "NAME", exclusive = true)]
+    pub extension_schema: Option<String>,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -62,7 +66,15 @@ impl std::fmt::Debug for ClientOpts {
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {
+    if let Some(name) = &cli.extension_schema {
+        return schema::run(name);
+    }
+    let Some(command) = cli.command else {
+        use clap::CommandFactory;
+        let why = "a command is required (or --extension-schema NAME)";
+        Cli::command().error(clap::error::ErrorKind::MissingSubcommand, why).exit();
+    };
+    match command {
         Command::Serve(flags) => {
             let cfg = config::load(&flags)?;
             crate::serve::run(cfg).await

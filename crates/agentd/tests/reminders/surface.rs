@@ -133,3 +133,17 @@ async fn agentd_remind_injects_from_the_command_line() {
     s.wait_calls(2).await;
     assert_eq!(reminder_ids(&s.recorded()[1]), [second_id]);
 }
+
+#[test]
+fn agentd_prints_the_published_schema_bundle() {
+    let bin = env!("CARGO_BIN_EXE_agentd");
+    let out = std::process::Command::new(bin).args(["--extension-schema", "reminders"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/ext/reminders/schema.json");
+    let published: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(printed, published, "regenerate docs/ext/reminders/schema.json (see its README)");
+    let unknown = std::process::Command::new(bin).args(["--extension-schema", "nope"]).output().unwrap();
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("reminders"), "the error lists the names");
+}
