@@ -96,28 +96,14 @@ pub async fn inject(d: &Daemon, task_id: &str, reminder: Value) -> Value {
     d.ok(Binding::JsonRpc, "InjectTaskReminder", json!({"taskId": task_id, "reminder": reminder})).await
 }
 
-/// Waits for the first task the daemon lists and returns its id.
-pub async fn first_task(d: &Daemon) -> String {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        let page = d.call("ListTasks", json!({})).await;
-        if let Some(id) = page["tasks"][0]["id"].as_str() {
-            return id.to_owned();
-        }
-        assert!(std::time::Instant::now() < deadline, "no task appeared");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test]
 async fn a_reminder_reaches_the_next_model_calls_for_its_ttl_then_expires() {
     // Task A runs with no reminder, task B the same script with one: the
     // comparison is the evidence that the prefix and history are untouched.
-    let steps =
-        |_: &str| vec![tool_step("c1", 0), tool_step("c2", 0), tool_step("c3", 0), json!({"text": "done"})];
-    let mut all = steps("a");
-    let mut b_steps = steps("b");
-    b_steps[0]["delay_ms"] = json!(1500);
+    let steps = || vec![tool_step("c1", 0), tool_step("c2", 0), tool_step("c3", 0), json!({"text": "done"})];
+    let mut all = steps();
+    let mut b_steps = steps();
+    b_steps[0]["delay_ms"] = json!(1500); // B's first call is in flight when the reminder arrives
     all.extend(b_steps);
     let s = scripted(Value::Array(all), "", false);
     let d = &s.d;

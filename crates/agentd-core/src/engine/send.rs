@@ -1,6 +1,7 @@
 //! SendMessage and SendStreamingMessage: routing of an incoming message to a
-//! new task, a direct reply, input for a waiting task, or steering input for
-//! a working one.
+//! reminder for a task (the reminders extension's compatibility path), a
+//! new task, a direct reply, input for a waiting task, or steering input
+//! for a working one.
 
 use super::{Engine, TaskEvents, internal, refused};
 use crate::agent::Agent;
@@ -53,8 +54,9 @@ impl Engine {
         let cfg = req.configuration.clone().unwrap_or_default();
         if let Some(inject) = Engine::compat_reminder(&req)? {
             // A reminder, not a turn: the message enters no history.
-            self.inject_reminder(p, inject.clone()).await?;
-            let rec = self.visible_record(p, &inject.task_id).await?;
+            let task_id = inject.task_id.clone();
+            self.inject_reminder(p, inject).await?;
+            let rec = self.visible_record(p, &task_id).await?;
             return Ok(SendMessageResponse::Task(super::read::view(&rec, cfg.history_length, true)));
         }
         match self.send(p, req, true).await? {
@@ -81,6 +83,7 @@ impl Engine {
         close_on_interrupt: bool,
     ) -> Result<SendOutcome, A2aError> {
         if let Some(inject) = Engine::compat_reminder(&req)? {
+            // Answered with the task's stream; the message starts no turn.
             let id = inject.task_id.clone();
             self.inject_reminder(p, inject).await?;
             let sub = agentd_proto::SubscribeToTaskRequest { tenant: req.tenant, id };

@@ -1,8 +1,8 @@
 //! The agent loop: build the model input (delivered instruction, the
 //! conversation, steering input, then the task's active reminders), call
-//! the model, run the tools it asks
-//! for, repeat until it answers without tool calls or a limit stops it.
-//! The answer streams as artifact updates and ends the turn COMPLETED.
+//! the model, run the tools it asks for, repeat until it answers without
+//! tool calls or a limit stops it. The answer streams as artifact updates
+//! and ends the turn COMPLETED.
 
 mod history;
 mod limits;
