@@ -12,6 +12,8 @@ mod dedupe;
 mod docs;
 #[path = "reminders/durability.rs"]
 mod durability;
+#[path = "reminders/grpc.rs"]
+mod grpc;
 #[path = "commands/harness.rs"]
 mod harness;
 #[path = "../../agentd-runtime/tests/model_support/mod.rs"]
