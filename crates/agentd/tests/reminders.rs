@@ -2,8 +2,9 @@
 //! `scripted` model, whose recorded requests (a JSON line per model call)
 //! are the evidence of what the model was given. Delivery, ttl and the
 //! history/prefix guarantee are here; dedupe and idempotency, refusals and
-//! authorization, propagation, the compatibility path, durability, push,
-//! the card, the CLI and the docs' worked example are in `reminders/`.
+//! authorization, propagation, the compatibility path, durability, role
+//! hints, gRPC streams, push, the card, the CLI and the docs' worked
+//! example are in `reminders/`.
 
 mod common;
 #[path = "reminders/dedupe.rs"]
