@@ -78,25 +78,35 @@ pub async fn stream(d: &Daemon, method: &str, params: Value, activate: bool) -> 
     SseStream::new(r)
 }
 
-/// The reminder event payloads among stream frames (JSON-RPC framing), in
-/// order; each is checked against the extension's published schema, so a
-/// member added without the schema fails the tests.
-pub fn reminder_events(frames: &[Value]) -> Vec<Value> {
+/// Asserts `value` is valid against `#/$defs/{def}` of the extension's
+/// schema bundle: every payload the tests observe on the wire is checked,
+/// so a member added without the schema fails them.
+pub fn assert_schema(def: &str, value: &Value) {
     let mut schema = agentd_proto::ext::reminders::schema_bundle();
-    schema["$ref"] = json!("#/$defs/ReminderEvent");
+    schema["$ref"] = json!(format!("#/$defs/{def}"));
     let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator.iter_errors(value).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{def} off the schema: {value}: {errors:?}");
+}
+
+/// The reminder event payloads among stream frames (JSON-RPC framing), in
+/// order, each checked against the schema.
+pub fn reminder_events(frames: &[Value]) -> Vec<Value> {
     let events: Vec<Value> =
         frames.iter().filter_map(|f| f["result"]["statusUpdate"]["metadata"].get(URI).cloned()).collect();
     for e in &events {
-        let errors: Vec<String> = validator.iter_errors(e).map(|x| x.to_string()).collect();
-        assert!(errors.is_empty(), "a reminder event off the schema: {e}: {errors:?}");
+        assert_schema("ReminderEvent", e);
     }
     events
 }
 
 /// Injects a reminder with JSON-RPC; returns the result.
 pub async fn inject(d: &Daemon, task_id: &str, reminder: Value) -> Value {
-    d.ok(Binding::JsonRpc, "InjectTaskReminder", json!({"taskId": task_id, "reminder": reminder})).await
+    let params = json!({"taskId": task_id, "reminder": reminder});
+    assert_schema("InjectTaskReminderRequest", &params);
+    let result = d.ok(Binding::JsonRpc, "InjectTaskReminder", params).await;
+    assert_schema("InjectTaskReminderResponse", &result);
+    result
 }
 
 #[tokio::test]

@@ -31,6 +31,7 @@ async fn the_card_declares_the_extension_with_its_limits_and_the_method_echoes_a
         .cloned()
         .expect("declared on the card");
     assert!(ext.get("required").is_none_or(|r| r == false), "never required: {ext}");
+    assert_schema("RemindersCapabilities", &ext["params"]);
     assert_eq!(
         ext["params"],
         json!({"inject": true, "emit": true, "propagate": ["none", "subagents"],
