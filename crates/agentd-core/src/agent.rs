@@ -98,6 +98,12 @@ impl TaskControl {
         self.engine.conversation(&self.task_id, &self.context_id).await
     }
 
+    /// The task's active reminders for the model call about to be made;
+    /// the call counts against each one's `ttlTurns`. Call once per model call.
+    pub async fn reminders_for_model_call(&self) -> Vec<crate::reminder::DeliveredReminder> {
+        self.engine.deliver_reminders(&self.task_id).await
+    }
+
     /// Client messages that arrived while the task was working (steering input).
     pub async fn take_steering(&self) -> Vec<Message> {
         self.engine.take_steering(&self.task_id).await

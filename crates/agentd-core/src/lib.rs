@@ -10,6 +10,7 @@ pub mod engine;
 pub mod gate;
 pub mod principal;
 pub mod record;
+pub mod reminder;
 pub mod slots;
 pub mod store;
 pub mod transition;
@@ -25,4 +26,5 @@ pub use record::{
     BridgeDelivery, BridgeTarget, LinkKind, OpenGate, OutboxItem, OutboxTarget, StatusEntry, TaskLink,
     TaskMeta, TaskRecord,
 };
+pub use reminder::{DeliveredReminder, ReminderEnd, ReminderLimits, ReminderRecord};
 pub use store::{Batch, ClosedContext, PushConfigRow, Store, StoreError, TaskPage, TaskQuery};

@@ -51,6 +51,13 @@ pub struct TaskMeta {
     /// The human gate the task waits on, while it is INPUT_REQUIRED on one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate: Option<OpenGate>,
+    /// Model calls the task's agent loop made: the `turn` of reminder events.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub model_calls: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A human gate that is open on a task: what the answer must satisfy and

@@ -10,8 +10,11 @@
 //! * `list_tasks` orders by status timestamp, newest first, ties broken by
 //!   task id descending, so a cursor `(timestamp, id)` is stable even when
 //!   many tasks share a timestamp.
+//! * `reminders` lists a task's reminders in first-commit order; a
+//!   recommitted reminder keeps its place.
 
 use crate::record::{BridgeDelivery, OutboxItem, TaskRecord};
+use crate::reminder::ReminderRecord;
 use agentd_proto::{TaskPushNotificationConfig, TaskState};
 use async_trait::async_trait;
 
@@ -43,6 +46,8 @@ pub struct Batch {
     pub outbox_done: Vec<i64>,
     /// Outbox rows to retry: `(id, not_before_ms, attempts)`.
     pub outbox_retry: Vec<(i64, i64, u32)>,
+    /// Reminders to insert or replace, keyed by `(task_id, id)`.
+    pub reminders: Vec<ReminderRecord>,
     /// Conversations closed by `conversation.close` (closing twice keeps the first).
     pub closed_contexts: Vec<ClosedContext>,
 }
@@ -66,6 +71,7 @@ impl Batch {
             && self.outbox_done.is_empty()
             && self.outbox_retry.is_empty()
             && self.closed_contexts.is_empty()
+            && self.reminders.is_empty()
     }
 }
 
@@ -115,4 +121,8 @@ pub trait Store: Send + Sync + 'static {
     async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError>;
     /// Every closed conversation's context id (loaded once at start).
     async fn closed_contexts(&self) -> Result<Vec<String>, StoreError>;
+    /// A task's reminders in the order they were first committed; only the
+    /// active ones (not ended) when `active_only`.
+    async fn reminders(&self, task_id: &str, active_only: bool) -> Result<Vec<ReminderRecord>, StoreError>;
+    async fn get_reminder(&self, task_id: &str, id: &str) -> Result<Option<ReminderRecord>, StoreError>;
 }

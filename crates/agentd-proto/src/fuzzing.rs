@@ -17,7 +17,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::fmt::Debug;
 
-/// Every JSON-RPC method name the server dispatches.
+/// Every JSON-RPC method name the server dispatches (the core ones and
+/// the extensions' methods).
 pub const METHODS: &[&str] = &[
     m::SEND_MESSAGE,
     m::SEND_STREAMING_MESSAGE,
@@ -31,6 +32,7 @@ pub const METHODS: &[&str] = &[
     m::LIST_PUSH_CONFIGS_RC,
     m::DELETE_PUSH_CONFIG,
     m::GET_EXTENDED_CARD,
+    crate::ext::reminders::METHOD,
 ];
 
 /// `jsonrpc_request`: the envelope, then the params decoded as the request
@@ -113,6 +115,9 @@ pub fn check_params_roundtrip(method: &str, params: Value) {
         }
         m::GET_EXTENDED_CARD => {
             roundtrip::<GetExtendedAgentCardRequest>(method, params);
+        }
+        crate::ext::reminders::METHOD => {
+            roundtrip::<crate::ext::reminders::InjectTaskReminderRequest>(method, params);
         }
         _ => {}
     }

@@ -5,6 +5,7 @@
 use crate::params::RequestContext;
 use crate::state::AppState;
 use agentd_core::{SendOutcome, TaskEvents};
+use agentd_proto::ext::reminders;
 use agentd_proto::jsonrpc::methods as m;
 use agentd_proto::validate::decode;
 use agentd_proto::{A2aError, ErrorKind, StreamResponse};
@@ -39,19 +40,24 @@ pub async fn dispatch(
 ) -> Result<Outcome, A2aError> {
     let e = &state.engine;
     let p = &ctx.principal;
+    // Reminder lifecycle events reach only streams that activated the extension.
+    let reminder_events = ctx.activated.contains(reminders::URI);
     let value = match method {
         m::SEND_MESSAGE => to_value(&e.send_message(p, decode(params)?).await?)?,
         m::SEND_STREAMING_MESSAGE => {
             return Ok(Outcome::Stream(match e.send(p, decode(params)?, true).await? {
                 SendOutcome::Message(msg) => EventSource::One(Box::new(StreamResponse::Message(msg))),
-                SendOutcome::Task(events) => EventSource::Task(Box::new(events)),
+                SendOutcome::Task(events) => {
+                    EventSource::Task(Box::new(events.with_reminder_events(reminder_events)))
+                }
             }));
         }
         m::GET_TASK => to_value(&e.get_task(p, decode(params)?).await?)?,
         m::LIST_TASKS => to_value(&e.list_tasks(p, decode(params)?).await?)?,
         m::CANCEL_TASK => to_value(&e.cancel_task(p, decode(params)?).await?)?,
         m::SUBSCRIBE_TO_TASK => {
-            return Ok(Outcome::Stream(EventSource::Task(Box::new(e.subscribe(p, decode(params)?).await?))));
+            let events = e.subscribe(p, decode(params)?).await?.with_reminder_events(reminder_events);
+            return Ok(Outcome::Stream(EventSource::Task(Box::new(events))));
         }
         m::CREATE_PUSH_CONFIG => to_value(&e.create_push_config(p, decode(params)?).await?)?,
         m::GET_PUSH_CONFIG => to_value(&e.get_push_config(p, decode(params)?).await?)?,
@@ -62,6 +68,7 @@ pub async fn dispatch(
             e.delete_push_config(p, decode(params)?).await?;
             Value::Null
         }
+        reminders::METHOD => to_value(&e.inject_reminder(p, decode(params)?).await?)?,
         m::GET_EXTENDED_CARD => {
             let _: agentd_proto::GetExtendedAgentCardRequest = decode(params)?;
             to_value(&state.card.card)?

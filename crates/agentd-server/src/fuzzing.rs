@@ -96,6 +96,7 @@ fn canonical_path(route: &Route) -> String {
         m::GET_TASK => format!("tasks/{}", param("id")),
         m::CANCEL_TASK => format!("tasks/{}:cancel", param("id")),
         m::SUBSCRIBE_TO_TASK => format!("tasks/{}:subscribe", param("id")),
+        agentd_proto::ext::reminders::METHOD => format!("tasks/{}:injectReminder", param("taskId")),
         m::CREATE_PUSH_CONFIG | m::LIST_PUSH_CONFIGS => {
             format!("tasks/{}/pushNotificationConfigs", param("taskId"))
         }

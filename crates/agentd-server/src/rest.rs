@@ -9,6 +9,7 @@ use crate::params::{authenticate, service_params};
 use crate::routes::{read_body, with_extensions};
 use crate::sse::{self, Framing};
 use crate::state::AppState;
+use agentd_proto::ext::reminders;
 use agentd_proto::jsonrpc::methods as m;
 use agentd_proto::{A2aError, ErrorKind};
 use axum::body::Body;
@@ -37,12 +38,13 @@ fn match_plain(http: &Method, segs: &[String]) -> Option<Route> {
         [s] if s == "extendedAgentCard" && get => route(m::GET_EXTENDED_CARD, vec![]),
         [t, idv] if t == "tasks" => {
             let (id, verb) = match idv.rsplit_once(':') {
-                Some((id, v @ ("cancel" | "subscribe"))) => (id.to_owned(), Some(v)),
+                Some((id, v @ ("cancel" | "subscribe" | "injectReminder"))) => (id.to_owned(), Some(v)),
                 _ => (idv.clone(), None),
             };
             match (verb, get, post) {
                 (None, true, _) => route(m::GET_TASK, vec![("id", id)]),
                 (Some("cancel"), _, true) => route(m::CANCEL_TASK, vec![("id", id)]),
+                (Some("injectReminder"), _, true) => route(reminders::METHOD, vec![("taskId", id)]),
                 (Some("subscribe"), true, _) | (Some("subscribe"), _, true) => {
                     route(m::SUBSCRIBE_TO_TASK, vec![("id", id)])
                 }
@@ -194,6 +196,11 @@ mod tests {
             Some((m::SUBSCRIBE_TO_TASK, vec![("id", "t1".into())]))
         );
         assert_eq!(r(Method::GET, "/tasks/x:other"), Some((m::GET_TASK, vec![("id", "x:other".into())])));
+        assert_eq!(
+            r(Method::POST, "/acme/tasks/t1:injectReminder"),
+            Some((reminders::METHOD, vec![("taskId", "t1".into()), ("tenant", "acme".into())]))
+        );
+        assert_eq!(r(Method::GET, "/tasks/t1:injectReminder"), None);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The stored form of records and push configs, shared by every backend so
 //! that what is read back is exactly what SQLite would give back.
 
-use agentd_core::{PushConfigRow, StatusEntry, StoreError, TaskMeta, TaskRecord};
+use agentd_core::{PushConfigRow, ReminderRecord, StatusEntry, StoreError, TaskMeta, TaskRecord};
 use agentd_proto::{Task, TaskPushNotificationConfig, TaskState, Timestamp};
 
 /// A task row as columns.
@@ -75,4 +75,16 @@ pub(crate) fn decode_config(json: &str) -> Result<TaskPushNotificationConfig, St
 
 pub(crate) fn normalize_config(row: &PushConfigRow) -> Result<PushConfigRow, StoreError> {
     Ok(PushConfigRow { owner: row.owner.clone(), config: decode_config(&encode_config(&row.config)?)? })
+}
+
+pub(crate) fn encode_reminder(r: &ReminderRecord) -> Result<String, StoreError> {
+    serde_json::to_string(r).map_err(err("encode reminder"))
+}
+
+pub(crate) fn decode_reminder(json: &str) -> Result<ReminderRecord, StoreError> {
+    serde_json::from_str(json).map_err(err("decode reminder"))
+}
+
+pub(crate) fn normalize_reminder(r: &ReminderRecord) -> Result<ReminderRecord, StoreError> {
+    decode_reminder(&encode_reminder(r)?)
 }

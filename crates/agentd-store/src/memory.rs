@@ -3,10 +3,10 @@
 //! in their stored (normalized) form, and push events fan out to the configs
 //! a task has at commit time.
 
-use crate::codec::{normalize_config, normalize_task};
+use crate::codec::{normalize_config, normalize_reminder, normalize_task};
 use agentd_core::{
-    Batch, BridgeTarget, OutboxItem, OutboxTarget, PushConfigRow, Store, StoreError, TaskPage, TaskQuery,
-    TaskRecord,
+    Batch, BridgeTarget, OutboxItem, OutboxTarget, PushConfigRow, ReminderRecord, Store, StoreError,
+    TaskPage, TaskQuery, TaskRecord,
 };
 use agentd_proto::{TaskState, Timestamp};
 use async_trait::async_trait;
@@ -29,6 +29,9 @@ struct Inner {
     next_outbox_id: i64,
     /// Closed conversations: context id → closed_ms (first close wins).
     closed: BTreeMap<String, i64>,
+    /// `(task_id, id)` → (first-commit sequence, reminder).
+    reminders: BTreeMap<(String, String), (u64, ReminderRecord)>,
+    next_reminder_seq: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -67,7 +70,13 @@ fn matches(r: &TaskRecord, q: &TaskQuery) -> bool {
 impl Inner {
     /// Applies a batch; every step is infallible once the inputs are
     /// normalized, so the batch is all or nothing.
-    fn apply(&mut self, tasks: Vec<TaskRecord>, upserts: Vec<PushConfigRow>, batch: &Batch) {
+    fn apply(
+        &mut self,
+        tasks: Vec<TaskRecord>,
+        upserts: Vec<PushConfigRow>,
+        reminders: Vec<ReminderRecord>,
+        batch: &Batch,
+    ) {
         for r in tasks {
             self.tasks.insert(r.task.id.clone(), r);
         }
@@ -131,6 +140,16 @@ impl Inner {
         for c in &batch.closed_contexts {
             self.closed.entry(c.context_id.clone()).or_insert(c.closed_ms);
         }
+        for r in reminders {
+            let key = (r.task_id.clone(), r.id.clone());
+            match self.reminders.get_mut(&key) {
+                Some(existing) => existing.1 = r,
+                None => {
+                    self.next_reminder_seq += 1;
+                    self.reminders.insert(key, (self.next_reminder_seq, r));
+                }
+            }
+        }
     }
 }
 
@@ -140,7 +159,8 @@ impl Store for MemoryStore {
         // Normalize first: an encoding error fails the batch before any change.
         let tasks = batch.tasks.iter().map(normalize_task).collect::<Result<Vec<_>, _>>()?;
         let upserts = batch.push_upserts.iter().map(normalize_config).collect::<Result<Vec<_>, _>>()?;
-        self.lock()?.apply(tasks, upserts, &batch);
+        let reminders = batch.reminders.iter().map(normalize_reminder).collect::<Result<Vec<_>, _>>()?;
+        self.lock()?.apply(tasks, upserts, reminders, &batch);
         Ok(())
     }
 
@@ -228,5 +248,22 @@ impl Store for MemoryStore {
         let mut closed: Vec<_> = inner.closed.iter().map(|(id, ms)| (*ms, id.clone())).collect();
         closed.sort();
         Ok(closed.into_iter().map(|(_, id)| id).collect())
+    }
+
+    async fn reminders(&self, task_id: &str, active_only: bool) -> Result<Vec<ReminderRecord>, StoreError> {
+        let inner = self.lock()?;
+        let mut rows: Vec<&(u64, ReminderRecord)> = inner
+            .reminders
+            .iter()
+            .filter(|((t, _), (_, r))| t == task_id && (!active_only || r.is_active()))
+            .map(|(_, v)| v)
+            .collect();
+        rows.sort_by_key(|(seq, _)| *seq);
+        Ok(rows.into_iter().map(|(_, r)| r.clone()).collect())
+    }
+
+    async fn get_reminder(&self, task_id: &str, id: &str) -> Result<Option<ReminderRecord>, StoreError> {
+        let key = (task_id.to_owned(), id.to_owned());
+        Ok(self.lock()?.reminders.get(&key).map(|(_, r)| r.clone()))
     }
 }

@@ -72,6 +72,7 @@ pub struct Config {
     pub log: LogConfig,
     pub commands: CommandsConfig,
     pub subagents: SubagentsConfig,
+    pub reminders: RemindersConfig,
     pub a2a: A2aConfig,
     pub bridges: BridgesConfig,
     /// Keys of the document's `!config` that agentd does not use (logged at start).
@@ -189,6 +190,48 @@ impl SubagentsConfig {
     }
 }
 
+/// Limits of the reminders extension (also published as its card params).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RemindersConfig {
+    /// Largest `ttlTurns` a reminder may ask for.
+    pub max_ttl_turns: u32,
+    /// Largest reminder body, in bytes.
+    pub max_body_bytes: u32,
+    /// Active reminders one task may hold; more are refused.
+    pub max_pending_per_task: u32,
+}
+
+impl Default for RemindersConfig {
+    fn default() -> Self {
+        let d = agentd_core::ReminderLimits::default();
+        Self {
+            max_ttl_turns: d.max_ttl_turns,
+            max_body_bytes: d.max_body_bytes,
+            max_pending_per_task: d.max_pending_per_task,
+        }
+    }
+}
+
+impl RemindersConfig {
+    pub fn limits(&self) -> anyhow::Result<agentd_core::ReminderLimits> {
+        for (key, v) in [
+            ("max_ttl_turns", self.max_ttl_turns),
+            ("max_body_bytes", self.max_body_bytes),
+            ("max_pending_per_task", self.max_pending_per_task),
+        ] {
+            if v == 0 {
+                bail!("reminders.{key} must be at least 1");
+            }
+        }
+        Ok(agentd_core::ReminderLimits {
+            max_ttl_turns: self.max_ttl_turns,
+            max_body_bytes: self.max_body_bytes,
+            max_pending_per_task: self.max_pending_per_task,
+        })
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreConfig {
@@ -298,6 +341,7 @@ impl Default for Config {
             a2a: A2aConfig::default(),
             bridges: BridgesConfig::default(),
             ignored_document_keys: Vec::new(),
+            reminders: RemindersConfig::default(),
         }
     }
 }

@@ -5,6 +5,7 @@
 mod cli;
 mod config;
 mod instruction;
+mod reminders;
 mod serve;
 
 use clap::Parser;

@@ -54,7 +54,12 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let db = cfg.data_dir.join("agentd.db");
     let store = SqliteStore::open(&db, SqliteOptions { synchronous_full: cfg.store.sync == "full" })
         .with_context(|| format!("cannot open the store at {}", db.display()))?;
-    let engine_cfg = EngineConfig { push_enabled: cfg.push.enabled, ..EngineConfig::default() };
+    let reminder_limits = cfg.reminders.limits()?;
+    let engine_cfg = EngineConfig {
+        push_enabled: cfg.push.enabled,
+        reminders: reminder_limits,
+        ..EngineConfig::default()
+    };
     let input_modes = engine_cfg.input_modes.clone();
     let engine =
         Engine::new(Arc::new(store), agent, Arc::new(SsrfGuard::new(cfg.push.allow_private)), engine_cfg);
@@ -74,7 +79,8 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
     let base_url = cfg.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
 
-    let extensions = ExtensionRegistry::new(vec![DeclaredExtension {
+    let extensions =
+        ExtensionRegistry::new(vec![DeclaredExtension {
         uri: commands::URI.into(),
         description:
             "Commands: a DataPart {\"agentd\": {\"op\": …}} runs an op deterministically (see params.ops)"
@@ -82,7 +88,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         required: false,
         params: Some(commands::card_params()),
         methods: vec![methods::SEND_MESSAGE.into(), methods::SEND_STREAMING_MESSAGE.into()],
-    }]);
+    }, crate::reminders::declared(&reminder_limits)]);
     let mut skills = vec![agentd_server::card::chat_skill()];
     skills.extend(commands::skills());
     let card = CardService::new(

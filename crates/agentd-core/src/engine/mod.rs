@@ -9,6 +9,7 @@ mod commands;
 mod conversation;
 mod push;
 mod read;
+mod reminders;
 mod send;
 mod stream;
 
@@ -44,6 +45,8 @@ pub struct EngineConfig {
     pub input_modes: Vec<String>,
     /// Events buffered per task for slow streams before they are cut off.
     pub stream_capacity: usize,
+    /// Limits of the reminders extension.
+    pub reminders: crate::reminder::ReminderLimits,
 }
 
 impl Default for EngineConfig {
@@ -52,6 +55,7 @@ impl Default for EngineConfig {
             push_enabled: true,
             input_modes: vec!["text/plain".into(), "text/markdown".into(), "application/json".into()],
             stream_capacity: 1024,
+            reminders: crate::reminder::ReminderLimits::default(),
         }
     }
 }
@@ -74,6 +78,10 @@ struct Inner {
     /// Conversations closed by `conversation.close`: new turns are refused.
     /// In memory only: a restart reopens them.
     closed_contexts: DashSet<String>,
+    /// Live child tasks (subagents) by parent task id, for reminders that
+    /// propagate. In memory only: after a restart only waiting children
+    /// survive, and those are not found again.
+    children: DashMap<String, Vec<String>>,
 }
 
 #[derive(Clone)]
@@ -101,6 +109,7 @@ impl Engine {
                 observers: RwLock::new(Vec::new()),
                 task_agents: DashMap::new(),
                 closed_contexts: DashSet::new(),
+                children: DashMap::new(),
             }),
         }
     }
@@ -239,6 +248,7 @@ impl Engine {
             // Whatever ended the task (cancel, failure), its run must stop.
             st.cancel.cancel();
             self.inner.task_agents.remove(rec.id());
+            self.forget_child(&rec);
             self.notify_ended(rec.id(), rec.state());
         }
         if rec.state().is_terminal() || (!st.running && slot.tx.receiver_count() == 0) {

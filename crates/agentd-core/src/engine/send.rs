@@ -1,6 +1,7 @@
 //! SendMessage and SendStreamingMessage: routing of an incoming message to a
-//! new task, a direct reply, input for a waiting task, or steering input for
-//! a working one.
+//! reminder for a task (the reminders extension's compatibility path), a
+//! new task, a direct reply, input for a waiting task, or steering input
+//! for a working one.
 
 use super::{Engine, TaskEvents, internal, refused};
 use crate::agent::Agent;
@@ -51,6 +52,13 @@ impl Engine {
         req: SendMessageRequest,
     ) -> Result<SendMessageResponse, A2aError> {
         let cfg = req.configuration.clone().unwrap_or_default();
+        if let Some(inject) = Engine::compat_reminder(&req)? {
+            // A reminder, not a turn: the message enters no history.
+            let task_id = inject.task_id.clone();
+            self.inject_reminder(p, inject).await?;
+            let rec = self.visible_record(p, &task_id).await?;
+            return Ok(SendMessageResponse::Task(super::read::view(&rec, cfg.history_length, true)));
+        }
         match self.send(p, req, true).await? {
             SendOutcome::Message(m) => Ok(SendMessageResponse::Message(m)),
             SendOutcome::Task(events) => {
@@ -74,6 +82,13 @@ impl Engine {
         req: SendMessageRequest,
         close_on_interrupt: bool,
     ) -> Result<SendOutcome, A2aError> {
+        if let Some(inject) = Engine::compat_reminder(&req)? {
+            // Answered with the task's stream; the message starts no turn.
+            let id = inject.task_id.clone();
+            self.inject_reminder(p, inject).await?;
+            let sub = agentd_proto::SubscribeToTaskRequest { tenant: req.tenant, id };
+            return Ok(SendOutcome::Task(self.subscribe(p, sub).await?));
+        }
         let mut v = Vec::new();
         let Some(msg) = req.message else {
             return Err(A2aError::invalid_field("message", "is required"));
@@ -226,9 +241,16 @@ impl Engine {
             status_history: vec![StatusEntry { state: TaskState::Submitted, timestamp: now }],
             meta: start.meta,
         };
+        let mut batch = batch;
+        if let Some(parent) = &rec.meta.parent {
+            batch.reminders.extend(self.inherited_reminders(parent, &id).await);
+        }
         let slot = Slot::new(rec.clone(), self.inner.config.stream_capacity);
         let mut st = slot.state.lock().await;
         self.commit_record(&rec, &[], batch).await?;
+        if let Some(parent) = &rec.meta.parent {
+            self.remember_child(parent, &id);
+        }
         if let Some(agent) = start.agent {
             self.inner.task_agents.insert(id.clone(), agent);
         }

@@ -16,6 +16,9 @@ pub struct TaskEvents {
     rx: broadcast::Receiver<Event>,
     close_on_interrupt: bool,
     done: bool,
+    /// Whether reminder lifecycle events are shown (the request activated
+    /// the reminders extension); otherwise they are skipped.
+    reminder_events: bool,
 }
 
 impl TaskEvents {
@@ -26,7 +29,21 @@ impl TaskEvents {
         close_on_interrupt: bool,
     ) -> Self {
         let engine = Some(engine.clone());
-        Self { engine, task_id: first.id.clone(), first: Some(first), rx, close_on_interrupt, done: false }
+        Self {
+            engine,
+            task_id: first.id.clone(),
+            first: Some(first),
+            rx,
+            close_on_interrupt,
+            done: false,
+            reminder_events: false,
+        }
+    }
+
+    /// Shows reminder lifecycle events on this stream (off by default).
+    pub fn with_reminder_events(mut self, on: bool) -> Self {
+        self.reminder_events = on;
+        self
     }
 
     pub fn task_id(&self) -> &str {
@@ -44,7 +61,18 @@ impl TaskEvents {
         if self.done {
             return None;
         }
-        match self.rx.recv().await {
+        let received = loop {
+            match self.rx.recv().await {
+                Ok(ev) if crate::reminder::is_lifecycle_event(&ev) => {
+                    // Never ends a stream: the task's state did not change.
+                    if self.reminder_events {
+                        return Some(Ok(ev));
+                    }
+                }
+                other => break other,
+            }
+        };
+        match received {
             Ok(ev) => {
                 if let StreamResponse::StatusUpdate(s) = ev.as_ref() {
                     let state = s.status.state;

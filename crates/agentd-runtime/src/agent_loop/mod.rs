@@ -1,15 +1,18 @@
 //! The agent loop: build the model input (delivered instruction, the
-//! conversation, steering input), call the model, run the tools it asks
-//! for, repeat until it answers without tool calls or a limit stops it.
-//! The answer streams as artifact updates and ends the turn COMPLETED.
+//! conversation, steering input, then the task's active reminders), call
+//! the model, run the tools it asks for, repeat until it answers without
+//! tool calls or a limit stops it. The answer streams as artifact updates
+//! and ends the turn COMPLETED.
 
 mod history;
 mod limits;
+mod reminders;
 mod reply;
 mod tools;
 
 pub use history::{message_text, render_history};
 pub use limits::Limits;
+pub use reminders::reminder_messages;
 pub use tools::{Tool, Tools};
 
 use crate::model::{ChatMessage, ModelError, ModelProvider, ModelRequest};
@@ -67,8 +70,13 @@ impl LoopAgent {
             for m in c.take_steering().await {
                 messages.push(ChatMessage::user(message_text(&m)));
             }
+            // Reminders ride only on this request: `messages` (the
+            // conversation so far) never holds them.
+            let reminders = c.reminders_for_model_call().await;
+            let mut input = messages.clone();
+            input.extend(reminder_messages(&reminders, self.model.honours_role_hints()));
             let request = ModelRequest {
-                messages: messages.clone(),
+                messages: input,
                 tools: self.tools.specs(),
                 max_output_tokens: self.limits.max_output_tokens,
             };

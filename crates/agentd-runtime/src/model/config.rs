@@ -62,6 +62,11 @@ pub struct OpenAiConfig {
     /// Extra request headers; a value `env:NAME` or `file:/path` is resolved
     /// as a secret, any other value is sent as written.
     pub headers: BTreeMap<String, String>,
+    /// Honour a reminder's `roleHint`: reminders hinted `system` or
+    /// `developer` are sent as a message of that role after the
+    /// conversation instead of inside the user-role reminder block. Only
+    /// for servers that accept such messages mid-conversation (default false).
+    pub reminder_role_hints: bool,
 }
 
 impl Default for OpenAiConfig {
@@ -76,6 +81,7 @@ impl Default for OpenAiConfig {
             max_backoff: Duration::from_secs(30),
             stream: true,
             headers: BTreeMap::new(),
+            reminder_role_hints: false,
         }
     }
 }
@@ -99,6 +105,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("max_backoff", &self.max_backoff)
             .field("stream", &self.stream)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("reminder_role_hints", &self.reminder_role_hints)
             .finish()
     }
 }

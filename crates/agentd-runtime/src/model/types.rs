@@ -145,6 +145,13 @@ pub trait ModelProvider: Send + Sync + 'static {
     /// The provider kind (`echo`, `scripted`, `openai`), for logs.
     fn name(&self) -> &str;
 
+    /// Whether reminders may be placed by their `roleHint` (a mid-conversation
+    /// system or developer message); otherwise every reminder goes in the
+    /// user-role block after the conversation.
+    fn honours_role_hints(&self) -> bool {
+        false
+    }
+
     /// Streams text deltas into `deltas` as they arrive (in order), returns
     /// the whole response. The caller drains `deltas` while the call runs
     /// (a full channel makes the provider wait); a closed receiver is not

@@ -191,7 +191,7 @@ impl SubagentManager {
                 link: Some(TaskLink::new(LinkKind::Subagent, &handle)),
                 parent: spawn.parent,
                 command: spawn.command,
-                gate: None,
+                ..TaskMeta::default()
             },
             agent: Some(Arc::new(agent)),
         };

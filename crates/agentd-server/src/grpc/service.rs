@@ -64,6 +64,11 @@ fn unauthenticated(f: AuthFailure) -> Status {
     s
 }
 
+/// Whether the request's streams show reminder lifecycle events.
+fn reminder_events(ctx: &RequestContext) -> bool {
+    ctx.activated.contains(agentd_proto::ext::reminders::URI)
+}
+
 /// The answer, with the activated extensions echoed on success and failure.
 fn finish<T, U: From<T>>(ctx: &RequestContext, r: std::result::Result<T, A2aError>) -> Result<U> {
     let echo = ctx.activated.header_value().and_then(|v| MetadataValue::try_from(v).ok());
@@ -126,7 +131,9 @@ impl A2aService for A2aGrpc {
         let r = async {
             Ok(match self.state.engine.send(&ctx.principal, msg.try_into()?, true).await? {
                 SendOutcome::Message(msg) => EventSource::One(Box::new(StreamResponse::Message(msg))),
-                SendOutcome::Task(evs) => EventSource::Task(Box::new(evs)),
+                SendOutcome::Task(evs) => {
+                    EventSource::Task(Box::new(evs.with_reminder_events(reminder_events(&ctx))))
+                }
             })
         }
         .await;
@@ -155,6 +162,7 @@ impl A2aService for A2aGrpc {
     async fn subscribe_to_task(&self, req: Request<pb::SubscribeToTaskRequest>) -> Result<EventStream> {
         let (ctx, msg) = self.begin(req, m::SUBSCRIBE_TO_TASK)?;
         let r = self.state.engine.subscribe(&ctx.principal, msg.into()).await;
+        let r = r.map(|evs| evs.with_reminder_events(reminder_events(&ctx)));
         finish(&ctx, r.map(|evs| Opened(events(EventSource::Task(Box::new(evs)), self.shutdown()))))
     }
 

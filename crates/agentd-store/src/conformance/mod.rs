@@ -15,6 +15,7 @@
 pub mod build;
 pub mod lookup;
 pub mod push;
+pub mod reminders;
 pub mod tasks;
 
 use agentd_core::Store;
@@ -69,6 +70,7 @@ define_checks!($
     push::outbox_due_retry_done,
     push::outbox_deleted_config,
     push::outbox_bridge_rows,
+    reminders::reminders_roundtrip_and_order,
 );
 
 /// Runs every check, each against a fresh store from `make`.

@@ -38,12 +38,14 @@ pub async fn meta_roundtrip(store: &dyn Store) {
                 ask_schema: Some(serde_json::json!({"type": "object", "required": ["approve"]})),
                 ask_channel: Some("ops".into()),
             }),
+            model_calls: 0,
         },
         TaskMeta {
             link: Some(TaskLink::new(LinkKind::Subagent, "helper-1")),
             parent: Some("m-0".into()),
             command: Some("subagent.spawn".into()),
             gate: None,
+            model_calls: 7,
         },
         TaskMeta { parent: Some("m-2".into()), ..TaskMeta::default() },
     ];

@@ -7,7 +7,9 @@ mod schema;
 mod writer;
 
 use crate::codec::err;
-use agentd_core::{Batch, OutboxItem, PushConfigRow, Store, StoreError, TaskPage, TaskQuery, TaskRecord};
+use agentd_core::{
+    Batch, OutboxItem, PushConfigRow, ReminderRecord, Store, StoreError, TaskPage, TaskQuery, TaskRecord,
+};
 use agentd_proto::TaskState;
 use async_trait::async_trait;
 use read::ReadPool;
@@ -137,5 +139,15 @@ impl Store for SqliteStore {
 
     async fn closed_contexts(&self) -> Result<Vec<String>, StoreError> {
         self.reads.run(read::closed_contexts).await
+    }
+
+    async fn reminders(&self, task_id: &str, active_only: bool) -> Result<Vec<ReminderRecord>, StoreError> {
+        let task_id = task_id.to_owned();
+        self.reads.run(move |conn| read::reminders(conn, &task_id, active_only)).await
+    }
+
+    async fn get_reminder(&self, task_id: &str, id: &str) -> Result<Option<ReminderRecord>, StoreError> {
+        let (task_id, id) = (task_id.to_owned(), id.to_owned());
+        self.reads.run(move |conn| read::get_reminder(conn, &task_id, &id)).await
     }
 }

@@ -3,8 +3,10 @@
 //! read transaction, so it sees every batch committed before it started.
 
 use super::schema::open_reader;
-use crate::codec::{decode_config, decode_task, err, state_number};
-use agentd_core::{OutboxItem, OutboxTarget, PushConfigRow, StoreError, TaskPage, TaskQuery, TaskRecord};
+use crate::codec::{decode_config, decode_reminder, decode_task, err, state_number};
+use agentd_core::{
+    OutboxItem, OutboxTarget, PushConfigRow, ReminderRecord, StoreError, TaskPage, TaskQuery, TaskRecord,
+};
 use agentd_proto::TaskState;
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
@@ -247,4 +249,36 @@ pub(crate) fn closed_contexts(conn: &mut Connection) -> Result<Vec<String>, Stor
     conn.prepare_cached("SELECT context_id FROM closed_contexts ORDER BY closed_ms, context_id")
         .and_then(|mut s| s.query_map([], |row| row.get(0))?.collect())
         .map_err(err("query closed conversations"))
+}
+
+pub(crate) fn reminders(
+    conn: &Connection,
+    task_id: &str,
+    active_only: bool,
+) -> Result<Vec<ReminderRecord>, StoreError> {
+    let sql = if active_only {
+        "SELECT reminder_json FROM reminders WHERE task_id = ?1 AND active = 1 ORDER BY seq"
+    } else {
+        "SELECT reminder_json FROM reminders WHERE task_id = ?1 ORDER BY seq"
+    };
+    let mut stmt = conn.prepare_cached(sql).map_err(err("prepare reminders"))?;
+    let rows =
+        stmt.query_map(params![task_id], |row| row.get::<_, String>(0)).map_err(err("query reminders"))?;
+    let mut out = Vec::new();
+    for json in rows {
+        out.push(decode_reminder(&json.map_err(err("read reminder"))?)?);
+    }
+    Ok(out)
+}
+
+pub(crate) fn get_reminder(
+    conn: &Connection,
+    task_id: &str,
+    id: &str,
+) -> Result<Option<ReminderRecord>, StoreError> {
+    conn.prepare_cached("SELECT reminder_json FROM reminders WHERE task_id = ?1 AND id = ?2")
+        .and_then(|mut s| s.query_row(params![task_id, id], |row| row.get::<_, String>(0)).optional())
+        .map_err(err("query reminder"))?
+        .map(|json| decode_reminder(&json))
+        .transpose()
 }

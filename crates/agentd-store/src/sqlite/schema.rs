@@ -76,6 +76,17 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     DROP TABLE outbox_v2;
     CREATE INDEX outbox_config ON outbox (task_id, config_id);
     CREATE INDEX outbox_due ON outbox (not_before_ms);",
+    // 5: reminders (InjectTaskReminder), one row each; `seq` keeps the
+    // order of first commit.
+    "CREATE TABLE reminders (
+        task_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        active INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        reminder_json TEXT NOT NULL,
+        PRIMARY KEY (task_id, id)
+    );
+    CREATE INDEX reminders_active ON reminders (task_id, active, seq);",
 ];
 
 /// Opens the one read-write connection: WAL, busy timeout, foreign keys,

@@ -3,7 +3,7 @@
 //! caller only after COMMIT returned. If the group fails, each batch is
 //! retried alone so one bad batch fails alone.
 
-use crate::codec::{encode_config, encode_task, err};
+use crate::codec::{encode_config, encode_reminder, encode_task, err};
 use agentd_core::{Batch, StoreError};
 use agentd_proto::Timestamp;
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
@@ -99,9 +99,14 @@ const FAN_OUT: &str = "INSERT INTO outbox (task_id, config_id, body, attempts, n
 const ENQUEUE_BRIDGE: &str = "INSERT INTO outbox (task_id, bridge_json, body, attempts, not_before_ms)
     VALUES (?1, ?2, ?3, 0, ?4)";
 
+const UPSERT_REMINDER: &str = "INSERT INTO reminders (task_id, id, active, seq, reminder_json)
+    VALUES (?1, ?2, ?3, (SELECT COALESCE(MAX(seq), 0) + 1 FROM reminders WHERE task_id = ?1), ?4)
+    ON CONFLICT (task_id, id) DO UPDATE SET active = excluded.active,
+        reminder_json = excluded.reminder_json";
+
 /// Writes one batch inside `tx`, in the order: tasks, push upserts, push
 /// deletes (their outbox rows go by cascade), push events, bridge
-/// deliveries, outbox done, outbox retry, closed conversations.
+/// deliveries, outbox done, outbox retry, closed conversations, reminders.
 fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
     for record in &batch.tasks {
         let t = encode_task(record)?;
@@ -161,6 +166,12 @@ fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
         )
         .and_then(|mut s| s.execute(params![c.context_id, c.closed_by, c.closed_ms]))
         .map_err(err("close conversation"))?;
+    }
+    for r in &batch.reminders {
+        let json = encode_reminder(r)?;
+        tx.prepare_cached(UPSERT_REMINDER)
+            .and_then(|mut s| s.execute(params![r.task_id, r.id, r.is_active(), json]))
+            .map_err(err("write reminder"))?;
     }
     Ok(())
 }

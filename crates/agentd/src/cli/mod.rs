@@ -8,7 +8,9 @@ mod answer;
 mod check;
 mod client;
 mod output;
+mod remind;
 mod run;
+mod schema;
 mod send;
 mod tasks;
 
@@ -18,8 +20,11 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(name = "agentd", version, about = "An AI agent daemon served over A2A 1.0")]
 pub struct Cli {
+    /// Print an extension's schema bundle (JSON Schema 2020-12) and exit.
+    #[arg(long, value_name = "NAME", exclusive = true)]
+    pub extension_schema: Option<String>,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -35,6 +40,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Answer a task waiting for input (a human gate): JSON as data, else text.
     Answer(answer::AnswerArgs),
+    /// Give a running task a reminder its model sees at its next model call(s).
+    Remind(remind::RemindArgs),
     /// Check an instruction document: refusals, block tree (--tree) or delivered text (--delivery).
     Check(check::CheckArgs),
 }
@@ -65,7 +72,15 @@ impl std::fmt::Debug for ClientOpts {
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {
+    if let Some(name) = &cli.extension_schema {
+        return schema::run(name);
+    }
+    let Some(command) = cli.command else {
+        use clap::CommandFactory;
+        let why = "a command is required (or --extension-schema NAME)";
+        Cli::command().error(clap::error::ErrorKind::MissingSubcommand, why).exit();
+    };
+    match command {
         Command::Serve(flags) => {
             let cfg = config::load(&flags)?;
             crate::serve::run(cfg).await
@@ -74,6 +89,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Tasks(cmd) => tasks::run(cmd).await,
         Command::Run(args) => run::run(args).await,
         Command::Answer(args) => answer::run(args).await,
+        Command::Remind(args) => remind::run(args).await,
         Command::Check(args) => check::run(args),
     }
 }

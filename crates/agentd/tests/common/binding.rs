@@ -156,6 +156,7 @@ fn rest_request(
             (if method.starts_with("Get") { M::GET } else { M::DELETE }, path, false)
         }
         "GetExtendedAgentCard" => (M::GET, "/extendedAgentCard".to_owned(), false),
+        "InjectTaskReminder" => (M::POST, format!("/tasks/{}:injectReminder", take("taskId")), true),
         other => panic!("no REST route for {other}"),
     };
     if in_body {

@@ -192,6 +192,10 @@ impl ModelProvider for OpenAiProvider {
         "openai"
     }
 
+    fn honours_role_hints(&self) -> bool {
+        self.config.reminder_role_hints
+    }
+
     async fn complete(
         &self,
         req: &ModelRequest,

@@ -1,0 +1,3 @@
+//! Payload types of the agentd extensions, one module each.
+
+pub mod reminders;
