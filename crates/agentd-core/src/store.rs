@@ -9,7 +9,12 @@
 //! * `list_tasks` orders by status timestamp, newest first, ties broken by
 //!   task id descending, so a cursor `(timestamp, id)` is stable even when
 //!   many tasks share a timestamp.
+//! * Events in a batch get the next `seq`s (strictly increasing, never
+//!   reused, also after retention removed events) in the same transaction,
+//!   and are announced to [`Store::subscribe_events`] receivers after the
+//!   commit, in `seq` order.
 
+use crate::events::{EventLogBounds, EventRecord, EventRetention, NewEvent};
 use crate::record::{OutboxItem, TaskRecord};
 use agentd_proto::{TaskPushNotificationConfig, TaskState};
 use async_trait::async_trait;
@@ -40,6 +45,10 @@ pub struct Batch {
     pub outbox_done: Vec<i64>,
     /// Outbox rows to retry: `(id, not_before_ms, attempts)`.
     pub outbox_retry: Vec<(i64, i64, u32)>,
+    /// Events to append to the log, in order.
+    pub events: Vec<NewEvent>,
+    /// Removes the events retention no longer keeps.
+    pub prune_events: Option<EventRetention>,
 }
 
 impl Batch {
@@ -50,6 +59,8 @@ impl Batch {
             && self.push_events.is_empty()
             && self.outbox_done.is_empty()
             && self.outbox_retry.is_empty()
+            && self.events.is_empty()
+            && self.prune_events.is_none()
     }
 }
 
@@ -96,4 +107,10 @@ pub trait Store: Send + Sync + 'static {
     async fn due_outbox(&self, now_ms: i64, limit: usize) -> Result<Vec<OutboxItem>, StoreError>;
     /// The earliest `not_before` of any outbox row, if any.
     async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError>;
+    /// Up to `limit` events with `seq > after`, oldest first.
+    async fn read_events(&self, after: u64, limit: usize) -> Result<Vec<EventRecord>, StoreError>;
+    async fn event_log_bounds(&self) -> Result<EventLogBounds, StoreError>;
+    /// Every event committed from now on, in `seq` order. A receiver that
+    /// falls behind the channel's capacity lags and reads the log instead.
+    fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<std::sync::Arc<EventRecord>>;
 }

@@ -12,6 +12,7 @@
 
 pub mod card;
 pub mod error;
+pub mod ext;
 pub mod fuzzing;
 pub mod jsonrpc;
 pub mod requests;

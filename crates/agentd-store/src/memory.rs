@@ -4,16 +4,21 @@
 //! a task has at commit time.
 
 use crate::codec::{normalize_config, normalize_task};
-use agentd_core::{Batch, OutboxItem, PushConfigRow, Store, StoreError, TaskPage, TaskQuery, TaskRecord};
+use crate::event_log::{self, Announcer};
+use agentd_core::{
+    Batch, EventLogBounds, EventRecord, EventRetention, OutboxItem, PushConfigRow, Store, StoreError,
+    TaskPage, TaskQuery, TaskRecord,
+};
 use agentd_proto::{TaskState, Timestamp};
 use async_trait::async_trait;
-use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// An in-memory store. Cheap to create; everything is lost on drop.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
+    announcer: Announcer,
 }
 
 #[derive(Debug, Default)]
@@ -24,6 +29,8 @@ struct Inner {
     next_push_seq: u64,
     outbox: BTreeMap<i64, OutboxRow>,
     next_outbox_id: i64,
+    events: VecDeque<EventRecord>,
+    bounds: EventLogBounds,
 }
 
 #[derive(Debug, Clone)]
@@ -58,6 +65,33 @@ fn matches(r: &TaskRecord, q: &TaskQuery) -> bool {
 }
 
 impl Inner {
+    /// Appends events with the next seqs; returns them as stored.
+    fn append_events(&mut self, batch: &Batch) -> Vec<EventRecord> {
+        let mut out = Vec::with_capacity(batch.events.len());
+        for e in &batch.events {
+            self.bounds.last += 1;
+            let rec = EventRecord { seq: self.bounds.last, event: e.clone() };
+            self.events.push_back(rec.clone());
+            out.push(rec);
+        }
+        if let Some(r) = batch.prune_events {
+            self.prune(r);
+        }
+        out
+    }
+
+    /// Removes the oldest events past the count, and the prefix older than
+    /// the age limit.
+    fn prune(&mut self, r: EventRetention) {
+        let by_count = self.bounds.last.saturating_sub(r.max_count);
+        let by_age = self.events.iter().filter(|e| e.event.ts.millis() < r.min_ts_ms).map(|e| e.seq).max();
+        let cutoff = by_count.max(by_age.unwrap_or(0));
+        while self.events.front().is_some_and(|e| e.seq <= cutoff) {
+            self.events.pop_front();
+        }
+        self.bounds.pruned_through = self.bounds.pruned_through.max(cutoff);
+    }
+
     /// Applies a batch; every step is infallible once the inputs are
     /// normalized, so the batch is all or nothing.
     fn apply(&mut self, tasks: Vec<TaskRecord>, upserts: Vec<PushConfigRow>, batch: &Batch) {
@@ -117,7 +151,11 @@ impl Store for MemoryStore {
         // Normalize first: an encoding error fails the batch before any change.
         let tasks = batch.tasks.iter().map(normalize_task).collect::<Result<Vec<_>, _>>()?;
         let upserts = batch.push_upserts.iter().map(normalize_config).collect::<Result<Vec<_>, _>>()?;
-        self.lock()?.apply(tasks, upserts, &batch);
+        let mut inner = self.lock()?;
+        inner.apply(tasks, upserts, &batch);
+        let events = inner.append_events(&batch);
+        // Announced under the lock, so receivers see seq order.
+        self.announcer.announce(events);
         Ok(())
     }
 
@@ -191,5 +229,20 @@ impl Store for MemoryStore {
 
     async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError> {
         Ok(self.lock()?.outbox.values().map(|o| o.not_before_ms).min())
+    }
+
+    async fn read_events(&self, after: u64, limit: usize) -> Result<Vec<EventRecord>, StoreError> {
+        let inner = self.lock()?;
+        // Round-trips through the stored form, as SQLite would.
+        let stored = inner.events.iter().filter(|e| e.seq > after).take(limit);
+        stored.map(|e| event_log::decode(e.seq, event_log::encode(&e.event)?)).collect()
+    }
+
+    async fn event_log_bounds(&self) -> Result<EventLogBounds, StoreError> {
+        Ok(self.lock()?.bounds)
+    }
+
+    fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<Arc<EventRecord>> {
+        self.announcer.subscribe()
     }
 }

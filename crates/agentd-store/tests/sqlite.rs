@@ -223,6 +223,8 @@ async fn rows_written_before_the_meta_column_read_back_with_empty_meta() {
     let conn = rusqlite::Connection::open(&path).expect("raw open");
     conn.execute_batch(
         "ALTER TABLE tasks DROP COLUMN meta_json;
+         DROP TABLE events;
+         DROP TABLE event_log;
          INSERT INTO tasks (id, context_id, owner, state, updated_ms, created_ms, task_json, status_history_json)
          VALUES ('old', 'ctx', 'alice', 2, 1000, 1000,
                  '{\"id\":\"old\",\"contextId\":\"ctx\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}', '[]');
@@ -234,4 +236,28 @@ async fn rows_written_before_the_meta_column_read_back_with_empty_meta() {
     assert_eq!(store.schema_version().await.ok(), Some(SqliteStore::latest_schema_version()));
     let rec = store.get_task("old").await.expect("get").expect("the old row is still there");
     assert_eq!(rec.meta, agentd_core::TaskMeta::default(), "an old row has no link, parent or command");
+}
+
+#[tokio::test]
+async fn event_seqs_survive_a_reopen() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = dir.path().join("agentd.db");
+    let ev = |n: i64| agentd_core::NewEvent {
+        ts: agentd_proto::Timestamp::from_millis(n).expect("ts"),
+        kind: agentd_proto::ext::events::EventKind::Lifecycle,
+        task_id: None,
+        owner: None,
+        data: serde_json::json!({"n": n}),
+        annotations: None,
+    };
+    let store = open(&path);
+    store.commit(Batch { events: vec![ev(1), ev(2)], ..Batch::default() }).await.expect("commit");
+    drop(store);
+    let store = open(&path);
+    assert_eq!(store.event_log_bounds().await.expect("bounds").last, 2, "the log is durable");
+    let mut rx = store.subscribe_events();
+    store.commit(Batch { events: vec![ev(3)], ..Batch::default() }).await.expect("commit");
+    assert_eq!(rx.try_recv().expect("announced").seq, 3, "seqs continue after a reopen");
+    let all = store.read_events(0, 10).await.expect("read");
+    assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3]);
 }

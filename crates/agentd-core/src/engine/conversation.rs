@@ -54,6 +54,8 @@ impl Engine {
         // Closed first: a turn sent while the live ones are being canceled
         // is refused rather than started.
         self.inner.closed_contexts.insert(context_id.to_owned());
+        let owner = turns.first().map_or(p.id.as_str(), |t| t.owner.as_str());
+        self.emit_context_closed(context_id, owner).await?;
         let mut canceled = Vec::new();
         for t in turns.iter().filter(|t| !t.state().is_terminal()) {
             match self.cancel_because(p, t.id(), why).await {

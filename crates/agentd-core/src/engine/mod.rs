@@ -7,12 +7,15 @@
 
 mod commands;
 mod conversation;
+mod emit;
+mod feed;
 mod push;
 mod read;
 mod send;
 mod stream;
 
 pub use commands::{CommandHandler, CommandOutcome, TaskObserver};
+pub use feed::{EventFeed, FeedItem};
 pub use send::{SendOutcome, StartTask};
 pub use stream::TaskEvents;
 
@@ -23,7 +26,7 @@ use crate::record::TaskRecord;
 use crate::slots::{Slot, SlotState, Slots};
 use crate::store::{Batch, Store};
 use crate::transition::{self, Change, Refused};
-use agentd_proto::{A2aError, ErrorKind, Message, StreamResponse, TaskState, Timestamp};
+use agentd_proto::{A2aError, ErrorKind, Message, StreamResponse, Task, TaskState, Timestamp};
 use async_trait::async_trait;
 use dashmap::{DashMap, DashSet};
 use std::sync::{Arc, OnceLock, RwLock};
@@ -44,6 +47,9 @@ pub struct EngineConfig {
     pub input_modes: Vec<String>,
     /// Events buffered per task for slow streams before they are cut off.
     pub stream_capacity: usize,
+    /// How many events the durable log keeps, and for how long.
+    pub events_retain_count: u64,
+    pub events_retain: std::time::Duration,
 }
 
 impl Default for EngineConfig {
@@ -52,6 +58,8 @@ impl Default for EngineConfig {
             push_enabled: true,
             input_modes: vec!["text/plain".into(), "text/markdown".into(), "application/json".into()],
             stream_capacity: 1024,
+            events_retain_count: 100_000,
+            events_retain: std::time::Duration::from_secs(7 * 24 * 3600),
         }
     }
 }
@@ -79,6 +87,9 @@ struct Inner {
 #[derive(Clone)]
 pub struct Engine {
     inner: Arc<Inner>,
+    /// Whether the Tasks this handle answers with carry the task
+    /// annotations (the request activated that extension).
+    annotate: bool,
 }
 
 impl Engine {
@@ -102,7 +113,25 @@ impl Engine {
                 task_agents: DashMap::new(),
                 closed_contexts: DashSet::new(),
             }),
+            annotate: false,
         }
+    }
+
+    /// This engine, answering with Tasks that carry the task annotations
+    /// when `on` (a request that activated the extension) and without
+    /// them otherwise. Cheap: a clone of the handle.
+    pub fn annotating(&self, on: bool) -> Engine {
+        Engine { inner: self.inner.clone(), annotate: on }
+    }
+
+    /// The client's view of a record (see [`read::view`]), annotated when
+    /// this handle is.
+    pub(crate) fn view(&self, rec: &TaskRecord, history_length: Option<i32>, artifacts: bool) -> Task {
+        let mut t = read::view(rec, history_length, artifacts);
+        if self.annotate {
+            crate::annotations::of(rec).attach(&mut t);
+        }
+        t
     }
 
     /// Registers the command handler (once; a second call is ignored and
@@ -225,7 +254,10 @@ impl Engine {
         F: FnOnce(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, A2aError>,
     {
         let mut rec = st.record.clone();
-        let events = f(&mut rec, Timestamp::now())?;
+        let now = Timestamp::now();
+        let events = f(&mut rec, now)?;
+        let mut extra = extra;
+        emit::on_change(&st.record, &rec, &events, now, &mut extra);
         self.commit_record(&rec, &events, extra).await?;
         st.record = rec.clone();
         for e in events {
@@ -272,7 +304,7 @@ impl Engine {
         let generation = st.run_gen;
         st.cancel = tokio_util::sync::CancellationToken::new();
         let control = TaskControl {
-            engine: self.clone(),
+            engine: self.annotating(false),
             task_id: st.record.task.id.clone(),
             context_id: st.record.task.context_id.clone(),
             cancel: st.cancel.clone(),
@@ -380,13 +412,15 @@ fn turn_of(rec: &TaskRecord) -> ConversationTurn {
     }
 }
 
-/// A push body: the event as a REST StreamResponse, never with history.
+/// A push body: the event as a REST StreamResponse, never with history
+/// nor annotations (a webhook receiver is not a party to the conversation).
 fn push_body(e: &StreamResponse) -> String {
     let stripped;
     let e = match e {
         StreamResponse::Task(t) if t.history.is_some() => {
             let mut t = t.clone();
             t.history = None;
+            agentd_proto::ext::task_annotations::detach(&mut t);
             stripped = StreamResponse::Task(t);
             &stripped
         }

@@ -61,7 +61,7 @@ impl Engine {
                     events.settle().await;
                 }
                 let rec = self.record(&id).await?.ok_or_else(|| A2aError::task_not_found(&id))?;
-                Ok(SendMessageResponse::Task(super::read::view(&rec, cfg.history_length, true)))
+                Ok(SendMessageResponse::Task(self.view(&rec, cfg.history_length, true)))
             }
         }
     }
@@ -228,6 +228,8 @@ impl Engine {
         };
         let slot = Slot::new(rec.clone(), self.inner.config.stream_capacity);
         let mut st = slot.state.lock().await;
+        let mut batch = batch;
+        super::emit::on_create(&rec, &mut batch);
         self.commit_record(&rec, &[], batch).await?;
         if let Some(agent) = start.agent {
             self.inner.task_agents.insert(id.clone(), agent);
@@ -236,7 +238,7 @@ impl Engine {
         let events = events.map(|(history_length, close_on_interrupt)| {
             TaskEvents::new(
                 self,
-                super::read::view(&rec, history_length, true),
+                self.view(&rec, history_length, true),
                 slot.tx.subscribe(),
                 close_on_interrupt,
             )
@@ -309,7 +311,7 @@ impl Engine {
             };
             let events = TaskEvents::new(
                 self,
-                super::read::view(&rec, cfg.history_length, true),
+                self.view(&rec, cfg.history_length, true),
                 slot.tx.subscribe(),
                 close_on_interrupt,
             );

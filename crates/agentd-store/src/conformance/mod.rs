@@ -13,6 +13,7 @@
 //! dropped after the store.
 
 pub mod build;
+pub mod events;
 pub mod lookup;
 pub mod push;
 pub mod tasks;
@@ -67,6 +68,10 @@ define_checks!($
     push::outbox_fan_out,
     push::outbox_due_retry_done,
     push::outbox_deleted_config,
+    events::events_append_and_read,
+    events::events_announced_in_order,
+    events::events_retention_by_count,
+    events::events_retention_by_age,
 );
 
 /// Runs every check, each against a fresh store from `make`.
