@@ -78,10 +78,3 @@ fn subscribe_params_are_strict_and_name_the_member() {
     assert_eq!(field(json!({"kinds": ["task", "nope"]})), "kinds[1]");
     assert_eq!(field(json!([1])), "params");
 }
-
-#[test]
-fn print_bundles() {
-    for n in schema::names() {
-        println!("{}", serde_json::to_string_pretty(&schema::bundle(n).unwrap()).unwrap());
-    }
-}

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod card;
 mod dispatch;
 mod errors;
+pub mod ext_docs;
 pub mod extensions;
 pub mod fuzzing;
 pub mod grpc;

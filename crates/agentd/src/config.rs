@@ -68,6 +68,25 @@ pub struct Config {
     pub log: LogConfig,
     pub commands: CommandsConfig,
     pub subagents: SubagentsConfig,
+    pub events: EventsConfig,
+}
+
+/// The durable event log behind the events feed (`docs/ext/events`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EventsConfig {
+    /// The most events kept.
+    pub retain_count: u64,
+    /// The oldest event kept, in seconds.
+    pub retain_secs: u64,
+    /// How often retention runs, in milliseconds.
+    pub prune_interval_ms: u64,
+}
+
+impl Default for EventsConfig {
+    fn default() -> Self {
+        Self { retain_count: 100_000, retain_secs: 7 * 24 * 3600, prune_interval_ms: 60_000 }
+    }
 }
 
 /// The command extension (`docs/commands.md`).
@@ -234,6 +253,7 @@ impl Default for Config {
             log: LogConfig::default(),
             commands: CommandsConfig::default(),
             subagents: SubagentsConfig::default(),
+            events: EventsConfig::default(),
         }
     }
 }
@@ -326,6 +346,15 @@ pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
     if let Some(v) = env("AGENTD_SSE_KEEP_ALIVE_SECS") {
         cfg.sse_keep_alive_secs =
             v.parse().with_context(|| format!("AGENTD_SSE_KEEP_ALIVE_SECS={v:?} is not a number"))?;
+    }
+    for (name, key) in [
+        ("AGENTD_EVENTS_RETAIN_COUNT", &mut cfg.events.retain_count),
+        ("AGENTD_EVENTS_RETAIN_SECS", &mut cfg.events.retain_secs),
+        ("AGENTD_EVENTS_PRUNE_INTERVAL_MS", &mut cfg.events.prune_interval_ms),
+    ] {
+        if let Some(v) = env(name) {
+            *key = v.parse().with_context(|| format!("{name}={v:?} is not a number"))?;
+        }
     }
     if let Some(v) = env("AGENTD_LOG_FORMAT") {
         cfg.log.format = v;

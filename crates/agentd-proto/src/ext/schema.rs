@@ -7,10 +7,16 @@
 use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings, json_schema};
 use serde_json::Value;
 
-/// Every extension with a schema bundle: its short name and its bundle.
-/// A new extension adds one line.
-pub const BUNDLES: &[(&str, fn() -> Value)] =
-    &[("task-annotations", super::task_annotations::schema_bundle), ("events", super::events::schema_bundle)];
+/// Builds one schema bundle.
+pub type BundleFn = fn() -> Value;
+
+/// Every extension with a schema bundle: its short name (also its
+/// directory under `docs/ext/`) and its bundle. A new extension adds one line.
+pub const BUNDLES: &[(&str, BundleFn)] = &[
+    ("task-annotations", super::task_annotations::schema_bundle),
+    ("events", super::events::schema_bundle),
+    // (keep one extension per line)
+];
 
 /// The bundle of the extension called `name`, if there is one.
 pub fn bundle(name: &str) -> Option<Value> {

@@ -6,6 +6,7 @@
 
 mod check;
 mod client;
+mod events;
 mod output;
 mod send;
 mod tasks;
@@ -14,10 +15,19 @@ use crate::config::{self, ServeFlags};
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
-#[command(name = "agentd", version, about = "An AI agent daemon served over A2A 1.0")]
+#[command(
+    name = "agentd",
+    version,
+    about = "An AI agent daemon served over A2A 1.0",
+    arg_required_else_help = true
+)]
 pub struct Cli {
+    /// Print the schema bundle of one of agentd's extensions and exit
+    /// (`task-annotations`, `events`).
+    #[arg(long, value_name = "NAME", exclusive = true)]
+    pub extension_schema: Option<String>,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -31,6 +41,8 @@ pub enum Command {
     Tasks(tasks::TasksCommand),
     /// Check an instruction document: refusals, block tree (--tree) or delivered text (--delivery).
     Check(check::CheckArgs),
+    /// Print the daemon's events feed as it happens (agentd.events/SubscribeToEvents).
+    Events(events::EventsArgs),
 }
 
 /// Options shared by every client verb.
@@ -59,7 +71,13 @@ impl std::fmt::Debug for ClientOpts {
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {
+    if let Some(name) = cli.extension_schema {
+        return print_schema(&name);
+    }
+    let Some(command) = cli.command else {
+        anyhow::bail!("give a command (agentd --help lists them)");
+    };
+    match command {
         Command::Serve(flags) => {
             let cfg = config::load(&flags)?;
             crate::serve::run(cfg).await
@@ -67,5 +85,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Send(args) => send::run(args).await,
         Command::Tasks(cmd) => tasks::run(cmd).await,
         Command::Check(args) => check::run(args),
+        Command::Events(args) => events::run(args).await,
     }
+}
+
+/// `agentd --extension-schema <name>`: the bundle generated from the Rust
+/// types, byte for byte what `docs/ext/<name>/schema.json` publishes.
+fn print_schema(name: &str) -> anyhow::Result<()> {
+    use agentd_proto::ext::schema;
+    let Some(bundle) = schema::bundle(name) else {
+        anyhow::bail!("no extension schema {name:?}; known: {}", schema::names().join(", "));
+    };
+    output::emit(&agentd_server::ext_docs::pretty(&bundle))
 }
