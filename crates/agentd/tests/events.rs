@@ -355,3 +355,43 @@ async fn the_events_verb_tails_the_feed_until_goodbye() {
     assert!(!lines.iter().any(|l| l.contains("conversation")), "--kinds filters: {lines:?}");
     assert!(err.contains("--from-seq"), "the goodbye says where to resume: {err}");
 }
+
+fn command(op: &str, args: Value) -> Value {
+    let mut cmd = args.as_object().cloned().unwrap_or_default();
+    cmd.insert("op".into(), json!(op));
+    json!({"message": {"messageId": uid("cmd"), "role": "ROLE_USER", "parts": [{"data": {"agentd": cmd}}]}})
+}
+
+#[tokio::test]
+async fn subagents_and_closed_conversations_are_events_and_a_subagent_is_annotated() {
+    let d = Daemon::start(&[]);
+    let mut f = feed_with(&d, json!({"kinds": ["subagent", "conversation"]}), EVENTS).await.1;
+    f.hello().await;
+    let spawn = command("subagent.spawn", json!({"instruction": "Help.", "input": "go", "name": "helper"}));
+    let (_, r) = d.op_with(Binding::JsonRpc, "SendMessage", spawn, &[("A2A-Extensions", ANNOTATIONS)]).await;
+    let task = r.expect("spawn")["task"].clone();
+    let a = &task["metadata"][ANNOTATIONS];
+    assert_eq!(a["link"]["kind"], "subagent", "{task}");
+    assert_eq!(a["command"], "subagent.spawn");
+    let handle = a["link"]["id"].as_str().expect("handle").to_owned();
+    assert!(handle.starts_with("helper"), "{a}");
+    let id = task["id"].as_str().expect("id").to_owned();
+    let got = f.until(|e| e["kind"] == "subagent" && e["data"]["event"] == "ended").await;
+    let started = got.iter().find(|e| e["data"]["event"] == "started").expect("a started event");
+    assert_eq!(
+        (started["data"]["handle"].clone(), started["data"]["taskId"].clone()),
+        (json!(handle), json!(id))
+    );
+    let ended = got.last().expect("ended");
+    assert_eq!(ended["data"]["taskId"], id);
+    assert!(ended["data"]["state"].as_str().is_some_and(|s| s != "TASK_STATE_WORKING"), "{ended}");
+
+    let ctx = uid("ctx");
+    let mut turn = send_params(&uid("m"), "hello", None);
+    turn["message"]["contextId"] = json!(ctx);
+    d.call("SendMessage", turn).await;
+    d.call("SendMessage", command("conversation.close", json!({"contextId": ctx}))).await;
+    let got = f.until(|e| e["kind"] == "conversation" && e["data"]["event"] == "closed").await;
+    assert_eq!(got.last().expect("closed")["data"]["contextId"], ctx);
+    assert!(got.iter().any(|e| e["data"]["event"] == "turn" && e["data"]["contextId"] == ctx), "{got:?}");
+}
