@@ -77,3 +77,47 @@ async fn a_subscriber_behind_retention_is_told_it_lagged() {
     }
     assert!(feed.next().await.is_none(), "a lagged feed ends");
 }
+
+fn user(id: &str) -> Principal {
+    Principal::new(id, agentd_core::PrincipalRole::User)
+}
+
+/// The next event of a feed, within a second.
+async fn next_event(feed: &mut agentd_core::EventFeed) -> agentd_proto::ext::events::Event {
+    match tokio::time::timeout(std::time::Duration::from_secs(1), feed.next()).await {
+        Ok(Some(Ok(FeedItem::Event(e)))) => e,
+        other => panic!("expected an event, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn emit_event_is_seen_by_the_tasks_owner_and_operators_only() {
+    use agentd_proto::{Message, Part, Role, SendMessageRequest, SendMessageResponse, new_id};
+    let (_dir, _store, engine) = setup();
+    let alice = user("user:alice");
+    let req = SendMessageRequest {
+        message: Some(Message {
+            message_id: new_id(),
+            role: Role::User,
+            parts: vec![Part::text("hi")],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let Ok(SendMessageResponse::Task(task)) = engine.send_message(&alice, req).await else {
+        panic!("a task")
+    };
+    let kinds = || SubscribeParams { from_seq: None, kinds: Some(vec![EventKind::Run]) };
+    let mut a = engine.subscribe_events(&alice, kinds()).await.expect("alice");
+    let mut b = engine.subscribe_events(&user("user:bob"), kinds()).await.expect("bob");
+    let mut o = engine.subscribe_events(&Principal::local_operator(), kinds()).await.expect("operator");
+    engine.emit_event(EventKind::Run, &task.id, json!({"run": "r-1"})).await.expect("emit");
+    for feed in [&mut a, &mut o] {
+        let e = next_event(feed).await;
+        assert_eq!((e.kind, e.data), (EventKind::Run, json!({"run": "r-1"})));
+    }
+    let nothing = tokio::time::timeout(std::time::Duration::from_millis(200), b.next()).await;
+    assert!(nothing.is_err(), "bob sees nothing of alice's task: {nothing:?}");
+    let e = engine.emit_event(EventKind::Run, "no-such-task", json!({})).await.expect_err("unknown task");
+    assert_eq!(e.kind, agentd_proto::ErrorKind::TaskNotFound);
+}
