@@ -50,13 +50,16 @@ enum Phase {
     Running(EventSource),
     /// The feed after its `hello`.
     Feed(Box<EventFeed>),
-    /// Shutting down: what is already committed, then `goodbye`.
-    FeedDraining(Box<EventFeed>),
+    /// Shutting down: what is already committed (until the instant), then
+    /// `goodbye`.
+    FeedDraining(Box<EventFeed>, tokio::time::Instant),
     Done,
 }
 
-/// How long a closing feed waits for events already committed.
+/// How long a closing feed waits for the next event already committed,
+/// and at most in all (writes may go on while the daemon stops).
 const DRAIN_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 fn goodbye(framing: &Framing, feed: &EventFeed, reason: GoodbyeReason) -> Event {
     Event::default().data(framing.frame(&Frame::Goodbye(Goodbye { seq: feed.position(), reason })))
@@ -83,28 +86,32 @@ fn events(
                 Phase::Feed(mut feed) => {
                     let next = tokio::select! {
                         n = feed.next() => n,
-                        () = shutdown.cancelled() => return Some((Ok(Event::default().comment("closing")), Phase::FeedDraining(feed))),
+                        () = shutdown.cancelled() => {
+                            let until = tokio::time::Instant::now() + DRAIN_LIMIT;
+                            let closing = Event::default().comment("closing");
+                            return Some((Ok(closing), Phase::FeedDraining(feed, until)));
+                        }
                     };
-                    match next? {
-                        Ok(FeedItem::Event(ev)) => Some((
-                            Ok(Event::default().data(framing.frame(&Frame::Event(ev)))),
-                            Phase::Feed(feed),
-                        )),
-                        Ok(FeedItem::Lagged) => {
-                            Some((Ok(goodbye(&framing, &feed, GoodbyeReason::Lagged)), Phase::Done))
+                    let frame = match next? {
+                        Ok(FeedItem::Event(ev)) => {
+                            let data = framing.frame(&Frame::Event(ev));
+                            return Some((Ok(Event::default().data(data)), Phase::Feed(feed)));
                         }
-                        Err(e) => {
-                            Some((Ok(Event::default().event("error").data(framing.error(&e))), Phase::Done))
+                        Ok(FeedItem::Lagged) => goodbye(&framing, &feed, GoodbyeReason::Lagged),
+                        Err(e) => Event::default().event("error").data(framing.error(&e)),
+                    };
+                    Some((Ok(frame), Phase::Done))
+                }
+                Phase::FeedDraining(mut feed, until) => {
+                    let wait = until.min(tokio::time::Instant::now() + DRAIN_WAIT);
+                    match tokio::time::timeout_at(wait, feed.next()).await {
+                        Ok(Some(Ok(FeedItem::Event(ev)))) => {
+                            let data = framing.frame(&Frame::Event(ev));
+                            Some((Ok(Event::default().data(data)), Phase::FeedDraining(feed, until)))
                         }
+                        _ => Some((Ok(goodbye(&framing, &feed, GoodbyeReason::Shutdown)), Phase::Done)),
                     }
                 }
-                Phase::FeedDraining(mut feed) => match tokio::time::timeout(DRAIN_WAIT, feed.next()).await {
-                    Ok(Some(Ok(FeedItem::Event(ev)))) => Some((
-                        Ok(Event::default().data(framing.frame(&Frame::Event(ev)))),
-                        Phase::FeedDraining(feed),
-                    )),
-                    _ => Some((Ok(goodbye(&framing, &feed, GoodbyeReason::Shutdown)), Phase::Done)),
-                },
                 Phase::Running(EventSource::Task(mut evs)) => {
                     let next = tokio::select! {
                         n = evs.next() => n,

@@ -248,7 +248,7 @@ impl Engine {
         slot: &Arc<Slot>,
         st: &mut SlotState,
         f: F,
-        extra: Batch,
+        mut extra: Batch,
     ) -> Result<TaskRecord, A2aError>
     where
         F: FnOnce(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, A2aError>,
@@ -256,7 +256,6 @@ impl Engine {
         let mut rec = st.record.clone();
         let now = Timestamp::now();
         let events = f(&mut rec, now)?;
-        let mut extra = extra;
         emit::on_change(&st.record, &rec, &events, now, &mut extra);
         self.commit_record(&rec, &events, extra).await?;
         st.record = rec.clone();

@@ -200,7 +200,7 @@ impl Engine {
     async fn create_task(
         &self,
         start: StartTask,
-        batch: Batch,
+        mut batch: Batch,
         events: Option<(Option<i32>, bool)>,
     ) -> Result<(TaskRecord, Option<TaskEvents>), A2aError> {
         let id = start.id.unwrap_or_else(new_id);
@@ -228,7 +228,6 @@ impl Engine {
         };
         let slot = Slot::new(rec.clone(), self.inner.config.stream_capacity);
         let mut st = slot.state.lock().await;
-        let mut batch = batch;
         super::emit::on_create(&rec, &mut batch);
         self.commit_record(&rec, &[], batch).await?;
         if let Some(agent) = start.agent {
