@@ -206,34 +206,10 @@ async fn the_status_history_survives_restarts_and_kill_9() {
     assert_eq!(ann(&r.expect("get")), ann(&before), "a waiting task keeps its history across kill -9");
 }
 
-mod principals {
-    use super::*;
-    use sha2::{Digest, Sha256};
-
-    pub const ALICE: &str = "alice-token-0123456789";
-    pub const BOB: &str = "bob-token-9876543210";
-    pub const OPS: &str = "ops-token-abcdefghij";
-
-    /// A daemon with two users and an operator; (daemon, alice, bob, ops).
-    pub fn start(dir: &std::path::Path, extra: &str) -> (Daemon, Daemon, Daemon, Daemon) {
-        let ops_digest = hex::encode(Sha256::digest(OPS.as_bytes()));
-        let yaml = format!(
-            "auth:\n  tokens:\n    - {{id: \"user:alice\", role: user, token: \"env:ALICE_TOKEN\"}}\n    - {{id: \"user:bob\", role: user, token: \"env:BOB_TOKEN\"}}\n    - {{id: \"operator:ops\", role: operator, sha256: \"{ops_digest}\"}}\n{extra}"
-        );
-        let conf = dir.join("agentd-principals.yaml");
-        std::fs::write(&conf, yaml).expect("write config");
-        let data = dir.join("data");
-        let args = ["--agent", "tck", "--push-allow-private", "--config", conf.to_str().expect("utf-8")];
-        let d = Daemon::start_with_env(&data, &args, &[("ALICE_TOKEN", ALICE), ("BOB_TOKEN", BOB)]);
-        let (a, b, o) = (d.as_token(Some(ALICE)), d.as_token(Some(BOB)), d.as_token(Some(OPS)));
-        (d, a, b, o)
-    }
-}
-
 #[tokio::test]
 async fn annotations_are_seen_only_by_the_task_readers() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (_d, alice, bob, ops) = principals::start(dir.path(), "");
+    let principals::Principals { d: _daemon, alice, bob, ops } = principals::start(dir.path(), "");
     for b in BINDINGS {
         let (_, r) = alice.op_with(b, "SendMessage", tck("tck-input-required"), &ON).await;
         let task = r.expect("send")["task"].clone();

@@ -167,7 +167,7 @@ async fn live_events_replay_and_annotations_only_when_both_are_activated() {
 #[tokio::test]
 async fn each_principal_sees_only_its_own_tasks_events_and_operators_see_all() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (_d, alice, bob, ops) = annotations_principals(dir.path(), "");
+    let principals::Principals { d: _daemon, alice, bob, ops } = principals::start(dir.path(), "");
     let bobs = send(&bob, "tck-complete-task").await;
     let alices = send(&alice, "tck-complete-task").await;
     let mut a = feed(&alice, json!({"fromSeq": 0})).await;
@@ -191,24 +191,6 @@ async fn each_principal_sees_only_its_own_tasks_events_and_operators_see_all() {
     let bob_last = send(&bob, "tck-complete-task").await;
     let seen = b2.until(|e| task_in(e, &bob_last, "TASK_STATE_COMPLETED")).await;
     assert!(!Value::Array(seen).to_string().contains(&alice_later), "bob's feed skips alice's events");
-}
-
-/// A daemon with alice, bob and an operator (see annotations.rs).
-fn annotations_principals(dir: &std::path::Path, extra: &str) -> (Daemon, Daemon, Daemon, Daemon) {
-    use sha2::{Digest, Sha256};
-    const ALICE: &str = "alice-token-0123456789";
-    const BOB: &str = "bob-token-9876543210";
-    const OPS: &str = "ops-token-abcdefghij";
-    let ops_digest = hex::encode(Sha256::digest(OPS.as_bytes()));
-    let yaml = format!(
-        "auth:\n  tokens:\n    - {{id: \"user:alice\", role: user, token: \"env:ALICE_TOKEN\"}}\n    - {{id: \"user:bob\", role: user, token: \"env:BOB_TOKEN\"}}\n    - {{id: \"operator:ops\", role: operator, sha256: \"{ops_digest}\"}}\n{extra}"
-    );
-    let conf = write_config(dir, &yaml);
-    let data = dir.join("data");
-    let args = ["--agent", "tck", "--config", conf.to_str().expect("utf-8")];
-    let d = Daemon::start_with_env(&data, &args, &[("ALICE_TOKEN", ALICE), ("BOB_TOKEN", BOB)]);
-    let (a, b, o) = (d.as_token(Some(ALICE)), d.as_token(Some(BOB)), d.as_token(Some(OPS)));
-    (d, a, b, o)
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod annotations;
+pub mod principals;
 pub mod sse;
 
 use serde_json::{Value, json};
