@@ -3,10 +3,16 @@
 //! Every frame is the `result` of a JSON-RPC response: one `hello`, then
 //! `event`s, and a `goodbye` when the daemon closes the feed.
 
-use crate::{A2aError, FieldViolation, Timestamp};
+mod bundle;
+mod params;
+
+pub use bundle::schema_bundle;
+pub use params::SubscribeParams;
+
+use crate::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// The extension's URI.
 pub const URI: &str = "https://agentd.dev/a2a/ext/events";
@@ -71,64 +77,6 @@ impl EventKind {
     }
 }
 
-/// The params of `agentd.events/SubscribeToEvents`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SubscribeParams {
-    /// The last `seq` the client has seen: the feed resumes right after it.
-    /// Absent: live events from now on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "u64")]
-    pub from_seq: Option<u64>,
-    /// Only these kinds; absent: every kind.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Vec<EventKind>")]
-    pub kinds: Option<Vec<EventKind>>,
-}
-
-impl SubscribeParams {
-    /// Strict decoding: an unknown member, a wrong type or an unknown kind
-    /// is InvalidParams naming the member.
-    pub fn decode(params: &Value) -> Result<Self, A2aError> {
-        let obj = match params {
-            Value::Null => return Ok(Self::default()),
-            Value::Object(o) => o,
-            _ => return Err(A2aError::invalid_field("params", "must be an object {fromSeq?, kinds?}")),
-        };
-        let mut v = Vec::new();
-        let mut out = Self::default();
-        let bad =
-            |field: String, description: &str| FieldViolation { field, description: description.into() };
-        for (key, value) in obj {
-            match (key.as_str(), value) {
-                ("fromSeq" | "from_seq", Value::Null) | ("kinds", Value::Null) => {}
-                ("fromSeq" | "from_seq", n) => match n.as_u64() {
-                    Some(n) => out.from_seq = Some(n),
-                    None => v.push(bad("fromSeq".into(), "must be a non-negative integer")),
-                },
-                ("kinds", Value::Array(items)) => {
-                    let mut kinds = Vec::new();
-                    for (i, item) in items.iter().enumerate() {
-                        match item.as_str().and_then(EventKind::parse) {
-                            Some(k) => kinds.push(k),
-                            None => v.push(bad(
-                                format!("kinds[{i}]"),
-                                "is not an event kind (task, run, step, gate, subagent, conversation, \
-                                 reminder, lifecycle)",
-                            )),
-                        }
-                    }
-                    out.kinds = Some(kinds);
-                }
-                ("kinds", _) => v.push(bad("kinds".into(), "must be an array of event kinds")),
-                (other, _) => v.push(bad(other.to_owned(), "is not a member of SubscribeToEvents params")),
-            }
-        }
-        crate::validate::finish(v)?;
-        Ok(out)
-    }
-}
-
 /// One frame of the feed, the `result` of a JSON-RPC response.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -165,11 +113,11 @@ pub struct Event {
     /// Durable, strictly increasing across restarts.
     pub seq: u64,
     /// When the change that caused the event was committed.
-    #[schemars(schema_with = "super::schema::timestamp")]
+    #[schemars(schema_with = "crate::ext::schema::timestamp")]
     pub ts: Timestamp,
     pub kind: EventKind,
     /// Depends on `kind`; see `$defs`.
-    #[schemars(schema_with = "super::schema::any_object")]
+    #[schemars(schema_with = "crate::ext::schema::any_object")]
     pub data: Value,
 }
 
@@ -242,7 +190,7 @@ pub struct SubagentData {
     pub parent_task_id: Option<String>,
     pub event: SubagentEvent,
     /// Its task's state when the event was committed.
-    #[schemars(schema_with = "super::schema::task_state")]
+    #[schemars(schema_with = "crate::ext::schema::task_state")]
     pub state: crate::TaskState,
 }
 
@@ -251,57 +199,4 @@ pub struct SubagentData {
 pub enum SubagentEvent {
     Started,
     Ended,
-}
-
-/// The schema bundle printed by `agentd --extension-schema events`: the
-/// frame at its root, the params and each kind's `data` under `$defs`,
-/// tied to `kind` by `if`/`then`.
-pub fn schema_bundle() -> Value {
-    use super::schema::generate;
-    let mut root = generate::<Frame>(SCHEMA_ID);
-    let defs: [(&str, Value); 4] = [
-        ("SubscribeParams", generate::<SubscribeParams>("")),
-        ("LifecycleData", generate::<LifecycleData>("")),
-        ("ConversationData", generate::<ConversationData>("")),
-        ("SubagentData", generate::<SubagentData>("")),
-    ];
-    let Some(root_defs) = root.as_object_mut().map(|o| o.entry("$defs").or_insert_with(|| json!({}))) else {
-        return root;
-    };
-    for (name, mut schema) in defs {
-        if let Some(o) = schema.as_object_mut() {
-            o.remove("$schema");
-            o.remove("$id");
-            // Nested definitions move up: `$ref`s point at `#/$defs/...`.
-            if let Some(Value::Object(inner)) = o.remove("$defs") {
-                for (k, v) in inner {
-                    root_defs[k.as_str()] = v;
-                }
-            }
-        }
-        root_defs[name] = schema;
-    }
-    let task = json!({
-        "type": "object",
-        "description": "an A2A Task (history capped); with the task-annotations extension also activated, \
-                        its metadata carries the annotations",
-        "required": ["id", "status"]
-    });
-    root_defs["TaskData"] = task;
-    let by_kind = |kind: &str, def: &str| {
-        json!({"if": {"properties": {"kind": {"const": kind}}, "required": ["kind"]},
-               "then": {"properties": {"data": {"$ref": format!("#/$defs/{def}")}}}})
-    };
-    if let Some(event) = root_defs.get_mut("Event").and_then(Value::as_object_mut) {
-        event.insert(
-            "allOf".into(),
-            json!([
-                by_kind("task", "TaskData"),
-                by_kind("lifecycle", "LifecycleData"),
-                by_kind("conversation", "ConversationData"),
-                by_kind("subagent", "SubagentData"),
-            ]),
-        );
-    }
-    root
 }
