@@ -377,3 +377,17 @@ async fn subagents_and_closed_conversations_are_events_and_a_subagent_is_annotat
     assert_eq!(got.last().expect("closed")["data"]["contextId"], ctx);
     assert!(got.iter().any(|e| e["data"]["event"] == "turn" && e["data"]["contextId"] == ctx), "{got:?}");
 }
+
+#[tokio::test]
+async fn acknowledged_changes_have_their_events_after_kill_9() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut d = Daemon::start_in(dir.path(), &["--agent", "tck"]);
+    let id = send(&d, "tck-complete-task").await;
+    d.kill9();
+    let d = Daemon::start_in(dir.path(), &["--agent", "tck"]);
+    let mut f = feed(&d, json!({"fromSeq": 0, "kinds": ["task"]})).await;
+    f.hello().await;
+    let got = f.until(|e| task_in(e, &id, "TASK_STATE_COMPLETED")).await;
+    assert_eq!(got[0]["data"]["id"], id, "the task's first event is its creation: {got:?}");
+    assert_eq!(got[0]["data"]["status"]["state"], "TASK_STATE_SUBMITTED");
+}
