@@ -28,6 +28,8 @@ macro_rules! example {
     };
 }
 
+/// The published documents; a new extension adds an entry (the contract
+/// tests fail for a `docs/ext/` directory that is not served).
 const PUBLISHED: &[Published] = &[
     Published {
         name: "task-annotations",

@@ -10,7 +10,23 @@ use common::*;
 use serde_json::{Value, json};
 use std::process::Command;
 
-const EXTENSIONS: [&str; 2] = ["task-annotations", "events"];
+/// Every extension: each schema bundle the binary knows, and each
+/// published directory under `docs/ext/` (one without the other fails).
+fn extensions() -> Vec<String> {
+    let mut names: Vec<String> = agentd_proto::ext::schema::names().into_iter().map(str::to_owned).collect();
+    let dir = format!("{}/../../docs/ext", env!("CARGO_MANIFEST_DIR"));
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{dir}: {e}")) {
+        let name = entry.expect("entry").file_name().to_string_lossy().into_owned();
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    assert!(
+        names.iter().any(|n| n == "task-annotations") && names.iter().any(|n| n == "events"),
+        "{names:?}"
+    );
+    names
+}
 
 fn printed(name: &str) -> String {
     let out =
@@ -41,7 +57,7 @@ fn examples(name: &str) -> Vec<(String, Value)> {
 
 #[test]
 fn the_published_schemas_are_what_the_binary_prints() {
-    for name in EXTENSIONS {
+    for name in &extensions() {
         assert!(
             published(name, "schema.json") == printed(name),
             "docs/ext/{name}/schema.json differs from the daemon's schema; regenerate it with\n  \
@@ -131,7 +147,8 @@ fn the_schemas_refuse_members_they_do_not_name() {
 #[tokio::test]
 async fn the_daemon_serves_the_published_documents_and_declares_both() {
     let d = Daemon::start(&[]);
-    for name in EXTENSIONS {
+    for name in &extensions() {
+        let name = name.as_str();
         let r = d.http.get(format!("{}/a2a/ext/{name}/schema.json", d.url)).send().await.expect("get");
         assert_eq!(r.status(), 200);
         assert_eq!(r.text().await.expect("text"), published(name, "schema.json"), "{name} schema");
