@@ -5,7 +5,7 @@
 use super::ClientOpts;
 use super::client::Client;
 use super::output;
-use agentd_proto::ext::events::{EventKind, Frame, METHOD, SubscribeParams, URI};
+use agentd_proto::ext::events::{EventKind, Frame, GoodbyeReason, METHOD, SubscribeParams, URI};
 use anyhow::Context;
 use clap::Args;
 use serde_json::Value;
@@ -54,8 +54,18 @@ pub async fn run(a: EventsArgs) -> anyhow::Result<()> {
                 summary(&e.data)
             ))?,
             Frame::Goodbye(g) => {
-                output::note(&format!("feed closed ({:?}); resume with --from-seq {}", g.reason, g.seq));
-                return Ok(());
+                let resume = format!("resume with --from-seq {}", g.seq);
+                return match g.reason {
+                    GoodbyeReason::Shutdown => {
+                        output::note(&format!("the daemon is stopping; {resume}"));
+                        Ok(())
+                    }
+                    GoodbyeReason::Lagged => {
+                        anyhow::bail!(
+                            "this feed fell behind what the daemon keeps; {resume} (it will resync)"
+                        )
+                    }
+                };
             }
         }
     }
