@@ -12,6 +12,15 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo build --locked -p agentd
+echo "== extension schemas: published copies == agentd --extension-schema"
+for published in docs/ext/*/schema.json; do
+  name=$(basename "$(dirname "$published")")
+  if ! diff -u "$published" <(target/debug/agentd --extension-schema "$name"); then
+    echo "$published differs from the daemon's schema; regenerate it with:" >&2
+    echo "  cargo run -q -p agentd -- --extension-schema $name > $published" >&2
+    exit 1
+  fi
+done
 cargo test --workspace --locked
 echo "== interop (official A2A Python SDK)"
 scripts/interop-venv.sh

@@ -5,8 +5,10 @@
 //! by other crates.
 
 pub mod agent;
+pub mod annotations;
 pub mod conversations;
 pub mod engine;
+pub mod events;
 pub mod gate;
 pub mod principal;
 pub mod record;
@@ -20,6 +22,8 @@ pub use engine::{
     CommandHandler, CommandOutcome, Engine, EngineConfig, PushUrlPolicy, SendOutcome, StartTask, TaskEvents,
     TaskObserver,
 };
+pub use engine::{EventFeed, FeedItem};
+pub use events::{EventLogBounds, EventRecord, EventRetention, NewEvent};
 pub use gate::{GateAnnouncement, GateBridge};
 pub use principal::{Principal, PrincipalRole};
 pub use record::{

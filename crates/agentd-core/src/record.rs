@@ -35,8 +35,8 @@ impl TaskLink {
     }
 }
 
-/// Facts about how a task came to be, stored with it (not on the wire yet;
-/// the task-annotations extension will carry them).
+/// Facts about how a task came to be, stored with it; the task-annotations
+/// extension carries them (`crate::annotations`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TaskMeta {

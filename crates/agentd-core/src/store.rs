@@ -12,7 +12,12 @@
 //!   many tasks share a timestamp.
 //! * `reminders` lists a task's reminders in first-commit order; a
 //!   recommitted reminder keeps its place.
+//! * Events in a batch get the next `seq`s (strictly increasing, never
+//!   reused, also after retention removed events) in the same transaction,
+//!   and are announced to [`Store::subscribe_events`] receivers after the
+//!   commit, in `seq` order.
 
+use crate::events::{EventLogBounds, EventRecord, EventRetention, NewEvent};
 use crate::record::{BridgeDelivery, OutboxItem, TaskRecord};
 use crate::reminder::ReminderRecord;
 use agentd_proto::{TaskPushNotificationConfig, TaskState};
@@ -46,6 +51,10 @@ pub struct Batch {
     pub outbox_done: Vec<i64>,
     /// Outbox rows to retry: `(id, not_before_ms, attempts)`.
     pub outbox_retry: Vec<(i64, i64, u32)>,
+    /// Events to append to the log, in order.
+    pub events: Vec<NewEvent>,
+    /// Removes the events retention no longer keeps.
+    pub prune_events: Option<EventRetention>,
     /// Reminders to insert or replace, keyed by `(task_id, id)`.
     pub reminders: Vec<ReminderRecord>,
     /// Conversations closed by `conversation.close` (closing twice keeps the first).
@@ -72,6 +81,8 @@ impl Batch {
             && self.outbox_retry.is_empty()
             && self.closed_contexts.is_empty()
             && self.reminders.is_empty()
+            && self.events.is_empty()
+            && self.prune_events.is_none()
     }
 }
 
@@ -125,4 +136,10 @@ pub trait Store: Send + Sync + 'static {
     /// active ones (not ended) when `active_only`.
     async fn reminders(&self, task_id: &str, active_only: bool) -> Result<Vec<ReminderRecord>, StoreError>;
     async fn get_reminder(&self, task_id: &str, id: &str) -> Result<Option<ReminderRecord>, StoreError>;
+    /// Up to `limit` events with `seq > after`, oldest first.
+    async fn read_events(&self, after: u64, limit: usize) -> Result<Vec<EventRecord>, StoreError>;
+    async fn event_log_bounds(&self) -> Result<EventLogBounds, StoreError>;
+    /// Every event committed from now on, in `seq` order. A receiver that
+    /// falls behind the channel's capacity lags and reads the log instead.
+    fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<std::sync::Arc<EventRecord>>;
 }

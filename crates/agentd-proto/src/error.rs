@@ -19,6 +19,9 @@ pub enum ErrorKind {
     ExtendedAgentCardNotConfigured,
     ExtensionSupportRequired,
     VersionNotSupported,
+    /// An extension's method called without activating the extension
+    /// (agentd's own reason on JSON-RPC's method-not-found code).
+    ExtensionNotActivated,
     // JSON-RPC standard errors.
     ParseError,
     InvalidRequest,
@@ -57,6 +60,7 @@ impl ErrorKind {
         ErrorKind::ExtendedAgentCardNotConfigured,
         ErrorKind::ExtensionSupportRequired,
         ErrorKind::VersionNotSupported,
+        ErrorKind::ExtensionNotActivated,
         ErrorKind::ParseError,
         ErrorKind::InvalidRequest,
         ErrorKind::MethodNotFound,
@@ -128,6 +132,13 @@ impl ErrorKind {
                 "FAILED_PRECONDITION",
                 Some("VERSION_NOT_SUPPORTED"),
                 "Protocol version not supported",
+            ),
+            ExtensionNotActivated => c(
+                -32601,
+                404,
+                "UNIMPLEMENTED",
+                Some(crate::ext::events::NOT_ACTIVATED),
+                "The method belongs to an extension the request did not activate",
             ),
             ParseError => c(-32700, 400, "INVALID_ARGUMENT", None, "Invalid JSON payload"),
             // Validation errors carry a reason too (the §10.6 rule applied to the

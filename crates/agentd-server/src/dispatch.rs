@@ -4,8 +4,8 @@
 
 use crate::params::RequestContext;
 use crate::state::AppState;
-use agentd_core::{SendOutcome, TaskEvents};
-use agentd_proto::ext::reminders;
+use agentd_core::{EventFeed, SendOutcome, TaskEvents};
+use agentd_proto::ext::{events, reminders, task_annotations};
 use agentd_proto::jsonrpc::methods as m;
 use agentd_proto::validate::decode;
 use agentd_proto::{A2aError, ErrorKind, StreamResponse};
@@ -19,10 +19,12 @@ pub enum Outcome {
     Stream(EventSource),
 }
 
-/// What a stream carries: a single direct message, or a task's events.
+/// What a stream carries: a single direct message, a task's events, or
+/// the events feed (JSON-RPC only).
 pub enum EventSource {
     One(Box<StreamResponse>),
     Task(Box<TaskEvents>),
+    Feed(Box<EventFeed>),
 }
 
 fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, A2aError> {
@@ -38,7 +40,8 @@ pub async fn dispatch(
     method: &str,
     params: Value,
 ) -> Result<Outcome, A2aError> {
-    let e = &state.engine;
+    // Tasks carry the annotations exactly when the request activated them.
+    let e = &state.engine.annotating(ctx.activated.contains(task_annotations::URI));
     let p = &ctx.principal;
     // Reminder lifecycle events reach only streams that activated the extension.
     let reminder_events = ctx.activated.contains(reminders::URI);
@@ -72,6 +75,21 @@ pub async fn dispatch(
         m::GET_EXTENDED_CARD => {
             let _: agentd_proto::GetExtendedAgentCardRequest = decode(params)?;
             to_value(&state.card.card)?
+        }
+        events::METHOD => {
+            if !ctx.activated.contains(events::URI) {
+                return Err(A2aError::new(
+                    ErrorKind::ExtensionNotActivated,
+                    format!(
+                        "{} needs the extension {}; list it in the A2A-Extensions header",
+                        events::METHOD,
+                        events::URI
+                    ),
+                )
+                .with_meta("uri", events::URI));
+            }
+            let params = events::SubscribeParams::decode(&params)?;
+            return Ok(Outcome::Stream(EventSource::Feed(Box::new(e.subscribe_events(p, params).await?))));
         }
         other => {
             return Err(A2aError::new(ErrorKind::MethodNotFound, format!("method {other:?} not found"))

@@ -9,6 +9,7 @@ pub mod bridges;
 pub mod card;
 mod dispatch;
 mod errors;
+pub mod ext_docs;
 pub mod extensions;
 pub mod fuzzing;
 pub mod grpc;

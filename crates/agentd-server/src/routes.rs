@@ -1,6 +1,7 @@
 //! The router: one listener for the three bindings and the card.
 
 use crate::card::{CARD_PATH, JSONRPC_PATH, REST_PATH};
+use crate::ext_docs::{self, EXT_PATH};
 use crate::extensions::Activated;
 use crate::state::AppState;
 use crate::{jsonrpc, rest};
@@ -28,6 +29,9 @@ fn http_app(state: AppState) -> Router {
         .route(REST_PATH, any(rest::handle))
         .route(&format!("{REST_PATH}/"), any(rest::handle))
         .route("/healthz", get(|| async { "ok" }))
+        .route(&format!("{EXT_PATH}/{{name}}"), get(ext_docs::readme))
+        .route(&format!("{EXT_PATH}/{{name}}/schema.json"), get(ext_docs::schema_json))
+        .route(&format!("{EXT_PATH}/{{name}}/examples/{{file}}"), get(ext_docs::example))
         .with_state(state)
 }
 

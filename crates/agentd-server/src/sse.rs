@@ -3,9 +3,14 @@
 //! waits. JSON-RPC wraps each payload in a response envelope with the
 //! request id; REST sends the bare StreamResponse. An error after the
 //! stream opened is an `event: error` frame, then the stream closes.
+//!
+//! The events feed frames `hello`, `event` and `goodbye` the same way; at
+//! shutdown it passes on what was already committed, then says goodbye.
 
 use crate::dispatch::EventSource;
 use crate::state::AppState;
+use agentd_core::{EventFeed, FeedItem};
+use agentd_proto::ext::events::{Frame, Goodbye, GoodbyeReason};
 use agentd_proto::{A2aError, StreamResponse, jsonrpc};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -27,6 +32,12 @@ impl Framing {
             Framing::Rest => serde_json::to_string(ev).unwrap_or_default(),
         }
     }
+    fn frame(&self, f: &Frame) -> String {
+        match self {
+            Framing::JsonRpc { id } => jsonrpc::success(id, f).to_string(),
+            Framing::Rest => serde_json::to_string(f).unwrap_or_default(),
+        }
+    }
     fn error(&self, e: &A2aError) -> String {
         match self {
             Framing::JsonRpc { id } => jsonrpc::failure(id, e).to_string(),
@@ -37,7 +48,21 @@ impl Framing {
 
 enum Phase {
     Running(EventSource),
+    /// The feed after its `hello`.
+    Feed(Box<EventFeed>),
+    /// Shutting down: what is already committed (until the instant), then
+    /// `goodbye`.
+    FeedDraining(Box<EventFeed>, tokio::time::Instant),
     Done,
+}
+
+/// How long a closing feed waits for the next event already committed,
+/// and at most in all (writes may go on while the daemon stops).
+const DRAIN_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+fn goodbye(framing: &Framing, feed: &EventFeed, reason: GoodbyeReason) -> Event {
+    Event::default().data(framing.frame(&Frame::Goodbye(Goodbye { seq: feed.position(), reason })))
 }
 
 fn events(
@@ -53,6 +78,39 @@ fn events(
                 Phase::Done => None,
                 Phase::Running(EventSource::One(ev)) => {
                     Some((Ok(Event::default().data(framing.data(&ev))), Phase::Done))
+                }
+                Phase::Running(EventSource::Feed(feed)) => {
+                    let hello = Frame::Hello(feed.hello().clone());
+                    Some((Ok(Event::default().data(framing.frame(&hello))), Phase::Feed(feed)))
+                }
+                Phase::Feed(mut feed) => {
+                    let next = tokio::select! {
+                        n = feed.next() => n,
+                        () = shutdown.cancelled() => {
+                            let until = tokio::time::Instant::now() + DRAIN_LIMIT;
+                            let closing = Event::default().comment("closing");
+                            return Some((Ok(closing), Phase::FeedDraining(feed, until)));
+                        }
+                    };
+                    let frame = match next? {
+                        Ok(FeedItem::Event(ev)) => {
+                            let data = framing.frame(&Frame::Event(ev));
+                            return Some((Ok(Event::default().data(data)), Phase::Feed(feed)));
+                        }
+                        Ok(FeedItem::Lagged) => goodbye(&framing, &feed, GoodbyeReason::Lagged),
+                        Err(e) => Event::default().event("error").data(framing.error(&e)),
+                    };
+                    Some((Ok(frame), Phase::Done))
+                }
+                Phase::FeedDraining(mut feed, until) => {
+                    let wait = until.min(tokio::time::Instant::now() + DRAIN_WAIT);
+                    match tokio::time::timeout_at(wait, feed.next()).await {
+                        Ok(Some(Ok(FeedItem::Event(ev)))) => {
+                            let data = framing.frame(&Frame::Event(ev));
+                            Some((Ok(Event::default().data(data)), Phase::FeedDraining(feed, until)))
+                        }
+                        _ => Some((Ok(goodbye(&framing, &feed, GoodbyeReason::Shutdown)), Phase::Done)),
+                    }
                 }
                 Phase::Running(EventSource::Task(mut evs)) => {
                     let next = tokio::select! {

@@ -10,6 +10,7 @@
 
 mod codec;
 pub mod conformance;
+mod event_log;
 mod memory;
 mod sqlite;
 

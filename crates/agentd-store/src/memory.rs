@@ -4,19 +4,21 @@
 //! a task has at commit time.
 
 use crate::codec::{normalize_config, normalize_reminder, normalize_task};
+use crate::event_log::{self, Announcer};
 use agentd_core::{
-    Batch, BridgeTarget, OutboxItem, OutboxTarget, PushConfigRow, ReminderRecord, Store, StoreError,
-    TaskPage, TaskQuery, TaskRecord,
+    Batch, BridgeTarget, EventLogBounds, EventRecord, EventRetention, OutboxItem, OutboxTarget,
+    PushConfigRow, ReminderRecord, Store, StoreError, TaskPage, TaskQuery, TaskRecord,
 };
 use agentd_proto::{TaskState, Timestamp};
 use async_trait::async_trait;
-use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// An in-memory store. Cheap to create; everything is lost on drop.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
+    announcer: Announcer,
 }
 
 #[derive(Debug, Default)]
@@ -32,6 +34,8 @@ struct Inner {
     /// `(task_id, id)` → (first-commit sequence, reminder).
     reminders: BTreeMap<(String, String), (u64, ReminderRecord)>,
     next_reminder_seq: u64,
+    events: VecDeque<EventRecord>,
+    bounds: EventLogBounds,
 }
 
 #[derive(Debug, Clone)]
@@ -68,6 +72,33 @@ fn matches(r: &TaskRecord, q: &TaskQuery) -> bool {
 }
 
 impl Inner {
+    /// Appends events with the next seqs; returns them as stored.
+    fn append_events(&mut self, batch: &Batch) -> Vec<EventRecord> {
+        let mut out = Vec::with_capacity(batch.events.len());
+        for e in &batch.events {
+            self.bounds.last += 1;
+            let rec = EventRecord { seq: self.bounds.last, event: e.clone() };
+            self.events.push_back(rec.clone());
+            out.push(rec);
+        }
+        if let Some(r) = batch.prune_events {
+            self.prune(r);
+        }
+        out
+    }
+
+    /// Removes the oldest events past the count, and the prefix older than
+    /// the age limit.
+    fn prune(&mut self, r: EventRetention) {
+        let by_count = self.bounds.last.saturating_sub(r.max_count);
+        let by_age = self.events.iter().filter(|e| e.event.ts.millis() < r.min_ts_ms).map(|e| e.seq).max();
+        let cutoff = by_count.max(by_age.unwrap_or(0));
+        while self.events.front().is_some_and(|e| e.seq <= cutoff) {
+            self.events.pop_front();
+        }
+        self.bounds.pruned_through = self.bounds.pruned_through.max(cutoff);
+    }
+
     /// Applies a batch; every step is infallible once the inputs are
     /// normalized, so the batch is all or nothing.
     fn apply(
@@ -160,7 +191,11 @@ impl Store for MemoryStore {
         let tasks = batch.tasks.iter().map(normalize_task).collect::<Result<Vec<_>, _>>()?;
         let upserts = batch.push_upserts.iter().map(normalize_config).collect::<Result<Vec<_>, _>>()?;
         let reminders = batch.reminders.iter().map(normalize_reminder).collect::<Result<Vec<_>, _>>()?;
-        self.lock()?.apply(tasks, upserts, reminders, &batch);
+        let mut inner = self.lock()?;
+        inner.apply(tasks, upserts, reminders, &batch);
+        let events = inner.append_events(&batch);
+        // Announced under the lock, so receivers see seq order.
+        self.announcer.announce(events);
         Ok(())
     }
 
@@ -265,5 +300,20 @@ impl Store for MemoryStore {
     async fn get_reminder(&self, task_id: &str, id: &str) -> Result<Option<ReminderRecord>, StoreError> {
         let key = (task_id.to_owned(), id.to_owned());
         Ok(self.lock()?.reminders.get(&key).map(|(_, r)| r.clone()))
+    }
+
+    async fn read_events(&self, after: u64, limit: usize) -> Result<Vec<EventRecord>, StoreError> {
+        let inner = self.lock()?;
+        // Round-trips through the stored form, as SQLite would.
+        let stored = inner.events.iter().filter(|e| e.seq > after).take(limit);
+        stored.map(|e| event_log::decode(e.seq, event_log::encode(&e.event)?)).collect()
+    }
+
+    async fn event_log_bounds(&self) -> Result<EventLogBounds, StoreError> {
+        Ok(self.lock()?.bounds)
+    }
+
+    fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<Arc<EventRecord>> {
+        self.announcer.subscribe()
     }
 }

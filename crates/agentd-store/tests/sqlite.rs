@@ -275,3 +275,27 @@ async fn pending_push_rows_survive_the_outbox_rebuild_for_bridges() {
     let due = store.due_outbox(i64::MAX, 10).await.expect("due");
     assert_eq!(due.iter().map(|i| i.id > 41).collect::<Vec<_>>(), [false, true]);
 }
+
+#[tokio::test]
+async fn event_seqs_survive_a_reopen() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = dir.path().join("agentd.db");
+    let ev = |n: i64| agentd_core::NewEvent {
+        ts: agentd_proto::Timestamp::from_millis(n).expect("ts"),
+        kind: agentd_proto::ext::events::EventKind::Lifecycle,
+        task_id: None,
+        owner: None,
+        data: serde_json::json!({"n": n}),
+        annotations: None,
+    };
+    let store = open(&path);
+    store.commit(Batch { events: vec![ev(1), ev(2)], ..Batch::default() }).await.expect("commit");
+    drop(store);
+    let store = open(&path);
+    assert_eq!(store.event_log_bounds().await.expect("bounds").last, 2, "the log is durable");
+    let mut rx = store.subscribe_events();
+    store.commit(Batch { events: vec![ev(3)], ..Batch::default() }).await.expect("commit");
+    assert_eq!(rx.try_recv().expect("announced").seq, 3, "seqs continue after a reopen");
+    let all = store.read_events(0, 10).await.expect("read");
+    assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3]);
+}

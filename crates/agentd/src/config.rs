@@ -72,6 +72,7 @@ pub struct Config {
     pub log: LogConfig,
     pub commands: CommandsConfig,
     pub subagents: SubagentsConfig,
+    pub events: EventsConfig,
     pub reminders: RemindersConfig,
     pub a2a: A2aConfig,
     pub bridges: BridgesConfig,
@@ -128,6 +129,24 @@ impl A2aConfig {
             self.peers.push(peer);
         }
         Ok(())
+    }
+}
+
+/// The durable event log behind the events feed (`docs/ext/events`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EventsConfig {
+    /// The most events kept.
+    pub retain_count: u64,
+    /// The oldest event kept, in seconds.
+    pub retain_secs: u64,
+    /// How often retention runs, in milliseconds.
+    pub prune_interval_ms: u64,
+}
+
+impl Default for EventsConfig {
+    fn default() -> Self {
+        Self { retain_count: 100_000, retain_secs: 7 * 24 * 3600, prune_interval_ms: 60_000 }
     }
 }
 
@@ -342,6 +361,7 @@ impl Default for Config {
             bridges: BridgesConfig::default(),
             ignored_document_keys: Vec::new(),
             reminders: RemindersConfig::default(),
+            events: EventsConfig::default(),
         }
     }
 }
@@ -476,6 +496,15 @@ pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
     if let Some(v) = env("AGENTD_SSE_KEEP_ALIVE_SECS") {
         cfg.sse_keep_alive_secs =
             v.parse().with_context(|| format!("AGENTD_SSE_KEEP_ALIVE_SECS={v:?} is not a number"))?;
+    }
+    for (name, key) in [
+        ("AGENTD_EVENTS_RETAIN_COUNT", &mut cfg.events.retain_count),
+        ("AGENTD_EVENTS_RETAIN_SECS", &mut cfg.events.retain_secs),
+        ("AGENTD_EVENTS_PRUNE_INTERVAL_MS", &mut cfg.events.prune_interval_ms),
+    ] {
+        if let Some(v) = env(name) {
+            *key = v.parse().with_context(|| format!("{name}={v:?} is not a number"))?;
+        }
     }
     if let Some(v) = env("AGENTD_LOG_FORMAT") {
         cfg.log.format = v;

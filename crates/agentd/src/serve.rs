@@ -3,6 +3,7 @@
 
 use crate::config::{Config, resolve_secret};
 use agentd_core::{Engine, EngineConfig, GateBridge, Principal, PrincipalRole};
+use agentd_proto::ext::events::LifecycleEvent;
 use agentd_proto::jsonrpc::methods;
 use agentd_runtime::agent_loop::{Tool, Tools};
 use agentd_runtime::commands;
@@ -20,6 +21,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub async fn run(cfg: Config) -> anyhow::Result<()> {
     init_logging(&cfg);
@@ -58,6 +61,8 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let engine_cfg = EngineConfig {
         push_enabled: cfg.push.enabled,
         reminders: reminder_limits,
+        events_retain_count: cfg.events.retain_count,
+        events_retain: Duration::from_secs(cfg.events.retain_secs),
         ..EngineConfig::default()
     };
     let input_modes = engine_cfg.input_modes.clone();
@@ -79,8 +84,8 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
     let base_url = cfg.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
 
-    let extensions =
-        ExtensionRegistry::new(vec![DeclaredExtension {
+    let mut declared = agentd_server::ext_docs::declared();
+    declared.push(DeclaredExtension {
         uri: commands::URI.into(),
         description:
             "Commands: a DataPart {\"agentd\": {\"op\": …}} runs an op deterministically (see params.ops)"
@@ -88,7 +93,9 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         required: false,
         params: Some(commands::card_params()),
         methods: vec![methods::SEND_MESSAGE.into(), methods::SEND_STREAMING_MESSAGE.into()],
-    }, crate::reminders::declared(&reminder_limits)]);
+    });
+    declared.push(crate::reminders::declared(&reminder_limits));
+    let extensions = ExtensionRegistry::new(declared);
     let mut skills = vec![agentd_server::card::chat_skill()];
     skills.extend(commands::skills());
     let card = CardService::new(
@@ -139,7 +146,12 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         shutdown.clone(),
     );
 
-    tokio::spawn(signal_shutdown(shutdown.clone()));
+    tokio::spawn(prune_events(engine.clone(), Duration::from_millis(cfg.events.prune_interval_ms.max(10))));
+    engine
+        .emit_lifecycle(LifecycleEvent::Started, VERSION)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot write the start event: {e}"))?;
+    tokio::spawn(signal_shutdown(engine.clone(), shutdown.clone()));
     tracing::info!(url = %base_url, agent = %cfg.agent, data = %cfg.data_dir.display(), "agentd listening on {base_url}");
     agentd_server::serve(listener, state, shutdown.clone()).await?;
     let _ = push.await;
@@ -205,7 +217,17 @@ fn tokens(cfg: &Config) -> anyhow::Result<Vec<TokenEntry>> {
     Ok(out)
 }
 
-async fn signal_shutdown(shutdown: CancellationToken) {
+/// Applies event retention now and then, for as long as the daemon runs.
+async fn prune_events(engine: Engine, every: Duration) {
+    loop {
+        if let Err(e) = engine.prune_events().await {
+            tracing::warn!(error = %e, "event retention failed");
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+async fn signal_shutdown(engine: Engine, shutdown: CancellationToken) {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
@@ -225,6 +247,10 @@ async fn signal_shutdown(shutdown: CancellationToken) {
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
     tracing::info!("shutting down");
+    // Committed before the streams close, so open feeds deliver it.
+    if let Err(e) = engine.emit_lifecycle(LifecycleEvent::Stopping, VERSION).await {
+        tracing::warn!(error = %e, "cannot write the stop event");
+    }
     shutdown.cancel();
 }
 

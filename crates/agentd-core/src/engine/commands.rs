@@ -160,12 +160,12 @@ impl Engine {
                 if st.detached {
                     continue;
                 }
-                let first = super::read::view(&st.record, history_length, true);
+                let first = self.view(&st.record, history_length, true);
                 return Ok(TaskEvents::new(self, first, slot.tx.subscribe(), close_on_interrupt));
             }
             let rec = self.record(id).await?.ok_or_else(|| A2aError::task_not_found(id))?;
             let (_, rx) = tokio::sync::broadcast::channel(1);
-            let first = super::read::view(&rec, history_length, true);
+            let first = self.view(&rec, history_length, true);
             return Ok(TaskEvents::new(self, first, rx, close_on_interrupt));
         }
     }

@@ -62,6 +62,8 @@ impl Engine {
         let batch = Batch { closed_contexts: vec![closed], ..Batch::default() };
         self.inner.store.commit(batch).await.map_err(internal)?;
         self.inner.closed_contexts.insert(context_id.to_owned());
+        let owner = turns.first().map_or(p.id.as_str(), |t| t.owner.as_str());
+        self.emit_context_closed(context_id, owner).await?;
         let mut canceled = Vec::new();
         for t in turns.iter().filter(|t| !t.state().is_terminal()) {
             match self.cancel_because(p, t.id(), why).await {

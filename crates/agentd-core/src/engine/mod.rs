@@ -7,6 +7,8 @@
 
 mod commands;
 mod conversation;
+mod emit;
+mod feed;
 mod push;
 mod read;
 mod reminders;
@@ -14,6 +16,7 @@ mod send;
 mod stream;
 
 pub use commands::{CommandHandler, CommandOutcome, TaskObserver};
+pub use feed::{EventFeed, FeedItem};
 pub use send::{SendOutcome, StartTask};
 pub use stream::TaskEvents;
 
@@ -24,7 +27,7 @@ use crate::record::TaskRecord;
 use crate::slots::{Slot, SlotState, Slots};
 use crate::store::{Batch, Store};
 use crate::transition::{self, Change, Refused};
-use agentd_proto::{A2aError, ErrorKind, Message, StreamResponse, TaskState, Timestamp};
+use agentd_proto::{A2aError, ErrorKind, Message, StreamResponse, Task, TaskState, Timestamp};
 use async_trait::async_trait;
 use dashmap::{DashMap, DashSet};
 use std::sync::{Arc, OnceLock, RwLock};
@@ -47,6 +50,9 @@ pub struct EngineConfig {
     pub stream_capacity: usize,
     /// Limits of the reminders extension.
     pub reminders: crate::reminder::ReminderLimits,
+    /// How many events the durable log keeps, and for how long.
+    pub events_retain_count: u64,
+    pub events_retain: std::time::Duration,
 }
 
 impl Default for EngineConfig {
@@ -56,6 +62,8 @@ impl Default for EngineConfig {
             input_modes: vec!["text/plain".into(), "text/markdown".into(), "application/json".into()],
             stream_capacity: 1024,
             reminders: crate::reminder::ReminderLimits::default(),
+            events_retain_count: 100_000,
+            events_retain: std::time::Duration::from_secs(7 * 24 * 3600),
         }
     }
 }
@@ -87,6 +95,9 @@ struct Inner {
 #[derive(Clone)]
 pub struct Engine {
     inner: Arc<Inner>,
+    /// Whether the Tasks this handle answers with carry the task
+    /// annotations (the request activated that extension).
+    annotate: bool,
 }
 
 impl Engine {
@@ -111,7 +122,25 @@ impl Engine {
                 closed_contexts: DashSet::new(),
                 children: DashMap::new(),
             }),
+            annotate: false,
         }
+    }
+
+    /// This engine, answering with Tasks that carry the task annotations
+    /// when `on` (a request that activated the extension) and without
+    /// them otherwise. Cheap: a clone of the handle.
+    pub fn annotating(&self, on: bool) -> Engine {
+        Engine { inner: self.inner.clone(), annotate: on }
+    }
+
+    /// The client's view of a record (see [`read::view`]), annotated when
+    /// this handle is.
+    pub(crate) fn view(&self, rec: &TaskRecord, history_length: Option<i32>, artifacts: bool) -> Task {
+        let mut t = read::view(rec, history_length, artifacts);
+        if self.annotate {
+            crate::annotations::of(rec).attach(&mut t);
+        }
+        t
     }
 
     /// Registers the command handler (once; a second call is ignored and
@@ -232,13 +261,15 @@ impl Engine {
         slot: &Arc<Slot>,
         st: &mut SlotState,
         f: F,
-        extra: Batch,
+        mut extra: Batch,
     ) -> Result<TaskRecord, A2aError>
     where
         F: FnOnce(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, A2aError>,
     {
         let mut rec = st.record.clone();
-        let events = f(&mut rec, Timestamp::now())?;
+        let now = Timestamp::now();
+        let events = f(&mut rec, now)?;
+        emit::on_change(&st.record, &rec, &events, now, &mut extra);
         self.commit_record(&rec, &events, extra).await?;
         st.record = rec.clone();
         for e in events {
@@ -286,7 +317,7 @@ impl Engine {
         let generation = st.run_gen;
         st.cancel = tokio_util::sync::CancellationToken::new();
         let control = TaskControl {
-            engine: self.clone(),
+            engine: self.annotating(false),
             task_id: st.record.task.id.clone(),
             context_id: st.record.task.context_id.clone(),
             cancel: st.cancel.clone(),
@@ -394,13 +425,15 @@ fn turn_of(rec: &TaskRecord) -> ConversationTurn {
     }
 }
 
-/// A push body: the event as a REST StreamResponse, never with history.
+/// A push body: the event as a REST StreamResponse, never with history
+/// nor annotations (a webhook receiver is not a party to the conversation).
 fn push_body(e: &StreamResponse) -> String {
     let stripped;
     let e = match e {
         StreamResponse::Task(t) if t.history.is_some() => {
             let mut t = t.clone();
             t.history = None;
+            agentd_proto::ext::task_annotations::detach(&mut t);
             stripped = StreamResponse::Task(t);
             &stripped
         }

@@ -46,7 +46,7 @@ impl Engine {
         validate::history_length("historyLength", req.history_length, &mut v);
         validate::finish(v)?;
         let rec = self.visible_record(p, &req.id).await?;
-        let mut t = view(&rec, req.history_length, true);
+        let mut t = self.view(&rec, req.history_length, true);
         if t.artifacts.as_ref().is_some_and(Vec::is_empty) {
             t.artifacts = None;
         }
@@ -96,7 +96,7 @@ impl Engine {
             _ => String::new(),
         };
         Ok(ListTasksResponse {
-            tasks: page.tasks.iter().map(|r| view(r, req.history_length, include)).collect(),
+            tasks: page.tasks.iter().map(|r| self.view(r, req.history_length, include)).collect(),
             next_page_token,
             page_size,
             total_size: i32::try_from(page.total).unwrap_or(i32::MAX),
@@ -127,7 +127,7 @@ impl Engine {
     async fn cancel(&self, p: &Principal, id: &str, message: Option<Message>) -> Result<Task, A2aError> {
         let rec = self.visible_record(p, id).await?;
         let answer = |rec: &TaskRecord| match rec.state() {
-            TaskState::Canceled => Ok(view(rec, None, true)),
+            TaskState::Canceled => Ok(self.view(rec, None, true)),
             s => Err(A2aError::new(
                 ErrorKind::TaskNotCancelable,
                 format!("task {:?} is {} and can no longer be canceled", rec.id(), s.as_str()),
@@ -139,7 +139,7 @@ impl Engine {
         }
         let change = Change::Status { state: TaskState::Canceled, message };
         match self.mutate(id, |r, now| transition::apply(r, change, now).map_err(refused)).await {
-            Ok(rec) => Ok(view(&rec, None, true)),
+            Ok(rec) => Ok(self.view(&rec, None, true)),
             // Became terminal between the read and the change.
             Err(e) if e.kind == ErrorKind::UnsupportedOperation => {
                 let rec = self.visible_record(p, id).await?;
@@ -195,7 +195,7 @@ impl Engine {
             }
             return Ok(super::TaskEvents::new(
                 self,
-                view(&st.record, None, true),
+                self.view(&st.record, None, true),
                 slot.tx.subscribe(),
                 false,
             ));

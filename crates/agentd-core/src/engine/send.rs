@@ -69,7 +69,7 @@ impl Engine {
                     events.settle().await;
                 }
                 let rec = self.record(&id).await?.ok_or_else(|| A2aError::task_not_found(&id))?;
-                Ok(SendMessageResponse::Task(super::read::view(&rec, cfg.history_length, true)))
+                Ok(SendMessageResponse::Task(self.view(&rec, cfg.history_length, true)))
             }
         }
     }
@@ -215,7 +215,7 @@ impl Engine {
     async fn create_task(
         &self,
         start: StartTask,
-        batch: Batch,
+        mut batch: Batch,
         events: Option<(Option<i32>, bool)>,
     ) -> Result<(TaskRecord, Option<TaskEvents>), A2aError> {
         let id = start.id.unwrap_or_else(new_id);
@@ -241,12 +241,12 @@ impl Engine {
             status_history: vec![StatusEntry { state: TaskState::Submitted, timestamp: now }],
             meta: start.meta,
         };
-        let mut batch = batch;
         if let Some(parent) = &rec.meta.parent {
             batch.reminders.extend(self.inherited_reminders(parent, &id).await);
         }
         let slot = Slot::new(rec.clone(), self.inner.config.stream_capacity);
         let mut st = slot.state.lock().await;
+        super::emit::on_create(&rec, &mut batch);
         self.commit_record(&rec, &[], batch).await?;
         if let Some(parent) = &rec.meta.parent {
             self.remember_child(parent, &id);
@@ -258,7 +258,7 @@ impl Engine {
         let events = events.map(|(history_length, close_on_interrupt)| {
             TaskEvents::new(
                 self,
-                super::read::view(&rec, history_length, true),
+                self.view(&rec, history_length, true),
                 slot.tx.subscribe(),
                 close_on_interrupt,
             )
@@ -331,7 +331,7 @@ impl Engine {
             };
             let events = TaskEvents::new(
                 self,
-                super::read::view(&rec, cfg.history_length, true),
+                self.view(&rec, cfg.history_length, true),
                 slot.tx.subscribe(),
                 close_on_interrupt,
             );

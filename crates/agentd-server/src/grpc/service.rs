@@ -45,6 +45,12 @@ impl A2aGrpc {
         Ok((ctx, msg))
     }
 
+    /// The engine as this call sees it: Tasks annotated when the call
+    /// activated the task-annotations extension.
+    fn engine(&self, ctx: &RequestContext) -> agentd_core::Engine {
+        self.state.engine.annotating(ctx.activated.contains(agentd_proto::ext::task_annotations::URI))
+    }
+
     fn shutdown(&self) -> CancellationToken {
         self.state.shutdown.clone()
     }
@@ -98,6 +104,8 @@ fn events(src: EventSource, shutdown: CancellationToken) -> EventStream {
         async move {
             match phase? {
                 EventSource::One(ev) => Some((Ok((*ev).into()), None)),
+                // The events feed is a JSON-RPC method; gRPC never opens one.
+                EventSource::Feed(_) => None,
                 EventSource::Task(mut evs) => {
                     let next = tokio::select! {
                         n = evs.next() => n,
@@ -120,7 +128,7 @@ fn events(src: EventSource, shutdown: CancellationToken) -> EventStream {
 impl A2aService for A2aGrpc {
     async fn send_message(&self, req: Request<pb::SendMessageRequest>) -> Result<pb::SendMessageResponse> {
         let (ctx, msg) = self.begin(req, m::SEND_MESSAGE)?;
-        let r = async { self.state.engine.send_message(&ctx.principal, msg.try_into()?).await }.await;
+        let r = async { self.engine(&ctx).send_message(&ctx.principal, msg.try_into()?).await }.await;
         finish(&ctx, r)
     }
 
@@ -129,7 +137,7 @@ impl A2aService for A2aGrpc {
     async fn send_streaming_message(&self, req: Request<pb::SendMessageRequest>) -> Result<EventStream> {
         let (ctx, msg) = self.begin(req, m::SEND_STREAMING_MESSAGE)?;
         let r = async {
-            Ok(match self.state.engine.send(&ctx.principal, msg.try_into()?, true).await? {
+            Ok(match self.engine(&ctx).send(&ctx.principal, msg.try_into()?, true).await? {
                 SendOutcome::Message(msg) => EventSource::One(Box::new(StreamResponse::Message(msg))),
                 SendOutcome::Task(evs) => {
                     EventSource::Task(Box::new(evs.with_reminder_events(reminder_events(&ctx))))
@@ -142,18 +150,18 @@ impl A2aService for A2aGrpc {
 
     async fn get_task(&self, req: Request<pb::GetTaskRequest>) -> Result<pb::Task> {
         let (ctx, msg) = self.begin(req, m::GET_TASK)?;
-        finish(&ctx, self.state.engine.get_task(&ctx.principal, msg.into()).await)
+        finish(&ctx, self.engine(&ctx).get_task(&ctx.principal, msg.into()).await)
     }
 
     async fn list_tasks(&self, req: Request<pb::ListTasksRequest>) -> Result<pb::ListTasksResponse> {
         let (ctx, msg) = self.begin(req, m::LIST_TASKS)?;
-        let r = async { self.state.engine.list_tasks(&ctx.principal, msg.try_into()?).await }.await;
+        let r = async { self.engine(&ctx).list_tasks(&ctx.principal, msg.try_into()?).await }.await;
         finish(&ctx, r)
     }
 
     async fn cancel_task(&self, req: Request<pb::CancelTaskRequest>) -> Result<pb::Task> {
         let (ctx, msg) = self.begin(req, m::CANCEL_TASK)?;
-        let r = async { self.state.engine.cancel_task(&ctx.principal, msg.try_into()?).await }.await;
+        let r = async { self.engine(&ctx).cancel_task(&ctx.principal, msg.try_into()?).await }.await;
         finish(&ctx, r)
     }
 
@@ -161,7 +169,7 @@ impl A2aService for A2aGrpc {
 
     async fn subscribe_to_task(&self, req: Request<pb::SubscribeToTaskRequest>) -> Result<EventStream> {
         let (ctx, msg) = self.begin(req, m::SUBSCRIBE_TO_TASK)?;
-        let r = self.state.engine.subscribe(&ctx.principal, msg.into()).await;
+        let r = self.engine(&ctx).subscribe(&ctx.principal, msg.into()).await;
         let r = r.map(|evs| evs.with_reminder_events(reminder_events(&ctx)));
         finish(&ctx, r.map(|evs| Opened(events(EventSource::Task(Box::new(evs)), self.shutdown()))))
     }
@@ -171,7 +179,7 @@ impl A2aService for A2aGrpc {
         req: Request<pb::TaskPushNotificationConfig>,
     ) -> Result<pb::TaskPushNotificationConfig> {
         let (ctx, msg) = self.begin(req, m::CREATE_PUSH_CONFIG)?;
-        finish(&ctx, self.state.engine.create_push_config(&ctx.principal, msg.into()).await)
+        finish(&ctx, self.engine(&ctx).create_push_config(&ctx.principal, msg.into()).await)
     }
 
     async fn get_task_push_notification_config(
@@ -179,7 +187,7 @@ impl A2aService for A2aGrpc {
         req: Request<pb::GetTaskPushNotificationConfigRequest>,
     ) -> Result<pb::TaskPushNotificationConfig> {
         let (ctx, msg) = self.begin(req, m::GET_PUSH_CONFIG)?;
-        finish(&ctx, self.state.engine.get_push_config(&ctx.principal, msg.into()).await)
+        finish(&ctx, self.engine(&ctx).get_push_config(&ctx.principal, msg.into()).await)
     }
 
     async fn list_task_push_notification_configs(
@@ -187,7 +195,7 @@ impl A2aService for A2aGrpc {
         req: Request<pb::ListTaskPushNotificationConfigsRequest>,
     ) -> Result<pb::ListTaskPushNotificationConfigsResponse> {
         let (ctx, msg) = self.begin(req, m::LIST_PUSH_CONFIGS)?;
-        finish(&ctx, self.state.engine.list_push_configs(&ctx.principal, msg.into()).await)
+        finish(&ctx, self.engine(&ctx).list_push_configs(&ctx.principal, msg.into()).await)
     }
 
     async fn get_extended_agent_card(
@@ -203,7 +211,7 @@ impl A2aService for A2aGrpc {
         req: Request<pb::DeleteTaskPushNotificationConfigRequest>,
     ) -> Result<()> {
         let (ctx, msg) = self.begin(req, m::DELETE_PUSH_CONFIG)?;
-        finish(&ctx, self.state.engine.delete_push_config(&ctx.principal, msg.into()).await)
+        finish(&ctx, self.engine(&ctx).delete_push_config(&ctx.principal, msg.into()).await)
     }
 }
 

@@ -13,6 +13,7 @@
 //! dropped after the store.
 
 pub mod build;
+pub mod events;
 pub mod lookup;
 pub mod push;
 pub mod reminders;
@@ -71,6 +72,10 @@ define_checks!($
     push::outbox_deleted_config,
     push::outbox_bridge_rows,
     reminders::reminders_roundtrip_and_order,
+    events::events_append_and_read,
+    events::events_announced_in_order,
+    events::events_retention_by_count,
+    events::events_retention_by_age,
 );
 
 /// Runs every check, each against a fresh store from `make`.

@@ -2,13 +2,16 @@
 //! batches (see `writer`); reads use a pool of read-only connections on
 //! tokio's blocking pool (see `read`); the schema lives in `schema`.
 
+mod events;
 mod read;
 mod schema;
 mod writer;
 
 use crate::codec::err;
+use crate::event_log::Announcer;
 use agentd_core::{
-    Batch, OutboxItem, PushConfigRow, ReminderRecord, Store, StoreError, TaskPage, TaskQuery, TaskRecord,
+    Batch, EventLogBounds, EventRecord, OutboxItem, PushConfigRow, ReminderRecord, Store, StoreError,
+    TaskPage, TaskQuery, TaskRecord,
 };
 use agentd_proto::TaskState;
 use async_trait::async_trait;
@@ -40,6 +43,7 @@ pub struct SqliteStore {
     jobs: Option<Sender<Job>>,
     writer: Option<JoinHandle<()>>,
     reads: Arc<ReadPool>,
+    announcer: Announcer,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -53,8 +57,14 @@ impl SqliteStore {
     /// migrations. Blocking; call it at start-up or via `spawn_blocking`.
     pub fn open(path: &Path, options: SqliteOptions) -> Result<SqliteStore, StoreError> {
         let conn = schema::open_writer(path, options.synchronous_full)?;
-        let (jobs, writer) = writer::spawn(conn)?;
-        Ok(SqliteStore { jobs: Some(jobs), writer: Some(writer), reads: ReadPool::new(path.into()) })
+        let announcer = Announcer::default();
+        let (jobs, writer) = writer::spawn(conn, announcer.clone())?;
+        Ok(SqliteStore {
+            jobs: Some(jobs),
+            writer: Some(writer),
+            reads: ReadPool::new(path.into()),
+            announcer,
+        })
     }
 
     /// The number of migrations applied to the database.
@@ -149,5 +159,17 @@ impl Store for SqliteStore {
     async fn get_reminder(&self, task_id: &str, id: &str) -> Result<Option<ReminderRecord>, StoreError> {
         let (task_id, id) = (task_id.to_owned(), id.to_owned());
         self.reads.run(move |conn| read::get_reminder(conn, &task_id, &id)).await
+    }
+
+    async fn read_events(&self, after: u64, limit: usize) -> Result<Vec<EventRecord>, StoreError> {
+        self.reads.run(move |conn| events::read(conn, after, limit)).await
+    }
+
+    async fn event_log_bounds(&self) -> Result<EventLogBounds, StoreError> {
+        self.reads.run(events::bounds).await
+    }
+
+    fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<std::sync::Arc<EventRecord>> {
+        self.announcer.subscribe()
     }
 }

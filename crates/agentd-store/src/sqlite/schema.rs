@@ -87,6 +87,23 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (task_id, id)
     );
     CREATE INDEX reminders_active ON reminders (task_id, active, seq);",
+    // 6: the event log of the events feed. AUTOINCREMENT: a seq is never
+    // reused, even after retention removed the newest rows.
+    "CREATE TABLE events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        ts_ms INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        task_id TEXT,
+        owner TEXT,
+        data_json TEXT NOT NULL,
+        annotations_json TEXT
+    );
+    CREATE INDEX events_ts ON events (ts_ms);
+    CREATE TABLE event_log (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        pruned_through INTEGER NOT NULL
+    );
+    INSERT INTO event_log (id, pruned_through) VALUES (1, 0);",
 ];
 
 /// Opens the one read-write connection: WAL, busy timeout, foreign keys,

@@ -4,7 +4,8 @@
 //! retried alone so one bad batch fails alone.
 
 use crate::codec::{encode_config, encode_reminder, encode_task, err};
-use agentd_core::{Batch, StoreError};
+use crate::event_log::Announcer;
+use agentd_core::{Batch, EventRecord, StoreError};
 use agentd_proto::Timestamp;
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -21,16 +22,19 @@ pub(crate) struct Job {
 }
 
 /// Starts the writer thread; it ends when every sender is dropped.
-pub(crate) fn spawn(conn: Connection) -> Result<(Sender<Job>, JoinHandle<()>), StoreError> {
+pub(crate) fn spawn(
+    conn: Connection,
+    announcer: Announcer,
+) -> Result<(Sender<Job>, JoinHandle<()>), StoreError> {
     let (tx, rx) = channel();
     let handle = std::thread::Builder::new()
         .name("agentd-store-writer".into())
-        .spawn(move || run(conn, rx))
+        .spawn(move || run(conn, rx, &announcer))
         .map_err(err("spawn writer thread"))?;
     Ok((tx, handle))
 }
 
-fn run(mut conn: Connection, rx: Receiver<Job>) {
+fn run(mut conn: Connection, rx: Receiver<Job>, announcer: &Announcer) {
     while let Ok(first) = rx.recv() {
         let mut jobs = vec![first];
         while jobs.len() < MAX_GROUP {
@@ -39,13 +43,17 @@ fn run(mut conn: Connection, rx: Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        write_group(&mut conn, jobs);
+        write_group(&mut conn, jobs, announcer);
     }
 }
 
-fn write_group(conn: &mut Connection, jobs: Vec<Job>) {
+/// Commits a group; the events of what committed are announced after the
+/// COMMIT and before the callers are answered, in seq order (this one
+/// thread assigns every seq).
+fn write_group(conn: &mut Connection, jobs: Vec<Job>, announcer: &Announcer) {
     match apply_in_tx(conn, jobs.iter().map(|j| &j.batch)) {
-        Ok(()) => {
+        Ok(events) => {
+            announcer.announce(events);
             for job in jobs {
                 // The caller may have stopped waiting; the write stands.
                 let _ = job.reply.send(Ok(()));
@@ -59,24 +67,33 @@ fn write_group(conn: &mut Connection, jobs: Vec<Job>) {
         Err(e) => {
             tracing::warn!(error = %e, batches = jobs.len(), "group commit failed; retrying one by one");
             for job in jobs {
-                let outcome = apply_in_tx(conn, std::iter::once(&job.batch));
+                let outcome = apply_in_tx(conn, std::iter::once(&job.batch)).map(|events| {
+                    announcer.announce(events);
+                });
                 let _ = job.reply.send(outcome);
             }
         }
     }
 }
 
-/// Applies `batches` in order in one IMMEDIATE transaction and commits.
-/// On error the transaction is rolled back (by drop) and nothing is written.
+/// Applies `batches` in order in one IMMEDIATE transaction and commits;
+/// returns the events appended. On error the transaction is rolled back
+/// (by drop) and nothing is written.
 fn apply_in_tx<'a>(
     conn: &mut Connection,
     batches: impl Iterator<Item = &'a Batch>,
-) -> Result<(), StoreError> {
+) -> Result<Vec<EventRecord>, StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err("begin"))?;
+    let mut events = Vec::new();
     for batch in batches {
         apply(&tx, batch)?;
+        events.extend(super::events::append(&tx, &batch.events)?);
+        if let Some(r) = batch.prune_events {
+            super::events::prune(&tx, r)?;
+        }
     }
-    tx.commit().map_err(err("commit"))
+    tx.commit().map_err(err("commit"))?;
+    Ok(events)
 }
 
 const UPSERT_TASK: &str = "INSERT INTO tasks

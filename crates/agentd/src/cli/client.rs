@@ -24,6 +24,8 @@ pub struct Client {
     /// `<base>/a2a/jsonrpc`.
     endpoint: String,
     token: Option<String>,
+    /// Extension URIs requested in `A2A-Extensions`.
+    extensions: Vec<String>,
 }
 
 impl Client {
@@ -39,7 +41,13 @@ impl Client {
             .context("cannot build the HTTP client")?;
         let endpoint = format!("{base}/a2a/jsonrpc");
         let token = opts.token.clone().filter(|t| !t.trim().is_empty());
-        Ok(Self { http, base, endpoint, token })
+        Ok(Self { http, base, endpoint, token, extensions: Vec::new() })
+    }
+
+    /// Requests these extensions on every call.
+    pub fn with_extensions(mut self, uris: &[&str]) -> Self {
+        self.extensions = uris.iter().map(|u| (*u).to_owned()).collect();
+        self
     }
 
     /// A unary call; returns the `result` member.
@@ -102,6 +110,9 @@ impl Client {
         }
         if let Some(t) = &self.token {
             rb = rb.bearer_auth(t);
+        }
+        if !self.extensions.is_empty() {
+            rb = rb.header("A2A-Extensions", self.extensions.join(", "));
         }
         let resp = rb.send().await.map_err(|e| self.transport_error(&e))?;
         let status = resp.status();

@@ -7,10 +7,10 @@
 mod answer;
 mod check;
 mod client;
+mod events;
 mod output;
 mod remind;
 mod run;
-mod schema;
 mod send;
 mod tasks;
 
@@ -18,9 +18,15 @@ use crate::config::{self, ServeFlags};
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
-#[command(name = "agentd", version, about = "An AI agent daemon served over A2A 1.0")]
+#[command(
+    name = "agentd",
+    version,
+    about = "An AI agent daemon served over A2A 1.0",
+    arg_required_else_help = true
+)]
 pub struct Cli {
-    /// Print an extension's schema bundle (JSON Schema 2020-12) and exit.
+    /// Print the schema bundle of one of agentd's extensions and exit
+    /// (`task-annotations`, `events`, `reminders`).
     #[arg(long, value_name = "NAME", exclusive = true)]
     pub extension_schema: Option<String>,
     #[command(subcommand)]
@@ -44,6 +50,8 @@ pub enum Command {
     Remind(remind::RemindArgs),
     /// Check an instruction document: refusals, block tree (--tree) or delivered text (--delivery).
     Check(check::CheckArgs),
+    /// Print the daemon's events feed as it happens (agentd.events/SubscribeToEvents).
+    Events(events::EventsArgs),
 }
 
 /// Options shared by every client verb.
@@ -72,13 +80,11 @@ impl std::fmt::Debug for ClientOpts {
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
-    if let Some(name) = &cli.extension_schema {
-        return schema::run(name);
+    if let Some(name) = cli.extension_schema {
+        return print_schema(&name);
     }
     let Some(command) = cli.command else {
-        use clap::CommandFactory;
-        let why = "a command is required (or --extension-schema NAME)";
-        Cli::command().error(clap::error::ErrorKind::MissingSubcommand, why).exit();
+        anyhow::bail!("give a command (agentd --help lists them)");
     };
     match command {
         Command::Serve(flags) => {
@@ -91,5 +97,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Answer(args) => answer::run(args).await,
         Command::Remind(args) => remind::run(args).await,
         Command::Check(args) => check::run(args),
+        Command::Events(args) => events::run(args).await,
     }
+}
+
+/// `agentd --extension-schema <name>`: the bundle generated from the Rust
+/// types, byte for byte what `docs/ext/<name>/schema.json` publishes.
+fn print_schema(name: &str) -> anyhow::Result<()> {
+    use agentd_proto::ext::schema;
+    let Some(bundle) = schema::bundle(name) else {
+        anyhow::bail!("no extension schema {name:?}; known: {}", schema::names().join(", "));
+    };
+    output::emit(&agentd_server::ext_docs::pretty(&bundle))
 }

@@ -233,8 +233,10 @@ pub struct Raw {
 
 impl Raw {
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.text)
-            .unwrap_or_else(|_| panic!("not JSON ({}): {:?}", self.status, self.text))
+        let v = serde_json::from_str(&self.text)
+            .unwrap_or_else(|_| panic!("not JSON ({}): {:?}", self.status, self.text));
+        super::annotations::check(&v);
+        v
     }
     pub fn header(&self, name: &str) -> String {
         self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned()
@@ -257,6 +259,30 @@ impl Daemon {
         version: Option<&str>,
         url_query: &[(&str, &str)],
     ) -> Result<Value, WireError> {
+        self.op_full(b, method, params, version, url_query, &[]).await.1
+    }
+
+    /// [`Daemon::op`] with extra request headers; returns the response
+    /// headers too.
+    pub async fn op_with(
+        &self,
+        b: Binding,
+        method: &str,
+        params: Value,
+        headers: &[(&str, &str)],
+    ) -> (reqwest::header::HeaderMap, Result<Value, WireError>) {
+        self.op_full(b, method, params, Some("1.0"), &[], headers).await
+    }
+
+    async fn op_full(
+        &self,
+        b: Binding,
+        method: &str,
+        params: Value,
+        version: Option<&str>,
+        url_query: &[(&str, &str)],
+        headers: &[(&str, &str)],
+    ) -> (reqwest::header::HeaderMap, Result<Value, WireError>) {
         let mut rb = match b {
             Binding::JsonRpc => {
                 let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
@@ -278,13 +304,18 @@ impl Daemon {
         if let Some(t) = &self.token {
             rb = rb.bearer_auth(t);
         }
+        for (k, v) in headers {
+            rb = rb.header(*k, *v);
+        }
         let r = rb.send().await.expect("request");
         let http = r.status().as_u16();
+        let response_headers = r.headers().clone();
         let ct = r.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
         let text = r.text().await.unwrap_or_default();
         let body: Value = serde_json::from_str(&text)
             .unwrap_or_else(|_| panic!("{b:?} {method}: not JSON ({http}): {text:?}"));
-        match b {
+        super::annotations::check(&body);
+        let outcome = match b {
             Binding::JsonRpc if body.get("error").is_none() && http == 200 => {
                 assert_eq!(body["jsonrpc"], "2.0", "{body}");
                 assert_eq!(body["id"], json!(1), "the response echoes the id: {body}");
@@ -292,7 +323,8 @@ impl Daemon {
             }
             Binding::Rest if http == 200 => Ok(body),
             _ => Err(WireError::from_body(b, http, &ct, &body)),
-        }
+        };
+        (response_headers, outcome)
     }
 
     /// Runs `method` on `b` and returns its result; panics on an error.
@@ -361,4 +393,41 @@ impl Daemon {
 /// `task.status.state`.
 pub fn task_state(task: &Value) -> &str {
     task["status"]["state"].as_str().unwrap_or("")
+}
+
+impl Daemon {
+    /// [`Daemon::stream`] with extra request headers; returns the response
+    /// headers too.
+    pub async fn stream_with(
+        &self,
+        b: Binding,
+        method: &str,
+        params: Value,
+        headers: &[(&str, &str)],
+    ) -> (reqwest::header::HeaderMap, Events) {
+        let mut rb = match b {
+            Binding::JsonRpc => {
+                let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+                self.http.post(self.jsonrpc_url()).json(&body)
+            }
+            Binding::Rest => {
+                let (m, path, _, body) = rest_request(method, &params);
+                let rb = self.http.request(m, self.rest_url(&path));
+                match body {
+                    Some(body) => rb.json(&body),
+                    None => rb,
+                }
+            }
+        };
+        rb = rb.header("A2A-Version", "1.0");
+        if let Some(t) = &self.token {
+            rb = rb.bearer_auth(t);
+        }
+        for (k, v) in headers {
+            rb = rb.header(*k, *v);
+        }
+        let r = rb.send().await.expect("stream request");
+        let h = r.headers().clone();
+        (h, Events { binding: b, sse: SseStream::new(r) })
+    }
 }

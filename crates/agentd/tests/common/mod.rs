@@ -2,6 +2,8 @@
 //! data directory and talks to it over HTTP as a client would.
 #![allow(dead_code)]
 
+pub mod annotations;
+pub mod principals;
 pub mod sse;
 
 use serde_json::{Value, json};
@@ -134,7 +136,9 @@ impl Daemon {
         let r = rb.send().await.expect("jsonrpc request");
         assert_eq!(r.status(), 200, "JSON-RPC answers with HTTP 200");
         let h = r.headers().clone();
-        (h, r.json().await.expect("jsonrpc json"))
+        let v: Value = r.json().await.expect("jsonrpc json");
+        annotations::check(&v);
+        (h, v)
     }
 
     /// The `result` of a successful JSON-RPC call (panics on an error).
@@ -153,7 +157,9 @@ impl Daemon {
         let r = rb.send().await.expect("rest request");
         let status = r.status().as_u16();
         let text = r.text().await.unwrap_or_default();
-        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+        let v = serde_json::from_str(&text).unwrap_or(Value::Null);
+        annotations::check(&v);
+        (status, v)
     }
 
     /// Opens a JSON-RPC SSE stream (SendStreamingMessage / SubscribeToTask).

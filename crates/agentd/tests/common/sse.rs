@@ -42,7 +42,9 @@ impl SseStream {
                 text.push_str(&String::from_utf8_lossy(&chunk));
             }
         }
-        serde_json::from_str(&text).unwrap_or(Value::Null)
+        let v = serde_json::from_str(&text).unwrap_or(Value::Null);
+        super::annotations::check(&v);
+        v
     }
 
     /// The next event's data, `None` when the stream closed. Panics after
@@ -71,7 +73,9 @@ impl SseStream {
                 if data.is_empty() {
                     continue; // a comment (keep-alive)
                 }
-                return Some((event, serde_json::from_str(&data).expect("SSE data is JSON")));
+                let v: Value = serde_json::from_str(&data).expect("SSE data is JSON");
+                super::annotations::check(&v);
+                return Some((event, v));
             }
             let body = self.body.as_mut()?;
             match body.next().await {

@@ -1,0 +1,143 @@
+//! Events for the durable log (the events feed, design §7). Events about a
+//! task change are added to the batch that commits the change, so an event
+//! exists exactly when its change does; the store assigns `seq`.
+//!
+//! Other parts of the daemon emit their own kinds (`run`, `step`, `gate`,
+//! `reminder`, …) with [`Engine::emit_event`]; code inside the engine that
+//! already commits a change adds `NewEvent::for_task(…)` to that batch.
+
+use super::{Engine, internal};
+use crate::events::{EventRetention, NewEvent, TASK_EVENT_HISTORY};
+use crate::record::{LinkKind, TaskRecord};
+use crate::store::Batch;
+use agentd_proto::ext::events::{
+    ConversationData, ConversationEvent, EventKind, LifecycleData, LifecycleEvent, SubagentData,
+    SubagentEvent,
+};
+use agentd_proto::{A2aError, StreamResponse, Timestamp};
+use serde_json::Value;
+
+/// The `task` event of a record: the Task with its last messages and no
+/// artifacts, and its annotations for subscribers that activated them.
+pub(super) fn task_event(rec: &TaskRecord, ts: Timestamp) -> NewEvent {
+    let history = i32::try_from(TASK_EVENT_HISTORY).unwrap_or(i32::MAX);
+    let task = super::read::view(rec, Some(history), false);
+    let mut ev = NewEvent::for_task(EventKind::Task, rec, ts, to_value(&task));
+    ev.annotations = Some(to_value(&crate::annotations::of(rec)));
+    ev
+}
+
+/// The events of a task just created: the task itself, a turn of its
+/// conversation or a subagent that started.
+pub(super) fn on_create(rec: &TaskRecord, batch: &mut Batch) {
+    let ts = rec.created_at;
+    batch.events.push(task_event(rec, ts));
+    match rec.meta.link.as_ref().map(|l| l.kind) {
+        Some(LinkKind::Turn) | None => {
+            let data = ConversationData {
+                context_id: rec.task.context_id.clone(),
+                event: ConversationEvent::Turn,
+                task_id: Some(rec.task.id.clone()),
+            };
+            batch.events.push(NewEvent::for_task(EventKind::Conversation, rec, ts, to_value(&data)));
+        }
+        Some(LinkKind::Subagent) => batch.events.push(subagent_event(rec, SubagentEvent::Started, ts)),
+        Some(LinkKind::Run) => {}
+    }
+}
+
+/// The events of a change to an existing task: a `task` event when its
+/// status moved (not for each artifact chunk or input message), and a
+/// `subagent` event when a subagent's task ended.
+pub(super) fn on_change(
+    before: &TaskRecord,
+    after: &TaskRecord,
+    events: &[StreamResponse],
+    ts: Timestamp,
+    batch: &mut Batch,
+) {
+    if !events.iter().any(|e| matches!(e, StreamResponse::StatusUpdate(_))) {
+        return;
+    }
+    batch.events.push(task_event(after, ts));
+    let is_subagent = after.meta.link.as_ref().is_some_and(|l| l.kind == LinkKind::Subagent);
+    if is_subagent && after.state().is_terminal() && !before.state().is_terminal() {
+        batch.events.push(subagent_event(after, SubagentEvent::Ended, ts));
+    }
+}
+
+fn subagent_event(rec: &TaskRecord, event: SubagentEvent, ts: Timestamp) -> NewEvent {
+    let data = SubagentData {
+        handle: rec.meta.link.as_ref().map(|l| l.id.clone()).unwrap_or_default(),
+        task_id: rec.task.id.clone(),
+        parent_task_id: rec.meta.parent.clone(),
+        event,
+        state: rec.state(),
+    };
+    NewEvent::for_task(EventKind::Subagent, rec, ts, to_value(&data))
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+impl Engine {
+    /// Appends an event of any kind about a task to the durable log and
+    /// publishes it to the feed once committed. Its visibility is the
+    /// task's: the owner and operators. `data` is the kind's payload as the
+    /// events schema bundle describes it. TaskNotFound when no such task.
+    pub async fn emit_event(&self, kind: EventKind, task_id: &str, data: Value) -> Result<(), A2aError> {
+        let rec = self.record(task_id).await?.ok_or_else(|| A2aError::task_not_found(task_id))?;
+        let ev = NewEvent::for_task(kind, &rec, Timestamp::now(), data);
+        self.commit_events(vec![ev]).await
+    }
+
+    /// The conversation `context_id` was closed (visible to `owner`).
+    pub(super) async fn emit_context_closed(&self, context_id: &str, owner: &str) -> Result<(), A2aError> {
+        let data = ConversationData {
+            context_id: context_id.to_owned(),
+            event: ConversationEvent::Closed,
+            task_id: None,
+        };
+        let ev = NewEvent {
+            ts: Timestamp::now(),
+            kind: EventKind::Conversation,
+            task_id: None,
+            owner: Some(owner.to_owned()),
+            data: to_value(&data),
+            annotations: None,
+        };
+        self.commit_events(vec![ev]).await
+    }
+
+    /// The daemon started or is stopping: a `lifecycle` event every
+    /// principal may see.
+    pub async fn emit_lifecycle(&self, event: LifecycleEvent, version: &str) -> Result<(), A2aError> {
+        let data = LifecycleData { event, version: version.to_owned() };
+        let ev = NewEvent {
+            ts: Timestamp::now(),
+            kind: EventKind::Lifecycle,
+            task_id: None,
+            owner: None,
+            data: to_value(&data),
+            annotations: None,
+        };
+        self.commit_events(vec![ev]).await
+    }
+
+    /// Removes the events retention no longer keeps (by count and age).
+    pub async fn prune_events(&self) -> Result<(), A2aError> {
+        let cfg = &self.inner.config;
+        let age = i64::try_from(cfg.events_retain.as_millis()).unwrap_or(i64::MAX);
+        let retention = EventRetention {
+            max_count: cfg.events_retain_count,
+            min_ts_ms: Timestamp::now().millis().saturating_sub(age),
+        };
+        let batch = Batch { prune_events: Some(retention), ..Batch::default() };
+        self.inner.store.commit(batch).await.map_err(internal)
+    }
+
+    async fn commit_events(&self, events: Vec<NewEvent>) -> Result<(), A2aError> {
+        self.inner.store.commit(Batch { events, ..Batch::default() }).await.map_err(internal)
+    }
+}

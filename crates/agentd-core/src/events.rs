@@ -1,0 +1,67 @@
+//! The durable event log behind the events feed (design §7): what an event
+//! is as stored, and how one is made. Events are written in the same store
+//! batch as the change that caused them; the store assigns `seq`.
+
+use crate::record::TaskRecord;
+use agentd_proto::Timestamp;
+use agentd_proto::ext::events::EventKind;
+use serde_json::Value;
+
+/// The most recent messages a `task` event's Task carries (older ones are
+/// dropped; GetTask has them all).
+pub const TASK_EVENT_HISTORY: usize = 10;
+
+/// An event to append; the store gives it its `seq` at commit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewEvent {
+    pub ts: Timestamp,
+    pub kind: EventKind,
+    /// The task the event is about, if any.
+    pub task_id: Option<String>,
+    /// Who may see it besides operators: the task's owner. `None`: every
+    /// principal (daemon lifecycle).
+    pub owner: Option<String>,
+    pub data: Value,
+    /// The task-annotations object of a `task` event, attached only for
+    /// subscribers that activated that extension.
+    pub annotations: Option<Value>,
+}
+
+impl NewEvent {
+    /// An event of any kind about `rec`, visible to its owner and operators.
+    pub fn for_task(kind: EventKind, rec: &TaskRecord, ts: Timestamp, data: Value) -> Self {
+        Self {
+            ts,
+            kind,
+            task_id: Some(rec.task.id.clone()),
+            owner: Some(rec.owner.clone()),
+            data,
+            annotations: None,
+        }
+    }
+}
+
+/// An event as stored, with its `seq`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventRecord {
+    /// Strictly increasing, durable, never reused.
+    pub seq: u64,
+    pub event: NewEvent,
+}
+
+/// Where the log stands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventLogBounds {
+    /// The highest `seq` ever assigned (0: none yet).
+    pub last: u64,
+    /// Every event with `seq <= pruned_through` was removed by retention.
+    pub pruned_through: u64,
+}
+
+/// Retention: keep at most `max_count` events, and none committed before
+/// `min_ts_ms` (always a prefix of the log, so `pruned_through` is exact).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventRetention {
+    pub max_count: u64,
+    pub min_ts_ms: i64,
+}

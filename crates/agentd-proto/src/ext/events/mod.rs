@@ -1,0 +1,202 @@
+//! The events extension (`docs/ext/events/README.md`): one durable feed of
+//! what happens in the daemon, `agentd.events/SubscribeToEvents` over SSE.
+//! Every frame is the `result` of a JSON-RPC response: one `hello`, then
+//! `event`s, and a `goodbye` when the daemon closes the feed.
+
+mod bundle;
+mod params;
+
+pub use bundle::schema_bundle;
+pub use params::SubscribeParams;
+
+use crate::Timestamp;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The extension's URI.
+pub const URI: &str = "https://agentd.dev/a2a/ext/events";
+/// The `$id` of its schema bundle.
+pub const SCHEMA_ID: &str = "https://agentd.dev/a2a/ext/events/schema.json";
+/// The JSON-RPC method that opens the feed.
+pub const METHOD: &str = "agentd.events/SubscribeToEvents";
+/// The feed's format version, sent in `hello`.
+pub const VERSION: u32 = 1;
+/// The ErrorInfo reason when the method is called without activating the
+/// extension.
+pub const NOT_ACTIVATED: &str = "EXTENSION_NOT_ACTIVATED";
+
+/// What an event is about. Every kind is in the schema; which ones a
+/// daemon emits is listed in the extension's page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EventKind {
+    /// A task changed; `data` is the Task (history capped).
+    Task,
+    /// A workflow run changed.
+    Run,
+    /// A step of a workflow run changed.
+    Step,
+    /// A human gate opened or closed.
+    Gate,
+    /// A subagent started or ended.
+    Subagent,
+    /// A conversation got a turn or was closed.
+    Conversation,
+    /// A reminder was emitted, deduplicated or expired.
+    Reminder,
+    /// The daemon started or is stopping.
+    Lifecycle,
+}
+
+impl EventKind {
+    pub const ALL: &'static [EventKind] = &[
+        EventKind::Task,
+        EventKind::Run,
+        EventKind::Step,
+        EventKind::Gate,
+        EventKind::Subagent,
+        EventKind::Conversation,
+        EventKind::Reminder,
+        EventKind::Lifecycle,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Task => "task",
+            EventKind::Run => "run",
+            EventKind::Step => "step",
+            EventKind::Gate => "gate",
+            EventKind::Subagent => "subagent",
+            EventKind::Conversation => "conversation",
+            EventKind::Reminder => "reminder",
+            EventKind::Lifecycle => "lifecycle",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|k| k.as_str() == s)
+    }
+}
+
+/// One frame of the feed, the `result` of a JSON-RPC response.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(
+    title = "agentd events feed frame",
+    description = "The result of each JSON-RPC response on the agentd.events/SubscribeToEvents stream."
+)]
+pub enum Frame {
+    Hello(Hello),
+    Event(Event),
+    Goodbye(Goodbye),
+}
+
+/// The first frame.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Hello {
+    /// The last `seq` committed when the feed opened (0 for an empty log).
+    pub seq: u64,
+    /// Whether the feed resumes after the requested `fromSeq`.
+    pub resume: bool,
+    /// Whether events after `fromSeq` are no longer retained (or `fromSeq`
+    /// is ahead of the log): the client must rebuild its state from reads;
+    /// the feed continues live after `seq`.
+    pub resync: bool,
+    /// The feed's format version.
+    pub version: u32,
+}
+
+/// One event.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Event {
+    /// Durable, strictly increasing across restarts.
+    pub seq: u64,
+    /// When the change that caused the event was committed.
+    #[schemars(schema_with = "crate::ext::schema::timestamp")]
+    pub ts: Timestamp,
+    pub kind: EventKind,
+    /// Depends on `kind`; see `$defs`.
+    #[schemars(schema_with = "crate::ext::schema::any_object")]
+    pub data: Value,
+}
+
+/// The last frame when the daemon closes the feed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Goodbye {
+    /// The last `seq` delivered on this feed: reconnect with it as `fromSeq`.
+    pub seq: u64,
+    pub reason: GoodbyeReason,
+}
+
+/// Why the feed closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum GoodbyeReason {
+    /// The daemon is stopping.
+    Shutdown,
+    /// This subscriber fell behind past what the log retains.
+    Lagged,
+}
+
+/// `data` of a `lifecycle` event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LifecycleData {
+    pub event: LifecycleEvent,
+    /// The daemon's version.
+    pub version: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LifecycleEvent {
+    Started,
+    Stopping,
+}
+
+/// `data` of a `conversation` event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConversationData {
+    pub context_id: String,
+    pub event: ConversationEvent,
+    /// The turn's task (`turn` events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub task_id: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ConversationEvent {
+    /// A new turn (task) started in the conversation.
+    Turn,
+    /// The conversation was closed.
+    Closed,
+}
+
+/// `data` of a `subagent` event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SubagentData {
+    /// The subagent's handle.
+    pub handle: String,
+    pub task_id: String,
+    /// The task that spawned it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub parent_task_id: Option<String>,
+    pub event: SubagentEvent,
+    /// Its task's state when the event was committed.
+    #[schemars(schema_with = "crate::ext::schema::task_state")]
+    pub state: crate::TaskState,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SubagentEvent {
+    Started,
+    Ended,
+}

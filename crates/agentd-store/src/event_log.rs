@@ -1,0 +1,76 @@
+//! What both backends share about the event log: the channel committed
+//! events are announced on, and the stored form of an event.
+
+use crate::codec::err;
+use agentd_core::{EventRecord, NewEvent, StoreError};
+use agentd_proto::Timestamp;
+use agentd_proto::ext::events::EventKind;
+use std::sync::Arc;
+use tokio::sync::broadcast;
+
+/// Committed events buffered for live feeds; a feed further behind reads
+/// the log instead.
+pub(crate) const CHANNEL_CAPACITY: usize = 1024;
+
+/// The sender committed events are announced on, in `seq` order.
+#[derive(Debug, Clone)]
+pub(crate) struct Announcer(broadcast::Sender<Arc<EventRecord>>);
+
+impl Default for Announcer {
+    fn default() -> Self {
+        Self(broadcast::channel(CHANNEL_CAPACITY).0)
+    }
+}
+
+impl Announcer {
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<EventRecord>> {
+        self.0.subscribe()
+    }
+    /// Announces events that are committed (no receiver is not an error).
+    pub(crate) fn announce(&self, events: impl IntoIterator<Item = EventRecord>) {
+        for e in events {
+            let _ = self.0.send(Arc::new(e));
+        }
+    }
+}
+
+/// An event as columns: `(ts_ms, kind, task_id, owner, data_json, annotations_json)`.
+pub(crate) type EventColumns = (i64, String, Option<String>, Option<String>, String, Option<String>);
+
+pub(crate) fn encode(e: &NewEvent) -> Result<EventColumns, StoreError> {
+    let annotations = match &e.annotations {
+        Some(a) => Some(serde_json::to_string(a).map_err(err("encode event annotations"))?),
+        None => None,
+    };
+    Ok((
+        e.ts.millis(),
+        e.kind.as_str().to_owned(),
+        e.task_id.clone(),
+        e.owner.clone(),
+        serde_json::to_string(&e.data).map_err(err("encode event data"))?,
+        annotations,
+    ))
+}
+
+pub(crate) fn decode(seq: u64, c: EventColumns) -> Result<EventRecord, StoreError> {
+    let (ts_ms, kind, task_id, owner, data, annotations) = c;
+    let ts =
+        Timestamp::from_millis(ts_ms).ok_or_else(|| StoreError(format!("event {seq}: bad ts {ts_ms}")))?;
+    let kind =
+        EventKind::parse(&kind).ok_or_else(|| StoreError(format!("event {seq}: unknown kind {kind}")))?;
+    let annotations = match annotations {
+        Some(a) => Some(serde_json::from_str(&a).map_err(err("decode event annotations"))?),
+        None => None,
+    };
+    Ok(EventRecord {
+        seq,
+        event: NewEvent {
+            ts,
+            kind,
+            task_id,
+            owner,
+            data: serde_json::from_str(&data).map_err(err("decode event data"))?,
+            annotations,
+        },
+    })
+}

@@ -1,0 +1,83 @@
+//! The event log in SQLite: appends and retention inside the writer's
+//! transaction, and the reads behind the feed's replay.
+
+use crate::codec::err;
+use crate::event_log::{self, EventColumns};
+use agentd_core::{EventLogBounds, EventRecord, EventRetention, NewEvent, StoreError};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+
+const APPEND: &str = "INSERT INTO events (ts_ms, kind, task_id, owner, data_json, annotations_json)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+
+/// Appends `events` in order; returns them with the seqs they got.
+pub(crate) fn append(tx: &Transaction<'_>, events: &[NewEvent]) -> Result<Vec<EventRecord>, StoreError> {
+    let mut out = Vec::with_capacity(events.len());
+    for e in events {
+        let c = event_log::encode(e)?;
+        tx.prepare_cached(APPEND)
+            .and_then(|mut s| s.execute(params![c.0, c.1, c.2, c.3, c.4, c.5]))
+            .map_err(err("append event"))?;
+        let seq = u64::try_from(tx.last_insert_rowid()).map_err(err("event seq"))?;
+        out.push(EventRecord { seq, event: e.clone() });
+    }
+    Ok(out)
+}
+
+/// Removes the prefix of the log that retention no longer keeps.
+pub(crate) fn prune(tx: &Transaction<'_>, r: EventRetention) -> Result<(), StoreError> {
+    let last = last_seq(tx)?;
+    let by_count = last.saturating_sub(r.max_count);
+    let by_age: Option<i64> = tx
+        .query_row("SELECT MAX(seq) FROM events WHERE ts_ms < ?1", params![r.min_ts_ms], |row| row.get(0))
+        .map_err(err("find expired events"))?;
+    let cutoff = by_count.max(by_age.and_then(|s| u64::try_from(s).ok()).unwrap_or(0));
+    if cutoff == 0 {
+        return Ok(());
+    }
+    let cutoff = i64::try_from(cutoff).map_err(err("event seq"))?;
+    tx.execute("DELETE FROM events WHERE seq <= ?1", params![cutoff]).map_err(err("prune events"))?;
+    tx.execute("UPDATE event_log SET pruned_through = MAX(pruned_through, ?1) WHERE id = 1", params![cutoff])
+        .map_err(err("record pruning"))?;
+    Ok(())
+}
+
+/// The highest seq ever assigned (AUTOINCREMENT keeps it in sqlite_sequence).
+fn last_seq(conn: &Connection) -> Result<u64, StoreError> {
+    let last: Option<i64> = conn
+        .query_row("SELECT seq FROM sqlite_sequence WHERE name = 'events'", [], |row| row.get(0))
+        .optional()
+        .map_err(err("read last event seq"))?;
+    Ok(last.and_then(|s| u64::try_from(s).ok()).unwrap_or(0))
+}
+
+pub(crate) fn bounds(conn: &mut Connection) -> Result<EventLogBounds, StoreError> {
+    let tx = conn.transaction().map_err(err("begin read"))?;
+    let pruned: i64 = tx
+        .query_row("SELECT pruned_through FROM event_log WHERE id = 1", [], |row| row.get(0))
+        .map_err(err("read event log bounds"))?;
+    Ok(EventLogBounds { last: last_seq(&tx)?, pruned_through: u64::try_from(pruned).unwrap_or(0) })
+}
+
+pub(crate) fn read(conn: &mut Connection, after: u64, limit: usize) -> Result<Vec<EventRecord>, StoreError> {
+    let after = i64::try_from(after).unwrap_or(i64::MAX);
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT seq, ts_ms, kind, task_id, owner, data_json, annotations_json FROM events
+             WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+        )
+        .map_err(err("prepare read events"))?;
+    let rows = stmt
+        .query_map(params![after, limit], |row| {
+            let cols: EventColumns =
+                (row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?, row.get(6)?);
+            Ok((row.get::<_, i64>(0)?, cols))
+        })
+        .map_err(err("read events"))?;
+    let mut out = Vec::new();
+    for r in rows {
+        let (seq, cols) = r.map_err(err("read event row"))?;
+        out.push(event_log::decode(u64::try_from(seq).map_err(err("event seq"))?, cols)?);
+    }
+    Ok(out)
+}
