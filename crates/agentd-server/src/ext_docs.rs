@@ -50,6 +50,7 @@ const PUBLISHED: &[Published] = &[
             example!("events", "conversation-event.json"),
             example!("events", "subagent-event.json"),
             example!("events", "lifecycle-event.json"),
+            example!("events", "reminder-event.json"),
             example!("events", "goodbye.json"),
         ],
     },

@@ -391,3 +391,22 @@ async fn acknowledged_changes_have_their_events_after_kill_9() {
     assert_eq!(got[0]["data"]["id"], id, "the task's first event is its creation: {got:?}");
     assert_eq!(got[0]["data"]["status"]["state"], "TASK_STATE_SUBMITTED");
 }
+
+#[tokio::test]
+async fn reminder_lifecycle_events_are_in_the_feed() {
+    let d = Daemon::start(&["--agent", "tck"]);
+    let mut f = feed(&d, json!({"kinds": ["reminder"]})).await;
+    f.hello().await;
+    let id = send(&d, "tck-input-required").await;
+    let inject = |rid: &str| json!({"taskId": id, "reminder": {"id": rid, "body": "Prefer main.", "dedupeKey": "branch"}});
+    d.call("InjectTaskReminder", inject("older")).await;
+    let r = d.call("InjectTaskReminder", inject("newer")).await;
+    assert_eq!(r["displaced"], json!(["older"]), "{r}");
+    let e = f.event().await;
+    assert_eq!(e["kind"], "reminder");
+    assert_eq!(
+        e["data"],
+        json!({"taskId": id, "event": "deduped", "reminderId": "older", "displacedBy": "newer"}),
+        "{e}"
+    );
+}

@@ -5,13 +5,16 @@
 //! reminders, which counts the call against each one's `ttl_turns`.
 
 use super::{Engine, internal, refused};
+use crate::events::NewEvent;
 use crate::principal::Principal;
+use crate::record::TaskRecord;
 use crate::reminder::{
     DeliveredReminder, ReminderEnd, ReminderLimits, ReminderRecord, lifecycle_event, stream_event,
 };
 use crate::slots::{Slot, SlotState};
 use crate::store::Batch;
 use crate::transition::Refused;
+use agentd_proto::ext::events::{EventKind, ReminderData};
 use agentd_proto::ext::reminders::{
     CompatibilityEnvelope, InjectTaskReminderRequest, InjectTaskReminderResponse, Propagate, ReminderEvent,
     ReminderEventKind, URI,
@@ -104,9 +107,10 @@ impl Engine {
         let mut batch = Batch::default();
         batch.reminders.push(r.clone());
         batch.reminders.extend(displaced.iter().cloned());
-        self.inner.store.commit(batch).await.map_err(internal)?;
         let events: Vec<ReminderEvent> =
             displaced.iter().map(|d| lifecycle_event(ReminderEventKind::Deduped, d, None)).collect();
+        feed_events(&st.record, &events, &mut batch);
+        self.inner.store.commit(batch).await.map_err(internal)?;
         self.publish_reminder_events(slot, st, events);
         if !st.running && slot.tx.receiver_count() == 0 {
             // Loaded only to serialise this change: nothing keeps it live.
@@ -144,9 +148,10 @@ impl Engine {
         }
     }
 
-    /// The one place reminder lifecycle events leave the engine: to the
-    /// task's streams (shown only where the extension was activated, see
-    /// `TaskEvents`), never to push webhooks.
+    /// The one place reminder lifecycle events leave the engine for
+    /// streams: to the task's streams (shown only where the extension was
+    /// activated, see `TaskEvents`), never to push webhooks. Their `reminder`
+    /// events in the feed are committed with the change (`feed_events`).
     fn publish_reminder_events(&self, slot: &Slot, st: &SlotState, events: Vec<ReminderEvent>) {
         let t = &st.record.task;
         for ev in events {
@@ -197,6 +202,7 @@ impl Engine {
             batch.reminders.push(r);
         }
         batch.tasks.push(st.record.clone());
+        feed_events(&st.record, &events, &mut batch);
         if let Err(e) = self.inner.store.commit(batch).await {
             tracing::warn!(task = task_id, error = %e, "cannot commit reminder delivery; this model call gets none");
             return Vec::new();
@@ -365,5 +371,16 @@ fn result_of(r: &ReminderRecord) -> InjectTaskReminderResponse {
         reminder_id: r.id.clone(),
         displaced: r.displaced.clone(),
         accepted_at: r.accepted_at,
+    }
+}
+
+/// The `reminder` events of the events feed, committed in the same batch as
+/// the reminder change they report.
+fn feed_events(rec: &TaskRecord, events: &[ReminderEvent], batch: &mut Batch) {
+    let now = Timestamp::now();
+    for ev in events {
+        let data = ReminderData { task_id: rec.task.id.clone(), event: ev.clone() };
+        let data = serde_json::to_value(&data).unwrap_or(serde_json::Value::Null);
+        batch.events.push(NewEvent::for_task(EventKind::Reminder, rec, now, data));
     }
 }

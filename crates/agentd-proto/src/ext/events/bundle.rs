@@ -1,6 +1,6 @@
 //! The events extension's schema bundle.
 
-use super::{ConversationData, Frame, LifecycleData, SCHEMA_ID, SubagentData, SubscribeParams};
+use super::{ConversationData, Frame, LifecycleData, ReminderData, SCHEMA_ID, SubagentData, SubscribeParams};
 use serde_json::{Value, json};
 
 /// The schema bundle printed by `agentd --extension-schema events`: the
@@ -9,11 +9,12 @@ use serde_json::{Value, json};
 pub fn schema_bundle() -> Value {
     use crate::ext::schema::generate;
     let mut root = generate::<Frame>(SCHEMA_ID);
-    let defs: [(&str, Value); 4] = [
+    let defs: [(&str, Value); 5] = [
         ("SubscribeParams", generate::<SubscribeParams>("")),
         ("LifecycleData", generate::<LifecycleData>("")),
         ("ConversationData", generate::<ConversationData>("")),
         ("SubagentData", generate::<SubagentData>("")),
+        ("ReminderData", generate::<ReminderData>("")),
     ];
     let Some(root_defs) = root.as_object_mut().map(|o| o.entry("$defs").or_insert_with(|| json!({}))) else {
         return root;
@@ -50,6 +51,7 @@ pub fn schema_bundle() -> Value {
                 by_kind("lifecycle", "LifecycleData"),
                 by_kind("conversation", "ConversationData"),
                 by_kind("subagent", "SubagentData"),
+                by_kind("reminder", "ReminderData"),
             ]),
         );
     }

@@ -177,6 +177,17 @@ pub enum ConversationEvent {
     Closed,
 }
 
+/// `data` of a `reminder` event: the task it concerns and the lifecycle
+/// event, as the task's streams carry it in the reminders extension's
+/// metadata.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReminderData {
+    pub task_id: String,
+    #[serde(flatten)]
+    pub event: crate::ext::reminders::ReminderEvent,
+}
+
 /// `data` of a `subagent` event.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
