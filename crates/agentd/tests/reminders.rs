@@ -40,6 +40,18 @@ pub fn tool_step(call_id: &str, delay_ms: u64) -> Value {
     json!({"tool_calls": [{"id": call_id, "name": "wait_a_moment"}], "delay_ms": delay_ms})
 }
 
+/// A daemon (config `yaml` appended) whose model takes a 1.5 s tool step,
+/// then answers: a turn that is WORKING long enough to get reminders.
+pub fn slow_turn(yaml: &str) -> Scripted {
+    scripted(json!([tool_step("c1", 1500), {"text": "done"}]), yaml, false)
+}
+
+/// Starts a turn without waiting for it to end; its task id.
+pub async fn start_turn(d: &Daemon) -> String {
+    let params = json!({"message": user_msg("m1", "go"), "configuration": {"returnImmediately": true}});
+    d.call("SendMessage", params).await["task"]["id"].as_str().unwrap().to_owned()
+}
+
 /// The reminder ids rendered in a recorded model request, in order.
 pub fn reminder_ids(req: &Value) -> Vec<String> {
     let mut out = Vec::new();

@@ -11,13 +11,7 @@ async fn a_newer_reminder_displaces_the_older_with_its_key_and_other_keys_stay()
     let steps = json!([tool_step("c1", 1500), {"text": "done"}]);
     let s = scripted(steps, "", false);
     let d = &s.d;
-    let sent = d
-        .call(
-            "SendMessage",
-            json!({"message": user_msg("m1", "go"), "configuration": {"returnImmediately": true}}),
-        )
-        .await;
-    let id = sent["task"]["id"].as_str().unwrap().to_owned();
+    let id = start_turn(d).await;
     let mut watched = stream(d, "SubscribeToTask", json!({"id": id}), true).await;
     s.wait_calls(1).await;
     let old = inject(d, &id, json!({"id": "old", "body": "CI is red", "dedupeKey": "ci"})).await;
@@ -52,13 +46,7 @@ async fn a_send_message_carrying_a_reminder_is_an_injection() {
     let steps = json!([tool_step("c1", 1500), {"text": "done"}]);
     let s = scripted(steps, "", false);
     let d = &s.d;
-    let sent = d
-        .call(
-            "SendMessage",
-            json!({"message": user_msg("m1", "go"), "configuration": {"returnImmediately": true}}),
-        )
-        .await;
-    let id = sent["task"]["id"].as_str().unwrap().to_owned();
+    let id = start_turn(d).await;
     s.wait_calls(1).await;
     for (b, rid) in [(Binding::JsonRpc, "via-rpc"), (Binding::Rest, "via-rest")] {
         let mut m = user_msg(&uid("compat"), "this text is not a turn");

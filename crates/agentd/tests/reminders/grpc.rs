@@ -2,8 +2,6 @@
 //! reminders extension in its `a2a-extensions` metadata gets the lifecycle
 //! events (with the URI echoed); one that does not, gets none.
 
-use crate::common::*;
-use crate::harness::*;
 use crate::*;
 use agentd_server::grpc::pb::{self, a2a_service_client::A2aServiceClient, stream_response::Payload};
 use serde_json::json;
@@ -43,15 +41,9 @@ async fn reminder_event_names(mut s: tonic::Streaming<pb::StreamResponse>) -> Ve
 
 #[tokio::test]
 async fn grpc_subscriptions_see_reminder_events_only_when_activated() {
-    let s = scripted(json!([tool_step("c1", 1500), {"text": "done"}]), "", false);
+    let s = slow_turn("");
     let d = &s.d;
-    let sent = d
-        .call(
-            "SendMessage",
-            json!({"message": user_msg("m1", "go"), "configuration": {"returnImmediately": true}}),
-        )
-        .await;
-    let id = sent["task"]["id"].as_str().unwrap().to_owned();
+    let id = start_turn(d).await;
     let channel = Endpoint::from_shared(d.url.clone()).unwrap().connect().await.expect("connect");
     let mut c = A2aServiceClient::new(channel);
     let activated = c.subscribe_to_task(subscribe(&id, true)).await.expect("subscribe");

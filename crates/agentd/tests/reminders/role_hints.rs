@@ -36,13 +36,7 @@ async fn a_provider_configured_for_role_hints_places_hinted_reminders_in_their_r
     );
     std::fs::write(&config, yaml).unwrap();
     let d = Daemon::start_in(&dir.path().join("data"), &["--config", config.to_str().unwrap()]);
-    let sent = d
-        .call(
-            "SendMessage",
-            json!({"message": user_msg("m1", "go"), "configuration": {"returnImmediately": true}}),
-        )
-        .await;
-    let id = sent["task"]["id"].as_str().unwrap().to_owned();
+    let id = start_turn(&d).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while mock.hits() < 1 {
         assert!(std::time::Instant::now() < deadline, "the model was never called");

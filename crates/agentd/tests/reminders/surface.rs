@@ -39,13 +39,7 @@ async fn the_card_declares_the_extension_with_its_limits_and_the_method_echoes_a
                "maxPendingPerTask": 3})
     );
 
-    let sent = d
-        .call(
-            "SendMessage",
-            json!({"message": user_msg("m1", "go"), "configuration": {"returnImmediately": true}}),
-        )
-        .await;
-    let id = sent["task"]["id"].as_str().unwrap().to_owned();
+    let id = start_turn(d).await;
     let params = json!({"taskId": id, "reminder": {"body": "hi"}});
     let (h, r) = d.rpc_with("InjectTaskReminder", params.clone(), &[("A2A-Extensions", URI)]).await;
     assert!(r.get("result").is_some(), "{r}");
@@ -104,15 +98,9 @@ async fn push_webhooks_never_carry_reminder_events() {
 
 #[tokio::test]
 async fn agentd_remind_injects_from_the_command_line() {
-    let s = scripted(json!([tool_step("c1", 1500), {"text": "done"}]), "", false);
+    let s = slow_turn("");
     let d = &s.d;
-    let sent = d
-        .call(
-            "SendMessage",
-            json!({"message": user_msg("m1", "go"), "configuration": {"returnImmediately": true}}),
-        )
-        .await;
-    let id = sent["task"]["id"].as_str().unwrap().to_owned();
+    let id = start_turn(d).await;
     s.wait_calls(1).await;
     let run = |args: &[&str]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
