@@ -19,7 +19,7 @@ pub use engine::{
     CommandHandler, CommandOutcome, Engine, EngineConfig, PushUrlPolicy, SendOutcome, StartTask, TaskEvents,
     TaskObserver,
 };
-pub use gate::{GateAnnouncement, GateBridge};
+pub use gate::{GateAnnouncement, GateBridge, GateKeeper};
 pub use principal::{Principal, PrincipalRole};
 pub use record::{LinkKind, OpenGate, OutboxItem, StatusEntry, TaskLink, TaskMeta, TaskRecord};
 pub use store::{Batch, PushConfigRow, Store, StoreError, TaskPage, TaskQuery};

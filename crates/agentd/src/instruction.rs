@@ -12,6 +12,8 @@ pub const DEFAULT_DOCUMENT: &str = include_str!("assets/default-agent.md");
 pub struct Instruction {
     /// The text the model receives (delivery of the document).
     pub system_prompt: String,
+    /// Its workflows and the people their gates address.
+    pub workflows: agentd_runtime::workflows::Catalog,
 }
 
 /// Loads `path`, or the built-in document when `None`. The daemon is the
@@ -29,7 +31,14 @@ pub fn load(path: Option<&Path>) -> anyhow::Result<Instruction> {
         Ok(document) => {
             let system_prompt =
                 agentd_instruction::deliver(&document, &agentd_instruction::Context::default());
-            Ok(Instruction { system_prompt })
+            let workflows = crate::workflows::catalog(&document).map_err(|errors| {
+                let lines: Vec<String> = errors.iter().map(|e| format!("{name}:{e}")).collect();
+                anyhow::anyhow!(
+                    "the instruction document's workflows were refused (check it with `agentd check`):\n{}",
+                    lines.join("\n")
+                )
+            })?;
+            Ok(Instruction { system_prompt, workflows })
         }
         Err(refusals) => {
             let lines: Vec<String> = refusals

@@ -6,6 +6,7 @@ mod cli;
 mod config;
 mod instruction;
 mod serve;
+mod workflows;
 
 use clap::Parser;
 use std::process::ExitCode;

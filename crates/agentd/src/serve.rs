@@ -7,6 +7,7 @@ use agentd_proto::jsonrpc::methods;
 use agentd_runtime::agent_loop::{Tool, Tools};
 use agentd_runtime::commands;
 use agentd_runtime::subagents::SubagentManager;
+use agentd_runtime::workflows::{WorkflowDeps, Workflows};
 use agentd_server::push::{PushWorkerConfig, SsrfGuard, spawn_push_worker};
 use agentd_server::{
     AppState, Authenticator, CardConfig, CardService, DeclaredExtension, ExtensionRegistry, ServerConfig,
@@ -47,12 +48,27 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let input_modes = engine_cfg.input_modes.clone();
     let engine =
         Engine::new(Arc::new(store), agent, Arc::new(SsrfGuard::new(cfg.push.allow_private)), engine_cfg);
-    engine.set_commands(Arc::new(commands::Commands::new(grants, subagents.clone(), model.name())));
+    let workflows = Workflows::new(
+        instruction.workflows,
+        WorkflowDeps {
+            subagents: subagents.clone(),
+            system_prompt: instruction.system_prompt.clone(),
+            bridge: None,
+            delegator: None,
+            events: None,
+        },
+    );
+    workflows.install(&engine);
+    engine.set_commands(Arc::new(
+        commands::Commands::new(grants, subagents.clone(), model.name()).with_workflows(workflows.clone()),
+    ));
     engine.add_observer(subagents);
+    // Runs that were working resume here; the others fail with a reason.
     let failed = engine.recover().await.map_err(|e| anyhow::anyhow!("recovery failed: {e}"))?;
     if failed > 0 {
         tracing::warn!(tasks = failed, "tasks interrupted by the last shutdown were marked failed");
     }
+    workflows.rearm_gates(&engine).await.map_err(|e| anyhow::anyhow!("recovery failed: {e}"))?;
 
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await

@@ -18,7 +18,9 @@ pub use stream::TaskEvents;
 
 use crate::agent::{Agent, ConversationTurn, TaskControl, Turn};
 use crate::conversations::Conversations;
+use crate::gate::GateKeeper;
 use crate::principal::Principal;
+use crate::record::LinkKind;
 use crate::record::TaskRecord;
 use crate::slots::{Slot, SlotState, Slots};
 use crate::store::{Batch, Store};
@@ -71,6 +73,11 @@ struct Inner {
     /// The agent of each live task started with its own (a subagent);
     /// every other task runs the engine's agent.
     task_agents: DashMap<String, Arc<dyn Agent>>,
+    /// The agent of every task of a link kind (workflow runs), also after a
+    /// restart: such tasks are resumed by it instead of failed.
+    link_agents: DashMap<LinkKind, Arc<dyn Agent>>,
+    /// Checks answers to human gates; without one, any message answers.
+    gates: OnceLock<Arc<dyn GateKeeper>>,
     /// Conversations closed by `conversation.close`: new turns are refused.
     /// In memory only: a restart reopens them.
     closed_contexts: DashSet<String>,
@@ -100,6 +107,8 @@ impl Engine {
                 commands: OnceLock::new(),
                 observers: RwLock::new(Vec::new()),
                 task_agents: DashMap::new(),
+                link_agents: DashMap::new(),
+                gates: OnceLock::new(),
                 closed_contexts: DashSet::new(),
             }),
         }
@@ -114,6 +123,41 @@ impl Engine {
     /// Adds an observer told about every task that reaches a terminal state.
     pub fn add_observer(&self, observer: Arc<dyn TaskObserver>) {
         self.inner.observers.write().unwrap_or_else(|e| e.into_inner()).push(observer);
+    }
+
+    /// Makes `agent` run every task linked as `kind` (unless it was started
+    /// with its own) and resume those that were running at a restart.
+    pub fn set_link_agent(&self, kind: LinkKind, agent: Arc<dyn Agent>) {
+        self.inner.link_agents.insert(kind, agent);
+    }
+
+    /// Registers the keeper of human gates (once; later calls are ignored).
+    pub fn set_gate_keeper(&self, keeper: Arc<dyn GateKeeper>) -> bool {
+        self.inner.gates.set(keeper).is_ok()
+    }
+
+    pub(crate) fn gate_keeper(&self) -> Option<&Arc<dyn GateKeeper>> {
+        self.inner.gates.get()
+    }
+
+    /// Whether tasks linked as `kind` have an agent of their own kind.
+    pub(crate) fn has_link_agent(&self, kind: LinkKind) -> bool {
+        self.inner.link_agents.contains_key(&kind)
+    }
+
+    /// A handle moving task `id` from outside a run (a gate's deadline).
+    pub async fn control(&self, id: &str) -> Result<TaskControl, A2aError> {
+        let rec = self.record(id).await?.ok_or_else(|| A2aError::task_not_found(id))?;
+        let cancel = match self.inner.slots.get(id) {
+            Some(slot) => slot.state.lock().await.cancel.clone(),
+            None => tokio_util::sync::CancellationToken::new(),
+        };
+        Ok(TaskControl {
+            engine: self.clone(),
+            task_id: id.to_owned(),
+            context_id: rec.task.context_id.clone(),
+            cancel,
+        })
     }
 
     pub fn config(&self) -> &EngineConfig {
@@ -131,9 +175,10 @@ impl Engine {
         self.inner.slots.len()
     }
 
-    /// At start: no task may stay WORKING with nothing running it. The echo
-    /// and conformance agents cannot resume a turn, so such tasks fail with a
-    /// status message that says why. Returns how many were failed.
+    /// At start: no task may stay WORKING with nothing running it. Tasks of
+    /// a link kind with its own agent (workflow runs) are resumed by it;
+    /// the others cannot resume a turn, so they fail with a status message
+    /// that says why. Returns how many were failed.
     pub async fn recover(&self) -> Result<usize, A2aError> {
         let stale = self
             .inner
@@ -141,13 +186,33 @@ impl Engine {
             .tasks_in_states(&[TaskState::Submitted, TaskState::Working])
             .await
             .map_err(internal)?;
-        let n = stale.len();
+        let mut failed = 0;
         for rec in stale {
+            if rec.meta.link.as_ref().is_some_and(|l| self.has_link_agent(l.kind)) {
+                self.resume(rec.id()).await?;
+                continue;
+            }
             let why = "agentd restarted while this task was running; its work could not be resumed";
             let change = Change::Status { state: TaskState::Failed, message: Some(Message::agent_text(why)) };
             self.apply_change(rec.id(), change).await?;
+            failed += 1;
         }
-        Ok(n)
+        Ok(failed)
+    }
+
+    /// Starts a run again on a task that was running at a restart; its
+    /// agent picks up from the task's checkpoint.
+    async fn resume(&self, id: &str) -> Result<(), A2aError> {
+        loop {
+            let Some(slot) = self.slot(id).await? else { return Ok(()) };
+            let mut st = slot.state.lock().await;
+            if st.detached {
+                continue;
+            }
+            let input = st.record.task.history.as_ref().and_then(|h| h.last().cloned()).unwrap_or_default();
+            self.start_run(&mut st, input);
+            return Ok(());
+        }
     }
 
     /// The live slot of a task, loading it from the store when needed.
@@ -180,7 +245,7 @@ impl Engine {
     /// A record the principal may see, or TaskNotFound.
     pub(crate) async fn visible_record(&self, p: &Principal, id: &str) -> Result<TaskRecord, A2aError> {
         match self.record(id).await? {
-            Some(r) if p.can_see(&r.owner) => Ok(r),
+            Some(r) if r.visible_to(p) => Ok(r),
             _ => Err(A2aError::task_not_found(id)),
         }
     }
@@ -278,9 +343,13 @@ impl Engine {
             cancel: st.cancel.clone(),
         };
         let engine = self.clone();
+        let link_agent = || {
+            let kind = st.record.meta.link.as_ref()?.kind;
+            self.inner.link_agents.get(&kind).map(|a| a.clone())
+        };
         let agent = match self.inner.task_agents.get(&control.task_id) {
             Some(a) => a.clone(),
-            None => self.inner.agent.clone(),
+            None => link_agent().unwrap_or_else(|| self.inner.agent.clone()),
         };
         let mut admission = self.inner.conversations.admit(&control.context_id);
         tokio::spawn(async move {
@@ -400,7 +469,7 @@ pub(crate) fn internal(e: impl std::fmt::Display) -> A2aError {
     A2aError::internal()
 }
 
-fn refused(r: Refused) -> A2aError {
+pub(crate) fn refused(r: Refused) -> A2aError {
     match r {
         Refused::Terminal(s) => A2aError::new(
             ErrorKind::UnsupportedOperation,

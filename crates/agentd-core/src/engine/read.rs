@@ -190,7 +190,7 @@ impl Engine {
             if st.detached {
                 continue;
             }
-            if !p.can_see(&st.record.owner) {
+            if !st.record.visible_to(p) {
                 return Err(A2aError::task_not_found(&req.id));
             }
             return Ok(super::TaskEvents::new(

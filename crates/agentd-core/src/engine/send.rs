@@ -264,7 +264,7 @@ impl Engine {
             if st.detached {
                 continue;
             }
-            if !p.can_see(&st.record.owner) {
+            if !st.record.visible_to(p) {
                 return Err(A2aError::task_not_found(&id));
             }
             if !msg.context_id.is_empty() && msg.context_id != st.record.task.context_id {
@@ -276,6 +276,20 @@ impl Engine {
                     ),
                 ));
             }
+            let gate_open = st.record.state() == TaskState::InputRequired && st.record.meta.gate.is_some();
+            let is_run = st.record.meta.link.as_ref().is_some_and(|l| l.kind == LinkKind::Run);
+            if is_run && !gate_open && self.has_link_agent(LinkKind::Run) && !st.record.state().is_terminal()
+            {
+                return Err(A2aError::new(
+                    ErrorKind::UnsupportedOperation,
+                    format!(
+                        "task {id:?} is a workflow run that is not waiting for an answer (no gate is open, \
+                         or it was answered already); see it with workflow.status"
+                    ),
+                )
+                .with_meta("taskId", &id));
+            }
+            let keeper = if gate_open { self.gate_keeper().cloned() } else { None };
             let batch = inline_push_batch(push.clone(), &id);
             // A run that already left the task waiting for input is over for
             // this message's purposes (it may still be unwinding): resume.
@@ -289,6 +303,14 @@ impl Engine {
                     &slot,
                     &mut st,
                     |rec, now| {
+                        if gate_open {
+                            // The answer to the open gate: checked, and recorded
+                            // with the message in this one commit.
+                            match &keeper {
+                                Some(k) => k.accept(rec, &input)?,
+                                None => rec.meta.gate = None,
+                            }
+                        }
                         let mut ev = transition::apply(rec, Change::Input(input), now).map_err(refused)?;
                         if !running {
                             // A waiting task resumes: INPUT_REQUIRED → WORKING.

@@ -188,6 +188,7 @@ impl SubagentManager {
                 parent: spawn.parent,
                 command: spawn.command,
                 gate: None,
+                checkpoint: None,
             },
             agent: Some(Arc::new(agent)),
         };

@@ -37,13 +37,17 @@ pub async fn meta_roundtrip(store: &dyn Store) {
             gate: Some(OpenGate {
                 ask_schema: Some(serde_json::json!({"type": "object", "required": ["approve"]})),
                 ask_channel: Some("ops".into()),
+                step: Some("ask".into()),
+                answerers: vec!["user:carol".into()],
             }),
+            checkpoint: Some(serde_json::json!({"steps": {"ask": {"status": "waiting"}}})),
         },
         TaskMeta {
             link: Some(TaskLink::new(LinkKind::Subagent, "helper-1")),
             parent: Some("m-0".into()),
             command: Some("subagent.spawn".into()),
             gate: None,
+            checkpoint: None,
         },
         TaskMeta { parent: Some("m-2".into()), ..TaskMeta::default() },
     ];

@@ -47,6 +47,12 @@ pub fn run(args: CheckArgs) -> anyhow::Result<()> {
             std::process::exit(1);
         }
     };
+    if let Err(errors) = crate::workflows::catalog(&doc) {
+        for e in &errors {
+            note(e);
+        }
+        std::process::exit(1);
+    }
     if args.tree {
         return output::json_pretty(&tree_json(&doc));
     }

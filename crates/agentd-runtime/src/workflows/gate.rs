@@ -1,0 +1,319 @@
+//! Human gates: opening one (INPUT_REQUIRED with the question, the task's
+//! open gate, the bridge's announcement), checking answers before the
+//! engine commits them, and the gate's deadlines (`escalate_after`,
+//! `timeout`), which are absolute times in the checkpoint and are armed
+//! again at startup.
+
+use super::Workflows;
+use super::events::RunEvent;
+use super::exec::{Stop, fmt_duration, update};
+use super::state::{GateState, RunState, now_ms};
+use crate::commands::ops::check_with;
+use agentd_core::{Engine, GateAnnouncement, GateKeeper, LinkKind, OpenGate, TaskControl, TaskRecord};
+use agentd_proto::{A2aError, ErrorKind, FieldViolation, Message, PartContent, TaskState};
+use agentd_workflow::{Definition, Fallback, StepKind, StepStatus, render};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The principal value of a `!human` entry that means "operators only".
+const OPERATORS: &str = "operator";
+
+impl Workflows {
+    /// Opens the gate of step `id`: one commit moves the task to
+    /// INPUT_REQUIRED with the question and records the gate; then the
+    /// bridge announces it and its deadlines are armed.
+    pub(super) async fn open_gate(
+        &self,
+        c: &TaskControl,
+        def: &Definition,
+        st: &RunState,
+        id: &str,
+    ) -> Result<(), Stop> {
+        let StepKind::Human { question, schema, to, escalate_after, .. } = &def.steps[id].kind else {
+            return Ok(());
+        };
+        let person = self
+            .catalog
+            .person(to)
+            .ok_or_else(|| Stop::Fail(format!("step {id}: no human named {to:?} is declared")))?
+            .clone();
+        let question = match render(question, &st.scope(c.task_id())) {
+            Ok(Value::String(s)) => s,
+            Ok(v) => v.to_string(),
+            Err(e) => return Err(Stop::Fail(format!("step {id}: question: {e}"))),
+        };
+        let now = now_ms();
+        let at = |d: Option<Duration>| d.map(|d| now.saturating_add(d.as_millis() as i64));
+        let gate = GateState {
+            step: id.to_owned(),
+            question: question.clone(),
+            channel: person.channel.clone().unwrap_or_default(),
+            opened_ms: now,
+            timeout_ms: at(def.steps[id].timeout),
+            escalate_ms: at(escalate_after.or(person.escalate_after)),
+            escalated: false,
+            timed_out: false,
+        };
+        let open = OpenGate {
+            ask_schema: schema.clone(),
+            ask_channel: person.channel.clone(),
+            step: Some(id.to_owned()),
+            answerers: if person.principal == OPERATORS {
+                Vec::new()
+            } else {
+                vec![person.principal.clone()]
+            },
+        };
+        let sid = id.to_owned();
+        let st = update(
+            c,
+            move |s, meta| {
+                s.step_mut(&sid).status = StepStatus::Waiting;
+                s.gate = Some(gate);
+                meta.gate = Some(open);
+            },
+            Some((TaskState::InputRequired, Some(Message::agent_text(question)))),
+        )
+        .await?;
+        self.emit(RunEvent::Gate {
+            run_id: st.run_id.clone(),
+            task_id: c.task_id().to_owned(),
+            step: id.to_owned(),
+            action: "opened",
+            channel: person.channel.clone().unwrap_or_default(),
+        });
+        self.announce(c.task_id(), &st, schema.clone(), false).await;
+        self.arm(c.engine().clone(), c.task_id().to_owned());
+        Ok(())
+    }
+
+    async fn announce(&self, task_id: &str, st: &RunState, ask_schema: Option<Value>, escalation: bool) {
+        let (Some(bridge), Some(gate)) = (&self.deps.bridge, &st.gate) else { return };
+        if gate.channel.is_empty() {
+            return;
+        }
+        let a = GateAnnouncement {
+            task_id: task_id.to_owned(),
+            run_id: Some(st.run_id.clone()),
+            question: gate.question.clone(),
+            ask_schema,
+            channel: gate.channel.clone(),
+            escalation,
+            answer_hint: format!("agentd answer {task_id} '<answer as JSON>'"),
+        };
+        if let Err(e) = bridge.announce(a).await {
+            tracing::warn!(task = task_id, error = %e, "the gate could not be announced");
+        }
+    }
+
+    /// Arms the deadlines of the gates open now (at startup).
+    pub async fn rearm_gates(self: &Arc<Self>, engine: &Engine) -> Result<usize, A2aError> {
+        let waiting = engine
+            .store()
+            .tasks_in_states(&[TaskState::InputRequired])
+            .await
+            .map_err(|e| A2aError::new(ErrorKind::Internal, e.to_string()))?;
+        let mut n = 0;
+        for rec in waiting {
+            if rec.meta.link.as_ref().is_some_and(|l| l.kind == LinkKind::Run) && rec.meta.gate.is_some() {
+                self.arm(engine.clone(), rec.id().to_owned());
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Watches the gate open on `task_id` until it closes: re-announces
+    /// at `escalate_after`, applies the fallback at `timeout`.
+    fn arm(&self, engine: Engine, task_id: String) {
+        let this = self.me.upgrade();
+        tokio::spawn(async move {
+            let Some(this) = this else { return };
+            this.watch(engine, task_id).await;
+        });
+    }
+
+    async fn watch(&self, engine: Engine, task_id: String) {
+        loop {
+            let Ok(c) = engine.control(&task_id).await else { return };
+            let Ok(rec) = c.record().await else { return };
+            let Some((st, gate)) = open_gate_of(&rec) else { return };
+            let escalate = gate.escalate_ms.filter(|_| !gate.escalated);
+            let timeout = gate.timeout_ms.filter(|_| !gate.timed_out);
+            let next = match (escalate, timeout) {
+                (Some(e), Some(t)) if e < t => (e, true),
+                (_, Some(t)) => (t, false),
+                (Some(e), None) => (e, true),
+                (None, None) => return,
+            };
+            let wait = Duration::from_millis((next.0 - now_ms()).max(0) as u64);
+            tokio::time::sleep(wait).await;
+            let Ok(rec) = c.record().await else { return };
+            match open_gate_of(&rec) {
+                Some((_, now)) if now.step == gate.step && now.opened_ms == gate.opened_ms => {}
+                _ => return, // answered, canceled, or another gate
+            }
+            let result =
+                if next.1 { self.escalate(&c, &rec).await } else { self.time_out(&c, &st, &gate).await };
+            if result.is_err() {
+                return;
+            }
+        }
+    }
+
+    async fn escalate(&self, c: &TaskControl, rec: &TaskRecord) -> Result<(), Stop> {
+        let st = update(
+            c,
+            |s, _| {
+                if let Some(g) = &mut s.gate {
+                    g.escalated = true
+                }
+            },
+            None,
+        )
+        .await?;
+        let Some(gate) = &st.gate else { return Ok(()) };
+        self.emit(RunEvent::Gate {
+            run_id: st.run_id.clone(),
+            task_id: c.task_id().to_owned(),
+            step: gate.step.clone(),
+            action: "escalated",
+            channel: gate.channel.clone(),
+        });
+        let schema = rec.meta.gate.as_ref().and_then(|g| g.ask_schema.clone());
+        self.announce(c.task_id(), &st, schema, true).await;
+        Ok(())
+    }
+
+    async fn time_out(&self, c: &TaskControl, st: &RunState, gate: &GateState) -> Result<(), Stop> {
+        let def = agentd_workflow::parse(&st.workflow, &st.source).map_err(|_| Stop::Gone)?;
+        let fallback = match def.step(&gate.step).map(|s| &s.kind) {
+            Some(StepKind::Human { fallback, .. }) => *fallback,
+            _ => Fallback::Fail,
+        };
+        let waited = fmt_duration(Duration::from_millis(
+            (gate.timeout_ms.unwrap_or(0) - gate.opened_ms).max(0) as u64,
+        ));
+        let event = |action| RunEvent::Gate {
+            run_id: st.run_id.clone(),
+            task_id: c.task_id().to_owned(),
+            step: gate.step.clone(),
+            action,
+            channel: gate.channel.clone(),
+        };
+        match fallback {
+            Fallback::Wait => {
+                update(
+                    c,
+                    |s, _| {
+                        if let Some(g) = &mut s.gate {
+                            g.timed_out = true
+                        }
+                    },
+                    None,
+                )
+                .await?;
+                self.emit(event("timed_out"));
+            }
+            Fallback::Fail => {
+                let why =
+                    format!("step {}: nobody answered within {waited} (timeout, fallback: fail)", gate.step);
+                let (sid, err) = (gate.step.clone(), why.clone());
+                update(
+                    c,
+                    move |s, meta| {
+                        let step = s.step_mut(&sid);
+                        step.status = StepStatus::Failed;
+                        step.error = Some(err);
+                        s.gate = None;
+                        meta.gate = None;
+                    },
+                    Some((TaskState::Failed, Some(Message::agent_text(why.clone())))),
+                )
+                .await?;
+                self.emit(event("timed_out"));
+                self.emit(RunEvent::Run {
+                    run_id: st.run_id.clone(),
+                    task_id: c.task_id().to_owned(),
+                    workflow: st.workflow.clone(),
+                    state: "failed",
+                    reason: Some(why),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn open_gate_of(rec: &TaskRecord) -> Option<(RunState, GateState)> {
+    if rec.state() != TaskState::InputRequired {
+        return None;
+    }
+    let st = RunState::from_checkpoint(rec.meta.checkpoint.as_ref()).ok()?;
+    let gate = st.gate.clone()?;
+    Some((st, gate))
+}
+
+impl GateKeeper for Workflows {
+    fn accept(&self, rec: &mut TaskRecord, answer: &Message) -> Result<(), A2aError> {
+        let Some(open) = rec.meta.gate.clone() else { return Ok(()) };
+        let mut st = RunState::from_checkpoint(rec.meta.checkpoint.as_ref())
+            .map_err(|e| A2aError::new(ErrorKind::Internal, e))?;
+        let Some(step) = st.gate.as_ref().map(|g| g.step.clone()) else {
+            return Err(A2aError::new(ErrorKind::Internal, "the run has no open gate"));
+        };
+        let value = answer_value(answer, open.ask_schema.as_ref())?;
+        if let Some(schema) = &open.ask_schema {
+            let v = jsonschema::validator_for(schema).map_err(|e| {
+                A2aError::new(ErrorKind::Internal, format!("the gate's schema does not compile: {e}"))
+            })?;
+            check_with(&v, &value).map_err(located)?;
+        }
+        let s = st.step_mut(&step);
+        s.status = StepStatus::Done;
+        s.output = value;
+        st.gate = None;
+        st.answered = Some(step);
+        rec.meta.gate = None;
+        rec.meta.checkpoint = Some(st.to_value());
+        Ok(())
+    }
+}
+
+/// Violations of an answer, named from `answer` (`answer.approve`).
+fn located(e: A2aError) -> A2aError {
+    let violations: Vec<FieldViolation> = e
+        .violations
+        .into_iter()
+        .map(|v| FieldViolation {
+            field: if v.field.is_empty() { "answer".into() } else { format!("answer.{}", v.field) },
+            description: v.description,
+        })
+        .collect();
+    let mut out = A2aError::invalid_fields(violations);
+    out.message = format!("the answer does not satisfy the gate's schema: {}", out.message);
+    out
+}
+
+/// The answer a message carries: its DataPart, or its text, parsed as JSON
+/// unless the schema asks for a string.
+fn answer_value(m: &Message, schema: Option<&Value>) -> Result<Value, A2aError> {
+    if let Some(v) = m.parts.iter().find_map(|p| match &p.content {
+        PartContent::Data(v) => Some(v.clone()),
+        _ => None,
+    }) {
+        return Ok(v);
+    }
+    let text = m.text();
+    let wants_string = schema.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("string");
+    if schema.is_none() || wants_string {
+        return Ok(Value::String(text));
+    }
+    serde_json::from_str(text.trim()).map_err(|e| {
+        A2aError::invalid_field(
+            "message.parts",
+            format!("the gate expects an answer matching its schema: a DataPart, or text that parses as JSON ({e})"),
+        )
+    })
+}
