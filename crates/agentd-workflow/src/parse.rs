@@ -203,8 +203,25 @@ fn inputs_schema(errs: &mut Errors, v: Option<&Value>) -> Option<Value> {
             return None;
         }
     };
-    unknown_keys(errs, "inputs", m, &["schema"]);
-    json_schema(errs, "inputs.schema", m.get("schema"))
+    if m.contains_key("schema") {
+        unknown_keys(errs, "inputs", m, &["schema"]);
+        return json_schema(errs, "inputs.schema", m.get("schema"));
+    }
+    // The short form: input name → its schema. Inputs without a `default`
+    // are required; no others are accepted.
+    let mut required = Vec::new();
+    for (name, schema) in m {
+        json_schema(errs, &join("inputs", name), Some(schema));
+        if schema.get("default").is_none() {
+            required.push(Value::String(name.clone()));
+        }
+    }
+    Some(serde_json::json!({
+        "type": "object",
+        "properties": m,
+        "required": required,
+        "additionalProperties": false,
+    }))
 }
 
 fn limits(errs: &mut Errors, v: Option<&Value>) -> Limits {
@@ -281,7 +298,7 @@ fn step(errs: &mut Errors, id: &str, v: &Value) -> Option<Step> {
     }
     let f = |k: &str| join(&at, k);
     let extra: &[&str] = match kind_name.as_str() {
-        "agent" => &["prompt"],
+        "agent" => &["prompt", "instruction"],
         "subagent" => &["instruction", "input", "name"],
         "human" => &["question", "schema", "to", "fallback", "escalate_after"],
         "a2a.delegate" => &["peer", "message"],
@@ -293,7 +310,14 @@ fn step(errs: &mut Errors, id: &str, v: &Value) -> Option<Step> {
     let known: Vec<&str> = COMMON_KEYS.iter().chain(extra).copied().collect();
     unknown_keys(errs, &at, m, &known);
     let kind = match kind_name.as_str() {
-        "agent" => StepKind::Agent { prompt: req_value(errs, &f("prompt"), m.get("prompt")) },
+        // `instruction` is the reference dialect's name for the prompt.
+        "agent" => match (m.get("prompt"), m.get("instruction")) {
+            (Some(_), Some(_)) => {
+                errs.add(f("instruction"), "give `prompt` or `instruction`, not both");
+                StepKind::Agent { prompt: Value::Null }
+            }
+            (p, i) => StepKind::Agent { prompt: req_value(errs, &f("prompt"), p.or(i)) },
+        },
         "subagent" => StepKind::Subagent {
             instruction: req_value(errs, &f("instruction"), m.get("instruction")),
             input: req_value(errs, &f("input"), m.get("input")),

@@ -75,3 +75,16 @@ fn refusals_name_the_step_and_the_field() {
     );
     assert!(!errors(": : :\n  - [").is_empty());
 }
+
+#[test]
+fn inputs_may_be_written_as_a_map_of_schemas() {
+    let d = parse(
+        "wf",
+        "inputs:\n  ticket: {type: string}\n  n: {type: integer, default: 1}\nsteps:\n  f: {kind: finish}\n",
+    )
+    .unwrap();
+    let s = d.inputs_schema.unwrap();
+    assert_eq!(s["required"], serde_json::json!(["ticket"]));
+    assert_eq!(s["properties"]["n"]["type"], "integer");
+    assert_eq!(s["additionalProperties"], false);
+}

@@ -176,3 +176,28 @@ async fn the_demo_gate_takes_a_typed_answer_to_the_next_step() {
     // First answer wins: the run no longer waits.
     expect_error(answer(&s.d, &task_id, json!({"data": {"approve": false}})).await, -32004);
 }
+
+/// The example document of `docs/workflows.md`.
+fn docs_example() -> String {
+    let page = include_str!("../../../docs/workflows.md");
+    let start = page.find("<!-- example document -->\n```markdown\n").expect("the example") + 37;
+    let end = start + page[start..].find("\n```\n").expect("its end");
+    page[start..end].to_owned()
+}
+
+#[tokio::test]
+async fn the_example_of_docs_workflows_md_runs() {
+    let (s, _doc) = daemon(Some(&docs_example()), json!([{"text": "Faster builds."}]), false);
+    let bad = command("workflow.run", json!({"workflow": "release", "inputs": {"version": "1.0"}}));
+    expect_error(s.d.op(B, "SendMessage", bad).await, -32602)
+        .assert_field("message.parts[0].data.agentd.inputs.version");
+    let t = run(&s.d, "release", json!({"version": "v2"})).await;
+    assert_eq!(task_state(&t), "TASK_STATE_INPUT_REQUIRED", "{t}");
+    assert_eq!(t["status"]["message"]["parts"][0]["text"], "Publish v2 with these notes? Faster builds.");
+    answer(&s.d, &id(&t), json!({"data": {"approve": false, "note": "not on a Friday"}})).await.unwrap();
+    let done = wait_state(&s.d, &id(&t), "TASK_STATE_COMPLETED", 20).await;
+    assert_eq!(
+        result_part(&done)["data"],
+        json!({"version": "v2", "publish": null, "shelve": {"published": null, "why": "not on a Friday"}})
+    );
+}
