@@ -18,6 +18,9 @@ mod steps;
 
 pub mod events;
 
+#[cfg(test)]
+mod tests;
+
 pub use events::{RunEvent, RunEventSink};
 pub use ids::{run_id, task_id_of};
 pub use state::RunState;

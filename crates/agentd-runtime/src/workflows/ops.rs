@@ -129,7 +129,8 @@ impl Workflows {
                 )
             })
             .collect();
-        let gate = st.as_ref().and_then(|s| s.gate.as_ref()).map(|g| {
+        let waiting = rec.state() == agentd_proto::TaskState::InputRequired;
+        let gate = st.as_ref().and_then(|s| s.gate.as_ref()).filter(|_| waiting).map(|g| {
             json!({
                 "step": g.step,
                 "question": g.question,

@@ -66,7 +66,10 @@ impl Workflows {
                     .collect();
                 Ok(Value::Object(outputs))
             }
-            StepKind::Delegate { peer, message } => self.delegate(c, peer, r(message)?).await,
+            StepKind::Delegate { peer, message } => {
+                let peer = text_of(r(&Value::String(peer.clone()))?);
+                self.delegate(c, &peer, r(message)?).await
+            }
             // Gates and finish are not run as work (see exec.rs).
             StepKind::Human { .. } | StepKind::Finish { .. } => Ok(Value::Null),
         }
