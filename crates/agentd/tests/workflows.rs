@@ -201,3 +201,73 @@ async fn the_example_of_docs_workflows_md_runs() {
         json!({"version": "v2", "publish": null, "shelve": {"published": null, "why": "not on a Friday"}})
     );
 }
+
+const LIMITED: &str = r#"
+limits: {steps: 2}
+steps:
+  a: {kind: assign, values: 1}
+  b: {kind: assign, values: 2, depends_on: a}
+  c: {kind: assign, values: 3, depends_on: b}
+  done: {kind: finish, depends_on: c}
+"#;
+
+const SLOW: &str = r#"
+limits: {deadline: 300ms, tokens: 50}
+steps:
+  work: {kind: agent, prompt: "{{inputs.task}}"}
+  done: {kind: finish, depends_on: work, output: "{{steps.work.output}}"}
+"#;
+
+#[tokio::test]
+async fn limits_stop_a_run_with_a_reason() {
+    let steps = json!([
+        {"text": "late", "delay_ms": 5000},
+        {"text": "costly", "usage": {"input_tokens": 100, "output_tokens": 1}},
+    ]);
+    let (s, _doc) = daemon(Some(&doc(&[("limited", LIMITED), ("slow", SLOW)], "operator")), steps, false);
+    let t = run(&s.d, "limited", json!({})).await;
+    assert_eq!(task_state(&t), "TASK_STATE_FAILED", "{t}");
+    let why = t["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+    assert_eq!(why, "the run reached its limit of 2 step executions (limits.steps) before steps c");
+
+    let t = run(&s.d, "slow", json!({"task": "take your time"})).await;
+    assert_eq!(task_state(&t), "TASK_STATE_FAILED", "{t}");
+    let why = t["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+    assert_eq!(why, "the run passed its deadline of 300ms (limits.deadline)");
+    let page = s.d.ok(B, "ListTasks", json!({})).await;
+    let child = page["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["id"] != t["id"] && task_state(x) != "TASK_STATE_FAILED");
+    let child = id(child.unwrap_or_else(|| panic!("the step's subagent: {page}")));
+    wait_state(&s.d, &child, "TASK_STATE_CANCELED", 10).await;
+
+    let t = run(&s.d, "slow", json!({"task": "spend"})).await;
+    assert_eq!(task_state(&t), "TASK_STATE_FAILED", "{t}");
+    let why = t["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+    assert!(why.starts_with("step work (agent) failed:") && why.contains("over its limit of 50"), "{why}");
+}
+
+const SIGNALED: &str = r#"
+steps:
+  ask: {kind: human, question: "Ready?", to: "@human/approver"}
+  done: {kind: finish, depends_on: ask, output: {answer: "{{steps.ask.output}}", go: "{{run.signals.go}}"}}
+"#;
+
+#[tokio::test]
+async fn a_signal_reaches_the_steps_after_it() {
+    let (s, _doc) = daemon(Some(&doc(&[("signaled", SIGNALED)], "operator")), json!([]), false);
+    let t = id(&run(&s.d, "signaled", json!({})).await);
+    let r =
+        read_op(&s.d, B, "workflow.signal", json!({"run": t, "signal": "go", "data": {"speed": 3}})).await;
+    assert_eq!(r["accepted"], true, "{r}");
+    let bad = command("workflow.signal", json!({"run": t, "signal": "Not A Name"}));
+    expect_error(s.d.op(B, "SendMessage", bad).await, -32602)
+        .assert_field("message.parts[0].data.agentd.signal");
+    answer(&s.d, &t, json!({"text": "yes"})).await.unwrap();
+    let done = wait_state(&s.d, &t, "TASK_STATE_COMPLETED", 20).await;
+    assert_eq!(result_part(&done)["data"], json!({"answer": "yes", "go": {"speed": 3}}));
+    let late = command("workflow.signal", json!({"run": t, "signal": "go"}));
+    expect_error(s.d.op(B, "SendMessage", late).await, -32004);
+}

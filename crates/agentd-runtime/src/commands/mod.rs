@@ -289,6 +289,7 @@ impl CommandHandler for Commands {
                     input: arg(&args, "input"),
                     name: args.get("name").and_then(Value::as_str).map(str::to_owned),
                     command: Some(op.to_owned()),
+                    max_tokens: None,
                 };
                 return Ok(CommandOutcome::Started(self.subagents.spawn(engine, spawn).await?));
             }

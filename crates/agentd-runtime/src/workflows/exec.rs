@@ -62,6 +62,10 @@ impl Workflows {
         let st =
             update(c, |_, meta| meta.gate = None, Some((TaskState::Failed, Some(Message::agent_text(why)))))
                 .await;
+        // Steps still running (a branch beside the failed one, a step past
+        // the deadline) stop with the run.
+        let because = format!("canceled because workflow run task {} failed", c.task_id());
+        self.deps.subagents.cancel_below(c.engine(), c.task_id(), &because).await;
         if let Ok(st) = st {
             self.emit(RunEvent::Run {
                 run_id: st.run_id,
@@ -299,7 +303,7 @@ impl Workflows {
             if attempt > 0 {
                 tokio::time::sleep(step.retry.backoff).await;
             }
-            let run = self.execute(c, step, scope, child.take());
+            let run = self.execute(c, step, def.limits.tokens, scope, child.take());
             let result = match step.timeout {
                 Some(t) => match tokio::time::timeout(t, run).await {
                     Ok(r) => r,

@@ -27,11 +27,12 @@ fn text_of(v: Value) -> String {
 
 impl Workflows {
     /// One attempt of `step`. `child`: a task a previous attempt started
-    /// (before a restart).
+    /// (before a restart); `max_tokens`: the run's `limits.tokens`.
     pub(super) async fn execute(
         &self,
         c: &TaskControl,
         step: &Step,
+        max_tokens: Option<u64>,
         scope: &Scope,
         child: Option<String>,
     ) -> Result<Value, String> {
@@ -39,11 +40,12 @@ impl Workflows {
         match &step.kind {
             StepKind::Agent { prompt } => {
                 let input = text_of(r(prompt)?);
-                self.child_step(c, &step.id, self.deps.system_prompt.clone(), input, child).await
+                self.child_step(c, &step.id, (self.deps.system_prompt.clone(), input), max_tokens, child)
+                    .await
             }
             StepKind::Subagent { instruction, input, .. } => {
                 let (instruction, input) = (text_of(r(instruction)?), text_of(r(input)?));
-                self.child_step(c, &step.id, instruction, input, child).await
+                self.child_step(c, &step.id, (instruction, input), max_tokens, child).await
             }
             StepKind::Assign { values } => r(values),
             StepKind::Switch { cases, default } => {
@@ -81,8 +83,8 @@ impl Workflows {
         &self,
         c: &TaskControl,
         step: &str,
-        instruction: String,
-        input: String,
+        (instruction, input): (String, String),
+        max_tokens: Option<u64>,
         child: Option<String>,
     ) -> Result<Value, String> {
         let engine = c.engine();
@@ -104,6 +106,7 @@ impl Workflows {
                     input,
                     name: Some(CHILD_NAME.into()),
                     command: None,
+                    max_tokens,
                 };
                 let rec = self.deps.subagents.spawn(engine, spawn).await.map_err(|e| e.message)?;
                 let (sid, cid) = (step.to_owned(), rec.id().to_owned());
