@@ -38,6 +38,19 @@ async fn the_bound_principal_answers_and_strangers_are_refused() {
     assert_eq!(seen["status"]["message"]["parts"][0]["text"], "Ship v2?");
     expect_error(bot.op(B, "GetTask", json!({"id": task_id})).await, -32001);
     expect_error(answer(&bot, &task_id, json!({"data": {"ok": true}})).await, -32001);
+    // Seeing the task to answer it is not owning it.
+    let cancel = command("workflow.cancel", json!({"run": task_id}));
+    let push = json!({"taskId": task_id, "url": "https://example.com/hook"});
+    for (method, params) in [
+        ("CancelTask", json!({"id": task_id})),
+        ("SendMessage", cancel),
+        ("CreateTaskPushNotificationConfig", push),
+    ] {
+        let e = bob.op(B, method, params).await.expect_err(method);
+        assert_eq!(e.error["code"], -31403, "{method}: {}", e.error);
+        assert_eq!(e.reason().as_deref(), Some("PERMISSION_DENIED"), "{method}: {}", e.error);
+        assert!(e.error["message"].as_str().unwrap().contains("may answer the gate"), "{}", e.error);
+    }
     assert_eq!(
         task_state(&alice.ok(B, "GetTask", json!({"id": task_id})).await),
         "TASK_STATE_INPUT_REQUIRED"

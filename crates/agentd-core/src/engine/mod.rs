@@ -250,6 +250,26 @@ impl Engine {
         }
     }
 
+    /// A record the principal may act on as its owner (or an operator):
+    /// TaskNotFound when invisible, PermissionDenied when it sees the task
+    /// only to answer its gate.
+    pub(crate) async fn owned_record(
+        &self,
+        p: &Principal,
+        id: &str,
+        what: &str,
+    ) -> Result<TaskRecord, A2aError> {
+        let rec = self.visible_record(p, id).await?;
+        if !p.can_see(&rec.owner) {
+            return Err(A2aError::new(
+                ErrorKind::PermissionDenied,
+                format!("{} may answer the gate of task {id:?} but not {what} it", p.id),
+            )
+            .with_meta("taskId", id));
+        }
+        Ok(rec)
+    }
+
     /// Applies one change to a live task (used by agent runs).
     pub(crate) async fn apply_change(&self, id: &str, change: Change) -> Result<(), A2aError> {
         self.mutate(id, |rec, now| transition::apply(rec, change, now).map_err(refused)).await.map(|_| ())

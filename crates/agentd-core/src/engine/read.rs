@@ -124,8 +124,20 @@ impl Engine {
         self.visible_record(p, id).await
     }
 
+    /// [`Engine::task_record`] for acting on the task as its owner would
+    /// (`what`: "cancel", "signal"): a principal that sees the task only to
+    /// answer its gate gets PermissionDenied.
+    pub async fn owned_task_record(
+        &self,
+        p: &Principal,
+        id: &str,
+        what: &str,
+    ) -> Result<TaskRecord, A2aError> {
+        self.owned_record(p, id, what).await
+    }
+
     async fn cancel(&self, p: &Principal, id: &str, message: Option<Message>) -> Result<Task, A2aError> {
-        let rec = self.visible_record(p, id).await?;
+        let rec = self.owned_record(p, id, "cancel").await?;
         let answer = |rec: &TaskRecord| match rec.state() {
             TaskState::Canceled => Ok(view(rec, None, true)),
             s => Err(A2aError::new(

@@ -319,6 +319,7 @@ impl CommandHandler for Commands {
             "workflow.cancel" => {
                 let w = self.workflows()?;
                 let rec = w.find(p, engine, &arg(&args, "run")).await?;
+                engine.owned_task_record(p, rec.id(), "cancel").await?;
                 if !rec.state().is_terminal() {
                     let why = format!("canceled by {} (workflow.cancel)", p.id);
                     match engine.cancel_because(p, rec.id(), &why).await {
@@ -332,6 +333,7 @@ impl CommandHandler for Commands {
             "workflow.signal" => {
                 let w = self.workflows()?;
                 let rec = w.find(p, engine, &arg(&args, "run")).await?;
+                engine.owned_task_record(p, rec.id(), "signal").await?;
                 let data = args.get("data").cloned().unwrap_or(Value::Null);
                 w.signal(engine, &rec, &arg(&args, "signal"), data).await?
             }

@@ -108,8 +108,10 @@ impl Workflows {
             c,
             |s, _| {
                 s.answered = None;
+                let gate_open = s.gate.is_some();
                 for step in s.steps.values_mut() {
-                    if step.status == StepStatus::Running {
+                    let waits = step.status == StepStatus::Waiting && !gate_open;
+                    if step.status == StepStatus::Running || waits {
                         step.status = StepStatus::Pending;
                     }
                 }
@@ -143,7 +145,7 @@ impl Workflows {
             }
             let mut skip = Vec::new();
             for id in &ready {
-                if self.skipped(&def, &st, id)? {
+                if self.skipped(&def, &st, id, c.task_id())? {
                     skip.push(id.clone());
                 }
             }
@@ -180,7 +182,7 @@ impl Workflows {
 
     /// Whether a ready step is skipped: an arm a switch did not choose,
     /// a step all of whose dependencies were skipped, or a false guard.
-    fn skipped(&self, def: &Definition, st: &RunState, id: &str) -> Result<bool, Stop> {
+    fn skipped(&self, def: &Definition, st: &RunState, id: &str, task_id: &str) -> Result<bool, Stop> {
         let step = &def.steps[id];
         for dep in &step.depends_on {
             if let StepKind::Switch { cases, default } = &def.steps[dep].kind
@@ -200,7 +202,8 @@ impl Workflows {
         }
         if let Some(w) = &step.when {
             let guard = Guard::compile(w).map_err(|e| Stop::Fail(format!("step {id}: when: {e}")))?;
-            let holds = guard.eval(&st.scope("")).map_err(|e| Stop::Fail(format!("step {id}: when: {e}")))?;
+            let holds =
+                guard.eval(&st.scope(task_id)).map_err(|e| Stop::Fail(format!("step {id}: when: {e}")))?;
             return Ok(!holds);
         }
         Ok(false)

@@ -54,6 +54,7 @@ impl Workflows {
             escalate_ms: at(escalate_after.or(person.escalate_after)),
             escalated: false,
             timed_out: false,
+            announced: false,
         };
         let open = OpenGate {
             ask_schema: schema.clone(),
@@ -83,15 +84,38 @@ impl Workflows {
             action: "opened",
             channel: person.channel.clone().unwrap_or_default(),
         });
-        self.announce(c.task_id(), &st, schema.clone(), false).await;
+        self.first_announce(c, &st, schema.clone()).await;
         self.arm(c.engine().clone(), c.task_id().to_owned());
         Ok(())
     }
 
-    async fn announce(&self, task_id: &str, st: &RunState, ask_schema: Option<Value>, escalation: bool) {
-        let (Some(bridge), Some(gate)) = (&self.deps.bridge, &st.gate) else { return };
+    /// Announces a gate that opened and records that the bridge took it.
+    async fn first_announce(&self, c: &TaskControl, st: &RunState, ask_schema: Option<Value>) {
+        if self.announce(c.task_id(), st, ask_schema, false).await {
+            let _ = update(
+                c,
+                |s, _| {
+                    if let Some(g) = &mut s.gate {
+                        g.announced = true
+                    }
+                },
+                None,
+            )
+            .await;
+        }
+    }
+
+    /// Hands the gate to the bridge; true when it took it.
+    async fn announce(
+        &self,
+        task_id: &str,
+        st: &RunState,
+        ask_schema: Option<Value>,
+        escalation: bool,
+    ) -> bool {
+        let (Some(bridge), Some(gate)) = (&self.deps.bridge, &st.gate) else { return false };
         if gate.channel.is_empty() {
-            return;
+            return false;
         }
         let a = GateAnnouncement {
             task_id: task_id.to_owned(),
@@ -102,12 +126,17 @@ impl Workflows {
             escalation,
             answer_hint: format!("agentd answer {task_id} '<answer as JSON>'"),
         };
-        if let Err(e) = bridge.announce(a).await {
-            tracing::warn!(task = task_id, error = %e, "the gate could not be announced");
+        match bridge.announce(a).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(task = task_id, error = %e, "the gate could not be announced");
+                false
+            }
         }
     }
 
-    /// Arms the deadlines of the gates open now (at startup).
+    /// Arms the deadlines of the gates open now, and announces those the
+    /// bridge had not taken (at startup).
     pub async fn rearm_gates(self: &Arc<Self>, engine: &Engine) -> Result<usize, A2aError> {
         let waiting = engine
             .store()
@@ -117,6 +146,13 @@ impl Workflows {
         let mut n = 0;
         for rec in waiting {
             if rec.meta.link.as_ref().is_some_and(|l| l.kind == LinkKind::Run) && rec.meta.gate.is_some() {
+                if let Some((st, gate)) = open_gate_of(&rec)
+                    && !gate.announced
+                    && let Ok(c) = engine.control(rec.id()).await
+                {
+                    let schema = rec.meta.gate.as_ref().and_then(|g| g.ask_schema.clone());
+                    self.first_announce(&c, &st, schema).await;
+                }
                 self.arm(engine.clone(), rec.id().to_owned());
                 n += 1;
             }

@@ -72,6 +72,10 @@ pub struct GateState {
     /// The timeout passed with `fallback: wait`: the gate stays open.
     #[serde(default)]
     pub timed_out: bool,
+    /// The bridge took the announcement; until then a restart announces
+    /// the gate again.
+    #[serde(default)]
+    pub announced: bool,
 }
 
 impl RunState {
