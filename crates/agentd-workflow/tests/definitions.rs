@@ -68,6 +68,10 @@ fn refusals_name_the_step_and_the_field() {
     assert!(e[0].starts_with("steps.a.when:"), "{e:?}");
     let e = errors("steps:\n  a: {kind: agent, prompt: x, timeout: soon}\n  f: {kind: finish}\n");
     assert!(e[0].starts_with("steps.a.timeout:"), "{e:?}");
+    let e = errors(
+        "steps:\n  a: {kind: human, question: q, to: \"@human/x\", schema: {type: thing}}\n  f: {kind: finish}\n",
+    );
+    assert!(e[0].starts_with("steps.a.schema: is not a valid JSON Schema"), "{e:?}");
     let e = errors("stepz: {}\n");
     assert!(
         e.iter().any(|m| m.starts_with("stepz:")) && e.iter().any(|m| m == "steps: is required"),
