@@ -22,7 +22,7 @@ pub struct DefinitionError {
     pub message: String,
 }
 
-const TOP_KEYS: &[&str] = &["name", "description", "inputs", "outputs", "limits", "steps"];
+const TOP_KEYS: &[&str] = &["name", "description", "inputs", "limits", "steps"];
 const COMMON_KEYS: &[&str] = &["kind", "depends_on", "when", "timeout", "retry", "on_error", "description"];
 const KINDS: &[&str] =
     &["agent", "subagent", "human", "a2a.delegate", "assign", "switch", "parallel", "finish"];

@@ -119,16 +119,15 @@ impl Workflows {
             (rec.state() != TaskState::Working).then_some((TaskState::Working, None)),
         )
         .await?;
-        if let Some(step) = answered {
-            let channel = String::new();
+        if let Some(gate) = answered {
             self.emit(RunEvent::Gate {
                 run_id: st.run_id.clone(),
                 task_id: c.task_id().to_owned(),
-                step: step.clone(),
+                step: gate.step.clone(),
                 action: "answered",
-                channel,
+                channel: gate.channel,
             });
-            self.step_event(c, &st, &def, &step, "done");
+            self.step_event(c, &st, &def, &gate.step, "done");
         }
         loop {
             if c.cancelled().is_cancelled() {

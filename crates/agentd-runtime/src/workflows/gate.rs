@@ -309,8 +309,7 @@ impl GateKeeper for Workflows {
         let s = st.step_mut(&step);
         s.status = StepStatus::Done;
         s.output = value;
-        st.gate = None;
-        st.answered = Some(step);
+        st.answered = st.gate.take();
         rec.meta.gate = None;
         rec.meta.checkpoint = Some(st.to_value());
         Ok(())

@@ -32,7 +32,7 @@ pub struct RunState {
     pub signals: Map<String, Value>,
     /// A gate answered but not yet reported as an event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answered: Option<String>,
+    pub answered: Option<GateState>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

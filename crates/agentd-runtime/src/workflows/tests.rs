@@ -82,25 +82,37 @@ steps:
   done: {kind: finish, depends_on: away, output: "{{steps.away.output.n}}"}
 "#;
 
+const ADOPT: &str = r#"
+steps:
+  work: {kind: agent, prompt: "work"}
+  done: {kind: finish, depends_on: work, output: "{{steps.work.output}}"}
+"#;
+
 struct Setup {
     engine: Engine,
     bridge: Arc<Bridge>,
     peer: Arc<Peer>,
     workflows: Arc<Workflows>,
+    subagents: Arc<SubagentManager>,
 }
 
 fn setup() -> Setup {
+    setup_with(Vec::new())
+}
+
+fn setup_with(script: Vec<crate::model::ScriptStep>) -> Setup {
     let engine = Engine::new(
         Arc::new(MemoryStore::new()),
         Arc::new(crate::EchoAgent),
         Arc::new(NoPush),
         EngineConfig::default(),
     );
-    let model = Arc::new(ScriptedProvider::from_steps(Vec::new()));
+    let model = Arc::new(ScriptedProvider::from_steps(script));
     let subagents = SubagentManager::new(model, Limits::default(), SubagentLimits::default());
     let bridge = Arc::new(Bridge::default());
     let peer = Arc::new(Peer::default());
-    let defs = vec![parse("gate", DOC).unwrap(), parse("away", DELEGATE).unwrap()];
+    let defs =
+        vec![parse("gate", DOC).unwrap(), parse("away", DELEGATE).unwrap(), parse("adopt", ADOPT).unwrap()];
     let lead = Person {
         name: "lead".into(),
         channel: Some("ops".into()),
@@ -118,8 +130,8 @@ fn setup() -> Setup {
         },
     );
     workflows.install(&engine);
-    engine.add_observer(subagents);
-    Setup { engine, bridge, peer, workflows }
+    engine.add_observer(subagents.clone());
+    Setup { engine, bridge, peer, workflows, subagents }
 }
 
 fn alice() -> Principal {
@@ -185,4 +197,58 @@ async fn a_delegated_step_returns_the_peers_result_and_cancel_reaches_the_peer()
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     panic!("the cancel did not reach the peer");
+}
+
+#[tokio::test]
+async fn a_step_whose_subagent_finished_before_a_restart_takes_its_answer() {
+    let step = crate::model::ScriptStep { text: Some("from child".into()), ..Default::default() };
+    let s = setup_with(vec![step]);
+    let spawn = crate::subagents::Spawn {
+        owner: "user:alice".into(),
+        parent: None,
+        instruction: "You help.".into(),
+        input: "work".into(),
+        name: None,
+        command: None,
+        max_tokens: None,
+    };
+    let child = s.subagents.spawn(&s.engine, spawn).await.unwrap();
+    assert_eq!(settle(&s.engine, child.id()).await.state(), TaskState::Completed);
+    // A run as a restart finds it: step `work` running, its child done.
+    let def = parse("adopt", ADOPT).unwrap();
+    let task_id = agentd_proto::new_id();
+    let mut state = RunState {
+        run_id: run_id("adopt", &task_id),
+        workflow: "adopt".into(),
+        hash: def.hash.clone(),
+        source: def.source.clone(),
+        inputs: json!({}),
+        started_ms: 0,
+        deadline_ms: None,
+        executions: 1,
+        steps: Default::default(),
+        gate: None,
+        signals: Default::default(),
+        answered: None,
+    };
+    let work = state.step_mut("work");
+    work.status = agentd_workflow::StepStatus::Running;
+    work.child = Some(child.id().to_owned());
+    let start = agentd_core::StartTask {
+        owner: "user:alice".into(),
+        id: Some(task_id.clone()),
+        context_id: None,
+        input: agentd_proto::Message::agent_text("resume"),
+        meta: agentd_core::TaskMeta {
+            link: Some(agentd_core::TaskLink::new(agentd_core::LinkKind::Run, &state.run_id)),
+            checkpoint: Some(state.to_value()),
+            ..Default::default()
+        },
+        agent: None,
+    };
+    s.engine.start_task(start).await.unwrap();
+    let rec = settle(&s.engine, &task_id).await;
+    // The model has no step left: had the step run again, the run would fail.
+    assert_eq!(rec.state(), TaskState::Completed, "{:?}", rec.task.status);
+    assert_eq!(rec.task.artifacts.as_ref().unwrap()[0].parts[0], Part::text("from child"));
 }
