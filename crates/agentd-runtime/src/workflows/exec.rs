@@ -388,7 +388,7 @@ impl Workflows {
     }
 }
 
-fn deadline_reason(def: &Definition) -> String {
+pub(super) fn deadline_reason(def: &Definition) -> String {
     let d = def.limits.deadline.map(fmt_duration).unwrap_or_default();
     format!("the run passed its deadline of {d} (limits.deadline)")
 }

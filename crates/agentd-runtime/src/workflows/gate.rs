@@ -16,6 +16,13 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// What comes due while a gate is open.
+enum Due {
+    Escalate,
+    Timeout,
+    Deadline,
+}
+
 /// The principal value of a `!human` entry that means "operators only".
 const OPERATORS: &str = "operator";
 
@@ -175,27 +182,54 @@ impl Workflows {
             let Ok(c) = engine.control(&task_id).await else { return };
             let Ok(rec) = c.record().await else { return };
             let Some((st, gate)) = open_gate_of(&rec) else { return };
-            let escalate = gate.escalate_ms.filter(|_| !gate.escalated);
-            let timeout = gate.timeout_ms.filter(|_| !gate.timed_out);
-            let next = match (escalate, timeout) {
-                (Some(e), Some(t)) if e < t => (e, true),
-                (_, Some(t)) => (t, false),
-                (Some(e), None) => (e, true),
-                (None, None) => return,
+            let due = [
+                (gate.escalate_ms.filter(|_| !gate.escalated), Due::Escalate),
+                (gate.timeout_ms.filter(|_| !gate.timed_out), Due::Timeout),
+                (st.deadline_ms, Due::Deadline),
+            ];
+            let Some((at, what)) = due.into_iter().filter_map(|(t, d)| Some((t?, d))).min_by_key(|(t, _)| *t)
+            else {
+                return;
             };
-            let wait = Duration::from_millis((next.0 - now_ms()).max(0) as u64);
+            let wait = Duration::from_millis((at - now_ms()).max(0) as u64);
             tokio::time::sleep(wait).await;
             let Ok(rec) = c.record().await else { return };
             match open_gate_of(&rec) {
                 Some((_, now)) if now.step == gate.step && now.opened_ms == gate.opened_ms => {}
                 _ => return, // answered, canceled, or another gate
             }
-            let result =
-                if next.1 { self.escalate(&c, &rec).await } else { self.time_out(&c, &st, &gate).await };
+            let result = match what {
+                Due::Escalate => self.escalate(&c, &rec).await,
+                Due::Timeout => self.time_out(&c, &st, &gate).await,
+                Due::Deadline => self.past_deadline(&c, &st).await,
+            };
             if result.is_err() {
                 return;
             }
         }
+    }
+
+    /// The run's `limits.deadline` passed while it waited at a gate.
+    async fn past_deadline(&self, c: &TaskControl, st: &RunState) -> Result<(), Stop> {
+        let def = agentd_workflow::parse(&st.workflow, &st.source).map_err(|_| Stop::Gone)?;
+        let why = super::exec::deadline_reason(&def);
+        update(
+            c,
+            |s, meta| {
+                s.gate = None;
+                meta.gate = None;
+            },
+            Some((TaskState::Failed, Some(Message::agent_text(why.clone())))),
+        )
+        .await?;
+        self.emit(RunEvent::Run {
+            run_id: st.run_id.clone(),
+            task_id: c.task_id().to_owned(),
+            workflow: st.workflow.clone(),
+            state: "failed",
+            reason: Some(why),
+        });
+        Err(Stop::Gone) // the run is over: stop watching
     }
 
     async fn escalate(&self, c: &TaskControl, rec: &TaskRecord) -> Result<(), Stop> {

@@ -82,6 +82,13 @@ steps:
   done: {kind: finish, depends_on: away, output: "{{steps.away.output.n}}"}
 "#;
 
+const LATE: &str = r#"
+limits: {deadline: 1h}
+steps:
+  ask: {kind: human, question: "Go?", to: "@human/lead"}
+  done: {kind: finish, depends_on: ask}
+"#;
+
 const ADOPT: &str = r#"
 steps:
   work: {kind: agent, prompt: "work"}
@@ -111,8 +118,12 @@ fn setup_with(script: Vec<crate::model::ScriptStep>) -> Setup {
     let subagents = SubagentManager::new(model, Limits::default(), SubagentLimits::default());
     let bridge = Arc::new(Bridge::default());
     let peer = Arc::new(Peer::default());
-    let defs =
-        vec![parse("gate", DOC).unwrap(), parse("away", DELEGATE).unwrap(), parse("adopt", ADOPT).unwrap()];
+    let defs = vec![
+        parse("gate", DOC).unwrap(),
+        parse("away", DELEGATE).unwrap(),
+        parse("adopt", ADOPT).unwrap(),
+        parse("late", LATE).unwrap(),
+    ];
     let lead = Person {
         name: "lead".into(),
         channel: Some("ops".into()),
@@ -251,4 +262,22 @@ async fn a_step_whose_subagent_finished_before_a_restart_takes_its_answer() {
     // The model has no step left: had the step run again, the run would fail.
     assert_eq!(rec.state(), TaskState::Completed, "{:?}", rec.task.status);
     assert_eq!(rec.task.artifacts.as_ref().unwrap()[0].parts[0], Part::text("from child"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_waiting_at_a_gate_fails_at_its_deadline() {
+    let s = setup();
+    let rec = s.workflows.start(&alice(), &s.engine, "late", json!({})).await.unwrap();
+    assert_eq!(settle(&s.engine, rec.id()).await.state(), TaskState::InputRequired);
+    tokio::time::sleep(std::time::Duration::from_secs(59 * 60)).await;
+    let now = s.engine.task_record(&alice(), rec.id()).await.unwrap();
+    assert_eq!(now.state(), TaskState::InputRequired, "not yet");
+    tokio::time::sleep(std::time::Duration::from_secs(2 * 60)).await;
+    let end = s.engine.task_record(&alice(), rec.id()).await.unwrap();
+    assert_eq!(end.state(), TaskState::Failed);
+    assert_eq!(
+        end.task.status.message.as_ref().unwrap().text(),
+        "the run passed its deadline of 1h (limits.deadline)"
+    );
+    assert_eq!(end.meta.gate, None);
 }
