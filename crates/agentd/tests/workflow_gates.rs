@@ -55,6 +55,8 @@ async fn the_bound_principal_answers_and_strangers_are_refused() {
         task_state(&alice.ok(B, "GetTask", json!({"id": task_id})).await),
         "TASK_STATE_INPUT_REQUIRED"
     );
+    let sub = bob.stream(B, "SubscribeToTask", json!({"id": task_id})).await.refused().await;
+    assert_eq!(sub.error["code"], -31403, "{}", sub.error);
     // Bob answers; the run is still alice's, and bob's view ends with the gate.
     let done = task(&answer(&bob, &task_id, json!({"data": {"ok": true}})).await.unwrap());
     let done = if task_state(&done) == "TASK_STATE_COMPLETED" {

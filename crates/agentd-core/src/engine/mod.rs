@@ -261,11 +261,7 @@ impl Engine {
     ) -> Result<TaskRecord, A2aError> {
         let rec = self.visible_record(p, id).await?;
         if !p.can_see(&rec.owner) {
-            return Err(A2aError::new(
-                ErrorKind::PermissionDenied,
-                format!("{} may answer the gate of task {id:?} but not {what} it", p.id),
-            )
-            .with_meta("taskId", id));
+            return Err(answerer_only(p, id, what));
         }
         Ok(rec)
     }
@@ -482,6 +478,16 @@ fn push_body(e: &StreamResponse) -> String {
         other => other,
     };
     serde_json::to_string(e).unwrap_or_default()
+}
+
+/// Refuses what only the owner (or an operator) may do to a principal
+/// that sees the task to answer its gate.
+pub(crate) fn answerer_only(p: &Principal, id: &str, what: &str) -> A2aError {
+    A2aError::new(
+        ErrorKind::PermissionDenied,
+        format!("{} may answer the gate of task {id:?} but not {what} it", p.id),
+    )
+    .with_meta("taskId", id)
 }
 
 pub(crate) fn internal(e: impl std::fmt::Display) -> A2aError {

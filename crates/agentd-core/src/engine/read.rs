@@ -205,6 +205,10 @@ impl Engine {
             if !st.record.visible_to(p) {
                 return Err(A2aError::task_not_found(&req.id));
             }
+            if !p.can_see(&st.record.owner) {
+                // Answering a gate is no licence to follow the whole task.
+                return Err(super::answerer_only(p, &req.id, "subscribe to"));
+            }
             return Ok(super::TaskEvents::new(
                 self,
                 view(&st.record, None, true),
