@@ -40,10 +40,12 @@ async fn the_bound_principal_answers_and_strangers_are_refused() {
     expect_error(answer(&bot, &task_id, json!({"data": {"ok": true}})).await, -32001);
     // Seeing the task to answer it is not owning it.
     let cancel = command("workflow.cancel", json!({"run": task_id}));
+    let read = command("workflow.status", json!({"run": task_id}));
     let push = json!({"taskId": task_id, "url": "https://example.com/hook"});
     for (method, params) in [
         ("CancelTask", json!({"id": task_id})),
         ("SendMessage", cancel),
+        ("SendMessage", read),
         ("CreateTaskPushNotificationConfig", push),
     ] {
         let e = bob.op(B, method, params).await.expect_err(method);
@@ -235,5 +237,23 @@ async fn canceling_a_run_cancels_the_subagent_of_its_step() {
         }
         assert!(Instant::now() < deadline, "the step's subagent was not canceled: {page}");
         tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[tokio::test]
+async fn of_two_answers_at_once_exactly_one_is_taken() {
+    let (s, _doc) = daemon(Some(&doc(&[("review", REVIEW)], "operator")), json!([]), false);
+    for _ in 0..5 {
+        let t = id(&run(&s.d, "review", json!({"what": "race"})).await);
+        let (a, b) = tokio::join!(
+            answer(&s.d, &t, json!({"data": {"ok": true}})),
+            answer(&s.d, &t, json!({"data": {"ok": false}})),
+        );
+        let taken: Vec<bool> = [&a, &b].iter().map(|r| r.is_ok()).collect();
+        assert_eq!(taken.iter().filter(|x| **x).count(), 1, "{a:?} {b:?}");
+        let refused = if a.is_ok() { b.unwrap_err() } else { a.unwrap_err() };
+        assert_eq!(refused.error["code"], -32004, "{}", refused.error);
+        let done = wait_state(&s.d, &t, "TASK_STATE_COMPLETED", 10).await;
+        assert_eq!(result_part(&done)["data"], json!(taken[0]), "the answer taken is the one that counts");
     }
 }

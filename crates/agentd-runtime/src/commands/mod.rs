@@ -314,7 +314,8 @@ impl CommandHandler for Commands {
             }
             "workflow.status" => {
                 let w = self.workflows()?;
-                w.status(&w.find(p, engine, &arg(&args, "run")).await?)
+                let rec = w.find(p, engine, &arg(&args, "run")).await?;
+                w.status(&engine.owned_task_record(p, rec.id(), "read the status of").await?)
             }
             "workflow.cancel" => {
                 let w = self.workflows()?;
