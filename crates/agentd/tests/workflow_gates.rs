@@ -251,7 +251,10 @@ async fn of_two_answers_at_once_exactly_one_is_taken() {
         );
         let taken: Vec<bool> = [&a, &b].iter().map(|r| r.is_ok()).collect();
         assert_eq!(taken.iter().filter(|x| **x).count(), 1, "{a:?} {b:?}");
-        let refused = if a.is_ok() { b.unwrap_err() } else { a.unwrap_err() };
+        let refused = match (a, b) {
+            (Err(e), _) | (_, Err(e)) => e,
+            _ => unreachable!("one was refused"),
+        };
         assert_eq!(refused.error["code"], -32004, "{}", refused.error);
         let done = wait_state(&s.d, &t, "TASK_STATE_COMPLETED", 10).await;
         assert_eq!(result_part(&done)["data"], json!(taken[0]), "the answer taken is the one that counts");
