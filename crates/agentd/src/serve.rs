@@ -87,6 +87,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     }]);
     let mut skills = vec![agentd_server::card::chat_skill()];
     skills.extend(commands::skills());
+    skills.extend(workflows.catalog().skills());
     let card = CardService::new(
         CardConfig {
             name: "agentd".into(),

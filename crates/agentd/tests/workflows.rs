@@ -128,6 +128,10 @@ async fn the_demo_gate_takes_a_typed_answer_to_the_next_step() {
     let t = run(&s.d, "demo", json!({})).await;
     assert_eq!(task_state(&t), "TASK_STATE_INPUT_REQUIRED", "{t}");
     assert_eq!(t["status"]["message"]["role"], "ROLE_AGENT");
+    let card: Value =
+        reqwest::get(format!("{}/.well-known/agent-card.json", s.d.url)).await.unwrap().json().await.unwrap();
+    let skill = card["skills"].as_array().unwrap().iter().find(|k| k["id"] == "workflow:demo");
+    assert!(skill.is_some_and(|k| k["description"].as_str().unwrap().contains("workflow.run")), "{card}");
     assert!(t["status"]["message"]["parts"][0]["text"].as_str().unwrap().contains("Approve the demo run?"));
     let task_id = id(&t);
     let st = status(&s.d, &task_id).await;

@@ -91,6 +91,25 @@ impl Catalog {
     pub fn person(&self, name: &str) -> Option<&Person> {
         self.people.get(name)
     }
+
+    /// One card skill per workflow: how to start it.
+    pub fn skills(&self) -> Vec<agentd_proto::AgentSkill> {
+        self.definitions
+            .values()
+            .map(|d| agentd_proto::AgentSkill {
+                id: format!("workflow:{}", d.name),
+                name: format!("Workflow {}", d.name),
+                description: format!(
+                    "{} Start it with the command {{\"agentd\": {{\"op\": \"workflow.run\", \"workflow\": \"{}\", \"inputs\": {{…}}}}}}.",
+                    d.description.as_deref().unwrap_or("A workflow of this agent."),
+                    d.name
+                ),
+                tags: vec!["workflow".into()],
+                input_modes: vec!["application/json".into()],
+                ..agentd_proto::AgentSkill::default()
+            })
+            .collect()
+    }
 }
 
 /// What runs use besides the engine.
