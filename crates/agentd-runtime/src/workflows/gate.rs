@@ -92,7 +92,7 @@ impl Workflows {
             channel: person.channel.clone().unwrap_or_default(),
         });
         self.first_announce(c, &st, schema.clone()).await;
-        self.arm(c.engine().clone(), c.task_id().to_owned());
+        self.arm(c.engine().clone(), c.task_id().to_owned(), now);
         Ok(())
     }
 
@@ -153,14 +153,14 @@ impl Workflows {
         let mut n = 0;
         for rec in waiting {
             if rec.meta.link.as_ref().is_some_and(|l| l.kind == LinkKind::Run) && rec.meta.gate.is_some() {
-                if let Some((st, gate)) = open_gate_of(&rec)
-                    && !gate.announced
+                let Some((st, gate)) = open_gate_of(&rec) else { continue };
+                if !gate.announced
                     && let Ok(c) = engine.control(rec.id()).await
                 {
                     let schema = rec.meta.gate.as_ref().and_then(|g| g.ask_schema.clone());
                     self.first_announce(&c, &st, schema).await;
                 }
-                self.arm(engine.clone(), rec.id().to_owned());
+                self.arm(engine.clone(), rec.id().to_owned(), gate.opened_ms);
                 n += 1;
             }
         }
@@ -169,11 +169,18 @@ impl Workflows {
 
     /// Watches the gate open on `task_id` until it closes: re-announces
     /// at `escalate_after`, applies the fallback at `timeout`.
-    fn arm(&self, engine: Engine, task_id: String) {
+    /// One watcher per gate (task and opening time): a gate opened while
+    /// recovery also arms the gates it finds is watched once.
+    fn arm(&self, engine: Engine, task_id: String, opened_ms: i64) {
+        let key = (task_id, opened_ms);
+        if !self.watching.insert(key.clone()) {
+            return;
+        }
         let this = self.me.upgrade();
         tokio::spawn(async move {
             let Some(this) = this else { return };
-            this.watch(engine, task_id).await;
+            this.watch(engine, key.0.clone()).await;
+            this.watching.remove(&key);
         });
     }
 

@@ -130,11 +130,13 @@ pub struct Workflows {
     deps: WorkflowDeps,
     /// To hand gate watchers an owned handle.
     me: Weak<Workflows>,
+    /// The gates being watched for their deadlines: (task id, opened at).
+    watching: dashmap::DashSet<(String, i64)>,
 }
 
 impl Workflows {
     pub fn new(catalog: Catalog, deps: WorkflowDeps) -> Arc<Self> {
-        Arc::new_cyclic(|me| Self { catalog, deps, me: me.clone() })
+        Arc::new_cyclic(|me| Self { catalog, deps, me: me.clone(), watching: Default::default() })
     }
 
     pub fn catalog(&self) -> &Catalog {

@@ -169,11 +169,14 @@ async fn a_gate_is_announced_escalated_and_timed_out() {
         assert!(!sent[0].escalation);
         assert_eq!(sent[0].run_id.as_deref(), rec.meta.link.as_ref().map(|l| l.id.as_str()));
     }
+    // As at a restart: the gate is watched once, and announced once.
+    assert_eq!(s.workflows.rearm_gates(&s.engine).await.unwrap(), 1);
+    assert_eq!(s.bridge.0.lock().unwrap().len(), 1, "the bridge took it already");
     // Paused time runs ahead to the escalation, then to the timeout.
     tokio::time::sleep(std::time::Duration::from_secs(31 * 60)).await;
     {
         let sent = s.bridge.0.lock().unwrap();
-        assert_eq!(sent.len(), 2, "re-announced");
+        assert_eq!(sent.len(), 2, "re-announced, once");
         assert!(sent[1].escalation);
     }
     let now = s.engine.task_record(&alice(), rec.id()).await.unwrap();
