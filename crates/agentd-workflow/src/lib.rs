@@ -7,8 +7,10 @@
 mod dag;
 mod def;
 mod duration;
+mod fields;
 mod guard;
 mod parse;
+mod step;
 mod template;
 
 pub use dag::{StepStatus, ready_steps};

@@ -8,8 +8,8 @@ use super::Workflows;
 use super::events::RunEvent;
 use super::state::{RunState, now_ms};
 use agentd_core::{TaskControl, TaskMeta};
-use agentd_proto::{Artifact, Message, Part, TaskState, new_id};
-use agentd_workflow::{Definition, ErrorPolicy, FinishStatus, Guard, StepKind, StepStatus, ready_steps};
+use agentd_proto::{Message, TaskState};
+use agentd_workflow::{Definition, ErrorPolicy, Guard, StepKind, StepStatus, ready_steps};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use serde_json::Value;
@@ -77,7 +77,14 @@ impl Workflows {
         }
     }
 
-    fn step_event(&self, c: &TaskControl, st: &RunState, def: &Definition, id: &str, status: &'static str) {
+    pub(super) fn step_event(
+        &self,
+        c: &TaskControl,
+        st: &RunState,
+        def: &Definition,
+        id: &str,
+        status: &'static str,
+    ) {
         let error = st.steps.get(id).and_then(|s| s.error.clone());
         self.emit(RunEvent::Step {
             run_id: st.run_id.clone(),
@@ -328,63 +335,6 @@ impl Workflows {
             last = format!("{last} (after {} attempts)", step.retry.max + 1);
         }
         Err(last)
-    }
-
-    /// Ends the run at a `finish` step: the result artifact, then the
-    /// terminal state, committed in that order.
-    async fn finish(&self, c: &TaskControl, def: &Definition, st: &RunState, id: &str) -> Result<(), Stop> {
-        let StepKind::Finish { status, output, reason } = &def.steps[id].kind else { return Ok(()) };
-        let scope = st.scope(c.task_id());
-        let output = agentd_workflow::render(output, &scope)
-            .map_err(|e| Stop::Fail(format!("step {id}: output: {e}")))?;
-        let part = match &output {
-            Value::String(s) => Part::text(s.clone()),
-            other => Part::data(other.clone()),
-        };
-        let artifact = Artifact {
-            artifact_id: new_id(),
-            name: "result".into(),
-            parts: vec![part],
-            ..Artifact::default()
-        };
-        c.artifact(artifact, false, true).await?;
-        let (state, text, word) = match status {
-            FinishStatus::Completed => {
-                (TaskState::Completed, format!("workflow {} finished", st.workflow), "completed")
-            }
-            FinishStatus::Failed => {
-                let why = match reason {
-                    Some(r) => match agentd_workflow::render(r, &scope) {
-                        Ok(Value::String(s)) => s,
-                        Ok(v) => v.to_string(),
-                        Err(e) => e,
-                    },
-                    None => format!("workflow {} finished as failed at step {id}", st.workflow),
-                };
-                (TaskState::Failed, why, "failed")
-            }
-        };
-        let sid = id.to_owned();
-        let st = update(
-            c,
-            move |s, meta| {
-                let step = s.step_mut(&sid);
-                step.status = StepStatus::Done;
-                step.output = output;
-                meta.gate = None;
-            },
-            Some((state, Some(Message::agent_text(text.clone())))),
-        )
-        .await?;
-        self.step_event(c, &st, def, id, "done");
-        self.emit(RunEvent::Run {
-            run_id: st.run_id.clone(),
-            task_id: c.task_id().to_owned(),
-            workflow: st.workflow.clone(),
-            state: word,
-            reason: (state == TaskState::Failed).then_some(text),
-        });
-        Ok(())
     }
 }
 

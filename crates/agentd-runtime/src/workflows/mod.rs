@@ -9,7 +9,9 @@
 //! question; the answer is a message naming the task, checked by the
 //! [`GateKeeper`] half of [`Workflows`] before the engine commits it.
 
+mod answer;
 mod exec;
+mod finish;
 mod gate;
 mod ids;
 mod ops;
