@@ -275,3 +275,29 @@ async fn a_signal_reaches_the_steps_after_it() {
     let late = command("workflow.signal", json!({"run": t, "signal": "go"}));
     expect_error(s.d.op(B, "SendMessage", late).await, -32004);
 }
+
+#[tokio::test]
+async fn a_streamed_run_shows_each_state_and_its_result() {
+    let (s, _doc) = daemon(None, json!([{"text": "Declined, noted."}, {"text": "Declined, noted."}]), false);
+    for b in BINDINGS {
+        let mut ev =
+            s.d.stream(b, "SendStreamingMessage", command("workflow.run", json!({"workflow": "demo"}))).await;
+        let events = ev.collect().await;
+        let states: Vec<&str> = events.iter().filter_map(state).collect();
+        assert_eq!(
+            states.last(),
+            Some(&"TASK_STATE_INPUT_REQUIRED"),
+            "{b:?}: the stream ends at the gate: {events:?}"
+        );
+        let task_id = events[0]["task"]["id"].as_str().unwrap().to_owned();
+        let answer = json!({"message": {"messageId": uid("a"), "role": "ROLE_USER", "taskId": task_id,
+            "parts": [{"data": {"approve": false}}]}});
+        let events = s.d.stream(b, "SendStreamingMessage", answer).await.collect().await;
+        let states: Vec<&str> = events.iter().filter_map(state).collect();
+        assert_eq!(states.first(), Some(&"TASK_STATE_WORKING"), "{b:?}: {events:?}");
+        assert_eq!(states.last(), Some(&"TASK_STATE_COMPLETED"), "{b:?}: {events:?}");
+        let result = events.iter().find(|e| kind(e) == "artifactUpdate").expect("the result artifact");
+        assert_eq!(result["artifactUpdate"]["artifact"]["name"], "result");
+        assert_eq!(result["artifactUpdate"]["artifact"]["parts"][0]["text"], "Declined, noted.");
+    }
+}
