@@ -60,12 +60,10 @@ async fn the_bound_principal_answers_and_strangers_are_refused() {
     let sub = bob.stream(B, "SubscribeToTask", json!({"id": task_id})).await.refused().await;
     assert_eq!(sub.error["code"], -31403, "{}", sub.error);
     // Bob answers; the run is still alice's, and bob's view ends with the gate.
-    let done = task(&answer(&bob, &task_id, json!({"data": {"ok": true}})).await.unwrap());
-    let done = if task_state(&done) == "TASK_STATE_COMPLETED" {
-        done
-    } else {
-        wait_state(&alice, &task_id, "TASK_STATE_COMPLETED", 20).await
-    };
+    let seen = task(&answer(&bob, &task_id, json!({"data": {"ok": true}})).await.unwrap());
+    assert_eq!(task_state(&seen), "TASK_STATE_WORKING", "bob sees the task as his answer left it: {seen}");
+    assert_eq!(seen["artifacts"], json!([]), "and not its result: {seen}");
+    let done = wait_state(&alice, &task_id, "TASK_STATE_COMPLETED", 20).await;
     assert_eq!(result_part(&done)["data"], json!(true));
     expect_error(bob.op(B, "GetTask", json!({"id": task_id})).await, -32001);
     let mine = alice.ok(B, "ListTasks", json!({})).await;

@@ -53,7 +53,10 @@ impl Engine {
         let cfg = req.configuration.clone().unwrap_or_default();
         match self.send(p, req, true).await? {
             SendOutcome::Message(m) => Ok(SendMessageResponse::Message(m)),
-            SendOutcome::Task(events) => {
+            SendOutcome::Task(mut events) => {
+                if let Some(snapshot) = events.take_snapshot() {
+                    return Ok(SendMessageResponse::Task(snapshot));
+                }
                 let id = events.task_id().to_owned();
                 if cfg.return_immediately {
                     drop(events);
@@ -329,12 +332,16 @@ impl Engine {
                     return Err(e);
                 }
             };
-            let events = TaskEvents::new(
+            let mut events = TaskEvents::new(
                 self,
                 super::read::view(&rec, cfg.history_length, true),
                 slot.tx.subscribe(),
                 close_on_interrupt,
             );
+            if !p.can_see(&rec.owner) {
+                // A gate's answerer sees the task as its answer left it.
+                events = events.snapshot_only();
+            }
             let mut input = msg;
             input.context_id.clone_from(&rec.task.context_id);
             if running {

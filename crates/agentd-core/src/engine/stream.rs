@@ -16,6 +16,9 @@ pub struct TaskEvents {
     rx: broadcast::Receiver<Event>,
     close_on_interrupt: bool,
     done: bool,
+    /// Ends after the first snapshot (for a gate's answerer, who may not
+    /// follow the task past its answer).
+    snapshot_only: bool,
 }
 
 impl TaskEvents {
@@ -26,7 +29,26 @@ impl TaskEvents {
         close_on_interrupt: bool,
     ) -> Self {
         let engine = Some(engine.clone());
-        Self { engine, task_id: first.id.clone(), first: Some(first), rx, close_on_interrupt, done: false }
+        Self {
+            engine,
+            task_id: first.id.clone(),
+            first: Some(first),
+            rx,
+            close_on_interrupt,
+            done: false,
+            snapshot_only: false,
+        }
+    }
+
+    /// This stream ends after its first event, the snapshot.
+    pub(crate) fn snapshot_only(mut self) -> Self {
+        self.snapshot_only = true;
+        self
+    }
+
+    /// The snapshot, if this stream yields only that.
+    pub(crate) fn take_snapshot(&mut self) -> Option<Task> {
+        if self.snapshot_only { self.first.take() } else { None }
     }
 
     pub fn task_id(&self) -> &str {
@@ -38,7 +60,9 @@ impl TaskEvents {
     pub async fn next(&mut self) -> Option<Result<Event, A2aError>> {
         if let Some(t) = self.first.take() {
             let state = t.status.state;
-            self.done = state.is_terminal() || (self.close_on_interrupt && state.is_interrupted());
+            self.done = self.snapshot_only
+                || state.is_terminal()
+                || (self.close_on_interrupt && state.is_interrupted());
             return Some(Ok(Arc::new(StreamResponse::Task(t))));
         }
         if self.done {
