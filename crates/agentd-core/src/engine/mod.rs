@@ -186,18 +186,20 @@ impl Engine {
             .tasks_in_states(&[TaskState::Submitted, TaskState::Working])
             .await
             .map_err(internal)?;
-        let mut failed = 0;
-        for rec in stale {
-            if rec.meta.link.as_ref().is_some_and(|l| self.has_link_agent(l.kind)) {
-                self.resume(rec.id()).await?;
-                continue;
-            }
+        let (resumable, lost): (Vec<_>, Vec<_>) = stale
+            .into_iter()
+            .partition(|rec| rec.meta.link.as_ref().is_some_and(|l| self.has_link_agent(l.kind)));
+        // The lost ones fail first: a resumed run then finds the tasks it
+        // had started (a step's subagent) already settled.
+        for rec in &lost {
             let why = "agentd restarted while this task was running; its work could not be resumed";
             let change = Change::Status { state: TaskState::Failed, message: Some(Message::agent_text(why)) };
             self.apply_change(rec.id(), change).await?;
-            failed += 1;
         }
-        Ok(failed)
+        for rec in &resumable {
+            self.resume(rec.id()).await?;
+        }
+        Ok(lost.len())
     }
 
     /// Starts a run again on a task that was running at a restart; its
