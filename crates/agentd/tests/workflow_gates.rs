@@ -162,7 +162,7 @@ steps:
 
 #[tokio::test]
 async fn a_run_killed_in_a_step_and_at_a_gate_resumes_and_finishes() {
-    let slow = json!([{"text": "work done", "delay_ms": 1500}]);
+    let slow = json!([{"text": "work done", "delay_ms": 3000}]);
     let (mut s, _doc) = daemon(Some(&doc(&[("work", WORK)], "operator")), slow, false);
     let t = task(
         &s.d.ok(
