@@ -23,6 +23,21 @@ impl PushUrlPolicy for NoPush {
     }
 }
 
+/// Records every run event as `kind:what` (`gate:opened`, `step:done`).
+#[derive(Default)]
+struct Feed(Mutex<Vec<String>>);
+
+impl RunEventSink for Feed {
+    fn emit(&self, e: &RunEvent) {
+        let what = match e {
+            RunEvent::Run { state, .. } => format!("run:{state}"),
+            RunEvent::Step { step, status, .. } => format!("step:{step}:{status}"),
+            RunEvent::Gate { action, .. } => format!("gate:{action}"),
+        };
+        self.0.lock().unwrap().push(what);
+    }
+}
+
 #[derive(Default)]
 struct Bridge(Mutex<Vec<GateAnnouncement>>);
 
@@ -101,6 +116,7 @@ struct Setup {
     peer: Arc<Peer>,
     workflows: Arc<Workflows>,
     subagents: Arc<SubagentManager>,
+    feed: Arc<Feed>,
 }
 
 fn setup() -> Setup {
@@ -118,6 +134,7 @@ fn setup_with(script: Vec<crate::model::ScriptStep>) -> Setup {
     let subagents = SubagentManager::new(model, Limits::default(), SubagentLimits::default());
     let bridge = Arc::new(Bridge::default());
     let peer = Arc::new(Peer::default());
+    let feed = Arc::new(Feed::default());
     let defs = vec![
         parse("gate", DOC).unwrap(),
         parse("away", DELEGATE).unwrap(),
@@ -137,12 +154,12 @@ fn setup_with(script: Vec<crate::model::ScriptStep>) -> Setup {
             system_prompt: "You help.".into(),
             bridge: Some(bridge.clone()),
             delegator: Some(peer.clone()),
-            events: None,
+            events: Some(feed.clone()),
         },
     );
     workflows.install(&engine);
     engine.add_observer(subagents.clone());
-    Setup { engine, bridge, peer, workflows, subagents }
+    Setup { engine, bridge, peer, workflows, subagents, feed }
 }
 
 fn alice() -> Principal {
@@ -187,6 +204,11 @@ async fn a_gate_is_announced_escalated_and_timed_out() {
     assert_eq!(end.meta.gate, None, "the gate closed with the run");
     let why = end.task.status.message.as_ref().unwrap().text();
     assert_eq!(why, "step ask: nobody answered within 2h (timeout, fallback: fail)");
+    assert_eq!(
+        *s.feed.0.lock().unwrap(),
+        ["run:started", "gate:opened", "gate:escalated", "gate:timed_out", "run:failed"],
+        "the feed tells the story, each event once"
+    );
 }
 
 #[tokio::test]
@@ -198,6 +220,10 @@ async fn a_delegated_step_returns_the_peers_result_and_cancel_reaches_the_peer()
     let result = &rec.task.artifacts.as_ref().unwrap()[0];
     assert_eq!(result.parts[0], Part::data(json!(7)));
     assert_eq!(s.peer.asked.lock().unwrap()[0], "count for done");
+    assert_eq!(
+        *s.feed.0.lock().unwrap(),
+        ["run:started", "step:away:running", "step:away:done", "step:done:done", "run:completed"]
+    );
 
     let rec = s.workflows.start(&alice(), &s.engine, "away", json!({"peer": "slow"})).await.unwrap();
     while s.peer.asked.lock().unwrap().len() < 2 {
