@@ -301,3 +301,44 @@ async fn a_streamed_run_shows_each_state_and_its_result() {
         assert_eq!(result["artifactUpdate"]["artifact"]["parts"][0]["text"], "Declined, noted.");
     }
 }
+
+const HELPERS: &str = r#"
+steps:
+  research:
+    kind: subagent
+    instruction: "You research {{inputs.topic}}."
+    input: "Find one fact."
+    retry: {max: 1, backoff: 10ms}
+  write:
+    kind: agent
+    depends_on: research
+    prompt: "Write it up: {{steps.research.output}}"
+  done: {kind: finish, depends_on: write, output: {fact: "{{steps.research.output}}", text: "{{steps.write.output}}"}}
+"#;
+
+#[tokio::test]
+async fn subagent_and_agent_steps_get_their_instruction_and_a_failed_attempt_is_retried() {
+    let steps = json!([
+        {"error": {"status": 503, "message": "busy"}},
+        {"text": "Owls can rotate their heads 270 degrees."},
+        {"text": "Owls turn their heads far."},
+    ]);
+    let (s, _doc) = daemon(Some(&doc(&[("helpers", HELPERS)], "operator")), steps, false);
+    let t = run(&s.d, "helpers", json!({"topic": "owls"})).await;
+    assert_eq!(task_state(&t), "TASK_STATE_COMPLETED", "{t}");
+    assert_eq!(
+        result_part(&t)["data"],
+        json!({"fact": "Owls can rotate their heads 270 degrees.", "text": "Owls turn their heads far."})
+    );
+    let reqs = s.recorded();
+    assert_eq!(reqs.len(), 3, "a failed attempt, the retry, the agent step");
+    for r in &reqs[..2] {
+        assert_eq!(r["messages"][0], json!({"role": "system", "content": "You research owls."}));
+        assert_eq!(r["messages"][1], json!({"role": "user", "content": "Find one fact."}));
+    }
+    let system = reqs[2]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("You run workflows."), "the agent's own instruction: {system}");
+    assert_eq!(reqs[2]["messages"][1]["content"], "Write it up: Owls can rotate their heads 270 degrees.");
+    let st = status(&s.d, &id(&t)).await;
+    assert_eq!(st["steps"]["research"]["status"], "done", "{st}");
+}
