@@ -15,7 +15,11 @@ pub fn catalog(doc: &Document) -> Result<Catalog, Vec<String>> {
         lines.insert(w.name.clone(), w.line);
         match agentd_workflow::parse(&w.name, &w.body.yaml) {
             Ok(d) => definitions.push(d),
-            Err(es) => errors.extend(es.iter().map(|e| format!("{}: {e}", w.body.line.max(w.line)))),
+            Err(es) => {
+                let start = w.body.line.max(w.line);
+                errors
+                    .extend(es.iter().map(|e| format!("{}: {e}", start + offset_of(&w.body.yaml, &e.field))))
+            }
         }
     }
     let mut people = Vec::new();
@@ -46,4 +50,14 @@ pub fn catalog(doc: &Document) -> Result<Catalog, Vec<String>> {
             })
             .collect()
     })
+}
+
+/// The line (from 0) of the body where the step a field names is written
+/// (`steps.ask.to` → the line `  ask:`), else 0.
+fn offset_of(yaml: &str, field: &str) -> usize {
+    let Some(id) = field.strip_prefix("steps.").map(|r| r.split(['.', '[']).next().unwrap_or(r)) else {
+        return 0;
+    };
+    let key = format!("{id}:");
+    yaml.lines().position(|l| l.starts_with(' ') && l.trim_start().starts_with(&key)).unwrap_or(0)
 }

@@ -118,5 +118,8 @@ fn workflows_are_checked_and_their_problems_name_line_step_and_field() {
     );
     std::fs::write(&doc, source.replace("depends_on: [zz]", "timeout: soon")).unwrap();
     let err = text(&check(&[path(&doc), "--all-grants"]).stderr);
-    assert!(err.contains("7: workflow \"w\": steps.a.timeout: \"soon\" is not a duration"), "{err}");
+    assert!(
+        err.contains("8: workflow \"w\": steps.a.timeout: \"soon\" is not a duration"),
+        "the step's line: {err}"
+    );
 }
