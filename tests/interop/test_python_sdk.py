@@ -17,6 +17,8 @@ from collections.abc import AsyncIterator, AsyncIterable
 import httpx
 import pytest
 
+from google.protobuf import json_format, struct_pb2
+
 from a2a.client import A2ACardResolver, Client, ClientConfig, create_client
 from a2a.client.transports.jsonrpc import JsonRpcTransport
 from a2a.client.transports.rest import RestTransport
@@ -346,3 +348,42 @@ async def test_push_config_crud(tck_client: Client) -> None:
         ListTaskPushNotificationConfigsRequest(task_id=task.id)))
     assert list(listed.configs) == []
     await bounded(tck_client.cancel_task(CancelTaskRequest(id=task.id)))
+
+
+# --------------------------------------------------------------------------- workflows
+
+def data_message(data: dict, **kw) -> Message:
+    value = struct_pb2.Value()
+    json_format.ParseDict(data, value)
+    return Message(role=Role.ROLE_USER, message_id=f'interop-{uuid.uuid4()}', parts=[Part(data=value)], **kw)
+
+
+async def test_workflow_run_and_its_gate(client: Client) -> None:
+    """The built-in `demo` run: started by the command op, answered at its gate."""
+    task = await send_task(client, data_message({'agentd': {'op': 'workflow.run', 'workflow': 'demo'}}))
+    assert task.status.state == INPUT_REQUIRED
+    assert 'Approve the demo run?' in text_of(task.status.message.parts)
+
+    with pytest.raises(InvalidParamsError, match='answer.approve'):
+        await send(client, data_message({'approve': 'yes'}, task_id=task.id))
+    still = await bounded(client.get_task(GetTaskRequest(id=task.id)))
+    assert still.status.state == INPUT_REQUIRED
+
+    ev = await send(client, data_message({'approve': True, 'note': 'from python'}, task_id=task.id))
+    assert kind(ev) == 'task', ev
+    done = ev.task
+    if done.status.state != COMPLETED:
+        done = await bounded(poll_until(client, task.id, COMPLETED))
+    [result] = [a for a in done.artifacts if a.name == 'result']
+    # The echo model repeats the agent step's prompt, which holds the typed
+    # answer (a protobuf Struct: its members in any order).
+    said = text_of(result.parts)
+    assert '"approve":true' in said and '"note":"from python"' in said, said
+
+
+async def poll_until(client: Client, task_id: str, state) -> Task:
+    while True:
+        t = await client.get_task(GetTaskRequest(id=task_id))
+        if t.status.state == state:
+            return t
+        await asyncio.sleep(0.05)

@@ -90,6 +90,26 @@ impl TaskControl {
     pub async fn artifact(&self, artifact: Artifact, append: bool, last_chunk: bool) -> Result<(), A2aError> {
         self.change(Change::Artifact { artifact, append, last_chunk }).await
     }
+    /// Changes the task's meta (a run's checkpoint, its open gate) and,
+    /// when `status` is given, its state, in one commit.
+    pub async fn commit(
+        &self,
+        meta: impl FnOnce(&mut crate::record::TaskMeta) + Send,
+        status: Option<(TaskState, Option<Message>)>,
+    ) -> Result<crate::record::TaskRecord, A2aError> {
+        self.engine
+            .mutate(&self.task_id, |rec, now| {
+                meta(&mut rec.meta);
+                match status {
+                    Some((state, message)) => {
+                        crate::transition::apply(rec, Change::Status { state, message }, now)
+                            .map_err(crate::engine::refused)
+                    }
+                    None => Ok(Vec::new()),
+                }
+            })
+            .await
+    }
     /// The conversation so far: the turns of this task's context created
     /// before it, oldest first, then this task itself (its history as of
     /// now, including input that arrived while it waited). Steering input

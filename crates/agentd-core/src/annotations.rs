@@ -89,8 +89,11 @@ mod tests {
 
     #[test]
     fn gate_members_only_while_input_is_required() {
-        let gate =
-            OpenGate { ask_schema: Some(json!({"type": "boolean"})), ask_channel: Some("#ops".into()) };
+        let gate = OpenGate {
+            ask_schema: Some(json!({"type": "boolean"})),
+            ask_channel: Some("#ops".into()),
+            ..OpenGate::default()
+        };
         let meta = TaskMeta { gate: Some(gate), ..TaskMeta::default() };
         let waiting = of(&rec(TaskState::InputRequired, meta.clone()));
         assert_eq!(waiting.ask_channel.as_deref(), Some("#ops"));

@@ -2,7 +2,8 @@
 //! people it asks: a bridge delivers the question to a channel. A bridge
 //! never decides who may answer; the engine does, when the answer arrives.
 
-use agentd_proto::A2aError;
+use crate::record::TaskRecord;
+use agentd_proto::{A2aError, Message};
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -31,4 +32,15 @@ pub struct GateAnnouncement {
 #[async_trait]
 pub trait GateBridge: Send + Sync + 'static {
     async fn announce(&self, announcement: GateAnnouncement) -> Result<(), A2aError>;
+}
+
+/// Decides whether a message answers the gate open on a task. The engine
+/// calls it under the task's lock, on a copy of the record, before the
+/// answer is committed: on success the keeper has recorded the validated
+/// answer on the record (and closed the gate), and the engine commits that
+/// together with the message, so an acknowledged answer is never lost and
+/// a refused one changes nothing.
+pub trait GateKeeper: Send + Sync + 'static {
+    /// Errors: InvalidParams listing every violation of the answer schema.
+    fn accept(&self, rec: &mut TaskRecord, answer: &Message) -> Result<(), A2aError>;
 }

@@ -24,7 +24,7 @@ pub use engine::{
 };
 pub use engine::{EventFeed, FeedItem};
 pub use events::{EventLogBounds, EventRecord, EventRetention, NewEvent};
-pub use gate::{GateAnnouncement, GateBridge};
+pub use gate::{GateAnnouncement, GateBridge, GateKeeper};
 pub use principal::{Principal, PrincipalRole};
 pub use record::{
     BridgeDelivery, BridgeTarget, LinkKind, OpenGate, OutboxItem, OutboxTarget, StatusEntry, TaskLink,

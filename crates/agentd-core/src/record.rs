@@ -51,6 +51,11 @@ pub struct TaskMeta {
     /// The human gate the task waits on, while it is INPUT_REQUIRED on one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate: Option<OpenGate>,
+    /// The durable state of the work the task tracks, owned by the runtime
+    /// that runs it (a workflow run's steps and outputs), committed with
+    /// the task so that a restart resumes from it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<serde_json::Value>,
     /// Model calls the task's agent loop made: the `turn` of reminder events.
     #[serde(skip_serializing_if = "is_zero")]
     pub model_calls: u64,
@@ -72,6 +77,13 @@ pub struct OpenGate {
     /// The channel of the human the gate is addressed to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ask_channel: Option<String>,
+    /// The step of the run that asks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    /// Principal ids that may see the task and answer the gate besides its
+    /// owner and operators (the principal bound to the addressed human).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub answerers: Vec<String>,
 }
 
 impl TaskMeta {
@@ -101,6 +113,11 @@ impl TaskRecord {
     }
     pub fn state(&self) -> TaskState {
         self.task.status.state
+    }
+    /// Whether `p` may see the task: its owner, operators, and while a gate
+    /// is open, the principals it is addressed to.
+    pub fn visible_to(&self, p: &crate::Principal) -> bool {
+        p.can_see(&self.owner) || self.meta.gate.as_ref().is_some_and(|g| g.answerers.contains(&p.id))
     }
     /// The status timestamp, the ListTasks sort key (ms since the epoch).
     pub fn updated_ms(&self) -> i64 {

@@ -50,6 +50,10 @@ pub fn apply(rec: &mut TaskRecord, change: Change, now: Timestamp) -> Result<Vec
             }
             rec.task.status = TaskStatus { state, message, timestamp: Some(ts) };
             rec.status_history.push(StatusEntry { state, timestamp: ts });
+            // A gate is open only while its task waits for the answer.
+            if state != TaskState::InputRequired {
+                rec.meta.gate = None;
+            }
             Ok(vec![StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
                 task_id,
                 context_id,
@@ -108,6 +112,18 @@ mod tests {
             status_history: vec![],
             meta: Default::default(),
         }
+    }
+
+    #[test]
+    fn leaving_input_required_closes_the_gate() {
+        let now = Timestamp::from_millis(2000).unwrap();
+        let mut r = rec(TaskState::Working);
+        r.meta.gate = Some(crate::record::OpenGate { ask_channel: Some("ops".into()), ..Default::default() });
+        let wait = Change::Status { state: TaskState::InputRequired, message: None };
+        apply(&mut r, wait, now).unwrap();
+        assert!(r.meta.gate.is_some(), "opened with the wait");
+        apply(&mut r, Change::Status { state: TaskState::Canceled, message: None }, now).unwrap();
+        assert_eq!(r.meta.gate, None);
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod echo;
 pub mod model;
 pub mod subagents;
 mod tck;
+pub mod workflows;
 
 pub use echo::EchoAgent;
 pub use tck::TckAgent;

@@ -17,6 +17,8 @@ pub struct Instruction {
     /// The `!config` fragments, in document order, with their lines. The
     /// reader already refused keys outside its allow-list.
     pub config: Vec<ConfigFragment>,
+    /// Its workflows and the people their gates address.
+    pub workflows: agentd_runtime::workflows::Catalog,
 }
 
 /// One `!config` block's YAML body.
@@ -51,7 +53,14 @@ pub fn load(path: Option<&Path>) -> anyhow::Result<Instruction> {
                     Ok(ConfigFragment { origin, value })
                 })
                 .collect::<anyhow::Result<_>>()?;
-            Ok(Instruction { system_prompt, config, channels: document.channels() })
+            let workflows = crate::workflows::catalog(&document).map_err(|errors| {
+                let lines: Vec<String> = errors.iter().map(|e| format!("{name}:{e}")).collect();
+                anyhow::anyhow!(
+                    "the instruction document's workflows were refused (check it with `agentd check`):\n{}",
+                    lines.join("\n")
+                )
+            })?;
+            Ok(Instruction { system_prompt, config, channels: document.channels(), workflows })
         }
         Err(refusals) => {
             let lines: Vec<String> = refusals

@@ -7,6 +7,7 @@ mod config;
 mod instruction;
 mod reminders;
 mod serve;
+mod workflows;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -9,6 +9,7 @@ use agentd_runtime::agent_loop::{Tool, Tools};
 use agentd_runtime::commands;
 use agentd_runtime::delegate::{A2aDelegator, DelegateTool, Delegator};
 use agentd_runtime::subagents::SubagentManager;
+use agentd_runtime::workflows::{FeedSink, WorkflowDeps, Workflows};
 use agentd_server::bridges::{BridgeSecrets, ChannelBridge, DeclaredChannel, SigningKey};
 use agentd_server::push::{PushWorkerConfig, SsrfGuard, spawn_push_worker};
 use agentd_server::{
@@ -68,15 +69,31 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let input_modes = engine_cfg.input_modes.clone();
     let engine =
         Engine::new(Arc::new(store), agent, Arc::new(SsrfGuard::new(cfg.push.allow_private)), engine_cfg);
-    engine.set_commands(Arc::new(commands::Commands::new(grants, subagents.clone(), model.name())));
-    engine.add_observer(subagents);
-    // The workflow runner announces opened gates through it.
+    // Opened gates are announced through the bridge; runs delegate through
+    // the same delegator as the model's `delegate` tool; run, step and gate
+    // events go to the events feed.
     let gate_bridge = gate_bridge(&cfg, &engine, &instruction.channels);
-    let _ = &gate_bridge;
+    let workflows = Workflows::new(
+        instruction.workflows,
+        WorkflowDeps {
+            subagents: subagents.clone(),
+            system_prompt: instruction.system_prompt.clone(),
+            bridge: Some(gate_bridge),
+            delegator: Some(delegator.clone()),
+            events: Some(Arc::new(FeedSink::new(engine.clone()))),
+        },
+    );
+    workflows.install(&engine);
+    engine.set_commands(Arc::new(
+        commands::Commands::new(grants, subagents.clone(), model.name()).with_workflows(workflows.clone()),
+    ));
+    engine.add_observer(subagents);
+    // Runs that were working resume here; the others fail with a reason.
     let failed = engine.recover().await.map_err(|e| anyhow::anyhow!("recovery failed: {e}"))?;
     if failed > 0 {
         tracing::warn!(tasks = failed, "tasks interrupted by the last shutdown were marked failed");
     }
+    workflows.rearm_gates(&engine).await.map_err(|e| anyhow::anyhow!("recovery failed: {e}"))?;
 
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
@@ -98,6 +115,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let extensions = ExtensionRegistry::new(declared);
     let mut skills = vec![agentd_server::card::chat_skill()];
     skills.extend(commands::skills());
+    skills.extend(workflows.catalog().skills());
     let card = CardService::new(
         CardConfig {
             name: "agentd".into(),

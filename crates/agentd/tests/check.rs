@@ -101,3 +101,25 @@ fn a_missing_file_is_an_error() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("cannot read /nonexistent/agent.md"));
 }
+
+#[test]
+fn workflows_are_checked_and_their_problems_name_line_step_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("agent.md");
+    let source = "---\nspec: \"1\"\n---\n# a\n\n:::!workflow{name=w}\nsteps:\n  a: {kind: agent, prompt: hi, depends_on: [zz]}\n  f: {kind: finish}\n:::\n";
+    std::fs::write(&doc, source).unwrap();
+    let out = check(&[path(&doc), "--all-grants"]);
+    assert_eq!(out.status.code(), Some(1), "stdout: {}", text(&out.stdout));
+    let err = text(&out.stderr);
+    assert!(err.contains("workflow \"w\": steps.a.depends_on[0]: \"zz\" is not a step"), "{err}");
+    assert!(
+        err.lines().all(|l| l.split(':').next().unwrap().parse::<usize>().is_ok()),
+        "line: message: {err}"
+    );
+    std::fs::write(&doc, source.replace("depends_on: [zz]", "timeout: soon")).unwrap();
+    let err = text(&check(&[path(&doc), "--all-grants"]).stderr);
+    assert!(
+        err.contains("8: workflow \"w\": steps.a.timeout: \"soon\" is not a duration"),
+        "the step's line: {err}"
+    );
+}

@@ -90,23 +90,36 @@ async fn answer_reports_the_daemons_refusal_with_a_non_zero_exit() {
     assert!(out.stderr.contains("UNSUPPORTED_OPERATION"), "{}", out.stderr);
 }
 
+/// The README's round trip on the built-in document: `agentd run demo`
+/// stops at its gate, a wrong answer is refused, a right one finishes the
+/// run with the model's summary of it as the result.
 #[tokio::test]
-async fn run_sends_the_workflow_command_and_reports_the_daemons_error() {
+async fn run_then_answer_is_the_readme_round_trip() {
     let d = Daemon::start(&[]);
     let url = d.url.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        agentd(&url, &["run", "demo", "--input", "n=3", "--input", "topic=rust"])
-    })
-    .await
-    .unwrap();
-    // Until workflows exist the daemon refuses the op by name; the CLI
-    // must say so and fail.
-    assert_ne!(out.code, 0, "stdout: {}", out.stdout);
-    assert!(out.stderr.contains("\"workflow.run\" is not a command op"), "{}", out.stderr);
-    assert!(out.stderr.contains("-32602"), "{}", out.stderr);
-    // Nothing was started.
+    let out = tokio::task::spawn_blocking(move || agentd(&url, &["run", "demo"])).await.unwrap();
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert!(out.stdout.contains("Approve the demo run?"), "the gate's question is printed: {}", out.stdout);
+    assert!(out.stderr.contains("INPUT_REQUIRED") && out.stderr.contains("agentd answer"), "{}", out.stderr);
     let list = d.call("ListTasks", json!({})).await;
-    assert_eq!(list["tasks"], json!([]), "{list}");
+    let id = list["tasks"][0]["id"].as_str().expect("the run task").to_owned();
+
+    let (url, task) = (d.url.clone(), id.clone());
+    let out = tokio::task::spawn_blocking(move || agentd(&url, &["answer", &task, r#"{"approve": "yes"}"#]))
+        .await
+        .unwrap();
+    assert_ne!(out.code, 0, "a wrong answer is refused");
+    assert!(out.stderr.contains("answer.approve") && out.stderr.contains("-32602"), "{}", out.stderr);
+    let t = d.call("GetTask", json!({"id": id})).await;
+    assert_eq!(t["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "the gate stays open: {t}");
+
+    let (url, task) = (d.url.clone(), id.clone());
+    let answer = r#"{"approve": true, "note": "ship it"}"#;
+    let out = tokio::task::spawn_blocking(move || agentd(&url, &["answer", &task, answer])).await.unwrap();
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    let t = wait_for_state(&d, &id, "TASK_STATE_COMPLETED", Duration::from_secs(20)).await;
+    let result = t["artifacts"][0]["parts"][0]["text"].as_str().unwrap_or_default();
+    assert!(result.contains(r#"{"approve":true,"note":"ship it"}"#), "the model saw the typed answer: {t}");
 }
 
 #[tokio::test]

@@ -13,12 +13,16 @@ use harness::*;
 use serde_json::{Value, json};
 
 const URI: &str = "https://agentd.dev/a2a/ext/command";
-const OPS_LIST: [&str; 7] = [
+const OPS_LIST: [&str; 11] = [
     "status",
     "subagent.spawn",
     "subagent.send",
     "subagent.status",
     "subagent.kill",
+    "workflow.run",
+    "workflow.status",
+    "workflow.cancel",
+    "workflow.signal",
     "conversation.get",
     "conversation.close",
 ];

@@ -22,7 +22,9 @@ pub use stream::TaskEvents;
 
 use crate::agent::{Agent, ConversationTurn, TaskControl, Turn};
 use crate::conversations::Conversations;
+use crate::gate::GateKeeper;
 use crate::principal::Principal;
+use crate::record::LinkKind;
 use crate::record::TaskRecord;
 use crate::slots::{Slot, SlotState, Slots};
 use crate::store::{Batch, Store};
@@ -83,6 +85,11 @@ struct Inner {
     /// The agent of each live task started with its own (a subagent);
     /// every other task runs the engine's agent.
     task_agents: DashMap<String, Arc<dyn Agent>>,
+    /// The agent of every task of a link kind (workflow runs), also after a
+    /// restart: such tasks are resumed by it instead of failed.
+    link_agents: DashMap<LinkKind, Arc<dyn Agent>>,
+    /// Checks answers to human gates; without one, any message answers.
+    gates: OnceLock<Arc<dyn GateKeeper>>,
     /// Conversations closed by `conversation.close`: new turns are refused.
     /// In memory only: a restart reopens them.
     closed_contexts: DashSet<String>,
@@ -119,6 +126,8 @@ impl Engine {
                 commands: OnceLock::new(),
                 observers: RwLock::new(Vec::new()),
                 task_agents: DashMap::new(),
+                link_agents: DashMap::new(),
+                gates: OnceLock::new(),
                 closed_contexts: DashSet::new(),
                 children: DashMap::new(),
             }),
@@ -154,6 +163,41 @@ impl Engine {
         self.inner.observers.write().unwrap_or_else(|e| e.into_inner()).push(observer);
     }
 
+    /// Makes `agent` run every task linked as `kind` (unless it was started
+    /// with its own) and resume those that were running at a restart.
+    pub fn set_link_agent(&self, kind: LinkKind, agent: Arc<dyn Agent>) {
+        self.inner.link_agents.insert(kind, agent);
+    }
+
+    /// Registers the keeper of human gates (once; later calls are ignored).
+    pub fn set_gate_keeper(&self, keeper: Arc<dyn GateKeeper>) -> bool {
+        self.inner.gates.set(keeper).is_ok()
+    }
+
+    pub(crate) fn gate_keeper(&self) -> Option<&Arc<dyn GateKeeper>> {
+        self.inner.gates.get()
+    }
+
+    /// Whether tasks linked as `kind` have an agent of their own kind.
+    pub(crate) fn has_link_agent(&self, kind: LinkKind) -> bool {
+        self.inner.link_agents.contains_key(&kind)
+    }
+
+    /// A handle moving task `id` from outside a run (a gate's deadline).
+    pub async fn control(&self, id: &str) -> Result<TaskControl, A2aError> {
+        let rec = self.record(id).await?.ok_or_else(|| A2aError::task_not_found(id))?;
+        let cancel = match self.inner.slots.get(id) {
+            Some(slot) => slot.state.lock().await.cancel.clone(),
+            None => tokio_util::sync::CancellationToken::new(),
+        };
+        Ok(TaskControl {
+            engine: self.clone(),
+            task_id: id.to_owned(),
+            context_id: rec.task.context_id.clone(),
+            cancel,
+        })
+    }
+
     pub fn config(&self) -> &EngineConfig {
         &self.inner.config
     }
@@ -170,9 +214,10 @@ impl Engine {
     }
 
     /// At start: reload the closed conversations, and let no task stay
-    /// WORKING with nothing running it. Agents cannot resume a turn, so such
-    /// tasks fail with a status message that says why. Returns how many
-    /// were failed.
+    /// WORKING with nothing running it. Tasks of a link kind with its own
+    /// agent (workflow runs) are resumed by it; the others cannot resume a
+    /// turn, so they fail with a status message that says why. Returns how
+    /// many were failed.
     pub async fn recover(&self) -> Result<usize, A2aError> {
         let stale = self
             .inner
@@ -183,13 +228,35 @@ impl Engine {
         for context_id in self.inner.store.closed_contexts().await.map_err(internal)? {
             self.inner.closed_contexts.insert(context_id);
         }
-        let n = stale.len();
-        for rec in stale {
+        let (resumable, lost): (Vec<_>, Vec<_>) = stale
+            .into_iter()
+            .partition(|rec| rec.meta.link.as_ref().is_some_and(|l| self.has_link_agent(l.kind)));
+        // The lost ones fail first: a resumed run then finds the tasks it
+        // had started (a step's subagent) already settled.
+        for rec in &lost {
             let why = "agentd restarted while this task was running; its work could not be resumed";
             let change = Change::Status { state: TaskState::Failed, message: Some(Message::agent_text(why)) };
             self.apply_change(rec.id(), change).await?;
         }
-        Ok(n)
+        for rec in &resumable {
+            self.resume(rec.id()).await?;
+        }
+        Ok(lost.len())
+    }
+
+    /// Starts a run again on a task that was running at a restart; its
+    /// agent picks up from the task's checkpoint.
+    async fn resume(&self, id: &str) -> Result<(), A2aError> {
+        loop {
+            let Some(slot) = self.slot(id).await? else { return Ok(()) };
+            let mut st = slot.state.lock().await;
+            if st.detached {
+                continue;
+            }
+            let input = st.record.task.history.as_ref().and_then(|h| h.last().cloned()).unwrap_or_default();
+            self.start_run(&mut st, input);
+            return Ok(());
+        }
     }
 
     /// The live slot of a task, loading it from the store when needed.
@@ -222,9 +289,25 @@ impl Engine {
     /// A record the principal may see, or TaskNotFound.
     pub(crate) async fn visible_record(&self, p: &Principal, id: &str) -> Result<TaskRecord, A2aError> {
         match self.record(id).await? {
-            Some(r) if p.can_see(&r.owner) => Ok(r),
+            Some(r) if r.visible_to(p) => Ok(r),
             _ => Err(A2aError::task_not_found(id)),
         }
+    }
+
+    /// A record the principal may act on as its owner (or an operator):
+    /// TaskNotFound when invisible, PermissionDenied when it sees the task
+    /// only to answer its gate.
+    pub(crate) async fn owned_record(
+        &self,
+        p: &Principal,
+        id: &str,
+        what: &str,
+    ) -> Result<TaskRecord, A2aError> {
+        let rec = self.visible_record(p, id).await?;
+        if !p.can_see(&rec.owner) {
+            return Err(answerer_only(p, id, what));
+        }
+        Ok(rec)
     }
 
     /// Applies one change to a live task (used by agent runs).
@@ -323,9 +406,13 @@ impl Engine {
             cancel: st.cancel.clone(),
         };
         let engine = self.clone();
+        let link_agent = || {
+            let kind = st.record.meta.link.as_ref()?.kind;
+            self.inner.link_agents.get(&kind).map(|a| a.clone())
+        };
         let agent = match self.inner.task_agents.get(&control.task_id) {
             Some(a) => a.clone(),
-            None => self.inner.agent.clone(),
+            None => link_agent().unwrap_or_else(|| self.inner.agent.clone()),
         };
         let mut admission = self.inner.conversations.admit(&control.context_id);
         tokio::spawn(async move {
@@ -442,12 +529,22 @@ fn push_body(e: &StreamResponse) -> String {
     serde_json::to_string(e).unwrap_or_default()
 }
 
+/// Refuses what only the owner (or an operator) may do to a principal
+/// that sees the task to answer its gate.
+pub(crate) fn answerer_only(p: &Principal, id: &str, what: &str) -> A2aError {
+    A2aError::new(
+        ErrorKind::PermissionDenied,
+        format!("{} may answer the gate of task {id:?} but not {what} it", p.id),
+    )
+    .with_meta("taskId", id)
+}
+
 pub(crate) fn internal(e: impl std::fmt::Display) -> A2aError {
     tracing::error!(error = %e, "internal error");
     A2aError::internal()
 }
 
-fn refused(r: Refused) -> A2aError {
+pub(crate) fn refused(r: Refused) -> A2aError {
     match r {
         Refused::Terminal(s) => A2aError::new(
             ErrorKind::UnsupportedOperation,

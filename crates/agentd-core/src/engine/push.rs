@@ -36,7 +36,7 @@ impl Engine {
         {
             return Err(A2aError::invalid_field("authentication.scheme", "is required"));
         }
-        self.visible_record(p, &cfg.task_id).await?;
+        self.owned_record(p, &cfg.task_id, "watch").await?;
         self.check_push_url("url", &cfg.url).await?;
         if cfg.id.is_empty() {
             cfg.id = new_id();

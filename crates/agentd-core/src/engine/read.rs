@@ -124,8 +124,20 @@ impl Engine {
         self.visible_record(p, id).await
     }
 
+    /// [`Engine::task_record`] for acting on the task as its owner would
+    /// (`what`: "cancel", "signal"): a principal that sees the task only to
+    /// answer its gate gets PermissionDenied.
+    pub async fn owned_task_record(
+        &self,
+        p: &Principal,
+        id: &str,
+        what: &str,
+    ) -> Result<TaskRecord, A2aError> {
+        self.owned_record(p, id, what).await
+    }
+
     async fn cancel(&self, p: &Principal, id: &str, message: Option<Message>) -> Result<Task, A2aError> {
-        let rec = self.visible_record(p, id).await?;
+        let rec = self.owned_record(p, id, "cancel").await?;
         let answer = |rec: &TaskRecord| match rec.state() {
             TaskState::Canceled => Ok(self.view(rec, None, true)),
             s => Err(A2aError::new(
@@ -190,8 +202,12 @@ impl Engine {
             if st.detached {
                 continue;
             }
-            if !p.can_see(&st.record.owner) {
+            if !st.record.visible_to(p) {
                 return Err(A2aError::task_not_found(&req.id));
+            }
+            if !p.can_see(&st.record.owner) {
+                // Answering a gate is no licence to follow the whole task.
+                return Err(super::answerer_only(p, &req.id, "subscribe to"));
             }
             return Ok(super::TaskEvents::new(
                 self,

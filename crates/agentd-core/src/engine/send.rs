@@ -61,7 +61,10 @@ impl Engine {
         }
         match self.send(p, req, true).await? {
             SendOutcome::Message(m) => Ok(SendMessageResponse::Message(m)),
-            SendOutcome::Task(events) => {
+            SendOutcome::Task(mut events) => {
+                if let Some(snapshot) = events.take_snapshot() {
+                    return Ok(SendMessageResponse::Task(snapshot));
+                }
                 let id = events.task_id().to_owned();
                 if cfg.return_immediately {
                     drop(events);
@@ -286,7 +289,7 @@ impl Engine {
             if st.detached {
                 continue;
             }
-            if !p.can_see(&st.record.owner) {
+            if !st.record.visible_to(p) {
                 return Err(A2aError::task_not_found(&id));
             }
             if !msg.context_id.is_empty() && msg.context_id != st.record.task.context_id {
@@ -298,6 +301,20 @@ impl Engine {
                     ),
                 ));
             }
+            let gate_open = st.record.state() == TaskState::InputRequired && st.record.meta.gate.is_some();
+            let is_run = st.record.meta.link.as_ref().is_some_and(|l| l.kind == LinkKind::Run);
+            if is_run && !gate_open && self.has_link_agent(LinkKind::Run) && !st.record.state().is_terminal()
+            {
+                return Err(A2aError::new(
+                    ErrorKind::UnsupportedOperation,
+                    format!(
+                        "task {id:?} is a workflow run that is not waiting for an answer (no gate is open, \
+                         or it was answered already); see it with workflow.status"
+                    ),
+                )
+                .with_meta("taskId", &id));
+            }
+            let keeper = if gate_open { self.gate_keeper().cloned() } else { None };
             let batch = inline_push_batch(push.clone(), &id);
             // A run that already left the task waiting for input is over for
             // this message's purposes (it may still be unwinding): resume.
@@ -311,6 +328,14 @@ impl Engine {
                     &slot,
                     &mut st,
                     |rec, now| {
+                        if gate_open {
+                            // The answer to the open gate: checked, and recorded
+                            // with the message in this one commit.
+                            match &keeper {
+                                Some(k) => k.accept(rec, &input)?,
+                                None => rec.meta.gate = None,
+                            }
+                        }
                         let mut ev = transition::apply(rec, Change::Input(input), now).map_err(refused)?;
                         if !running {
                             // A waiting task resumes: INPUT_REQUIRED → WORKING.
@@ -329,12 +354,16 @@ impl Engine {
                     return Err(e);
                 }
             };
-            let events = TaskEvents::new(
+            let mut events = TaskEvents::new(
                 self,
                 self.view(&rec, cfg.history_length, true),
                 slot.tx.subscribe(),
                 close_on_interrupt,
             );
+            if !p.can_see(&rec.owner) {
+                // A gate's answerer sees the task as its answer left it.
+                events = events.snapshot_only();
+            }
             let mut input = msg;
             input.context_id.clone_from(&rec.task.context_id);
             if running {

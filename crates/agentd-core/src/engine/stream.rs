@@ -19,6 +19,9 @@ pub struct TaskEvents {
     /// Whether reminder lifecycle events are shown (the request activated
     /// the reminders extension); otherwise they are skipped.
     reminder_events: bool,
+    /// Ends after the first snapshot (for a gate's answerer, who may not
+    /// follow the task past its answer).
+    snapshot_only: bool,
 }
 
 impl TaskEvents {
@@ -37,6 +40,7 @@ impl TaskEvents {
             close_on_interrupt,
             done: false,
             reminder_events: false,
+            snapshot_only: false,
         }
     }
 
@@ -44,6 +48,17 @@ impl TaskEvents {
     pub fn with_reminder_events(mut self, on: bool) -> Self {
         self.reminder_events = on;
         self
+    }
+
+    /// This stream ends after its first event, the snapshot.
+    pub(crate) fn snapshot_only(mut self) -> Self {
+        self.snapshot_only = true;
+        self
+    }
+
+    /// The snapshot, if this stream yields only that.
+    pub(crate) fn take_snapshot(&mut self) -> Option<Task> {
+        if self.snapshot_only { self.first.take() } else { None }
     }
 
     pub fn task_id(&self) -> &str {
@@ -55,7 +70,9 @@ impl TaskEvents {
     pub async fn next(&mut self) -> Option<Result<Event, A2aError>> {
         if let Some(t) = self.first.take() {
             let state = t.status.state;
-            self.done = state.is_terminal() || (self.close_on_interrupt && state.is_interrupted());
+            self.done = self.snapshot_only
+                || state.is_terminal()
+                || (self.close_on_interrupt && state.is_interrupted());
             return Some(Ok(Arc::new(StreamResponse::Task(t))));
         }
         if self.done {

@@ -7,6 +7,7 @@
 pub mod ops;
 
 use crate::subagents::{Spawn, SubagentManager, task_id_of};
+use crate::workflows::Workflows;
 use agentd_core::{
     CommandHandler, CommandOutcome, Engine, LinkKind, Principal, PrincipalRole, SendOutcome, TaskRecord,
 };
@@ -109,6 +110,7 @@ pub struct Commands {
     grants: Grants,
     schemas: Schemas,
     subagents: Arc<SubagentManager>,
+    workflows: Option<Arc<Workflows>>,
     model: String,
     started: Instant,
 }
@@ -120,9 +122,22 @@ impl Commands {
             grants,
             schemas: Schemas::compile(),
             subagents,
+            workflows: None,
             model: model.to_owned(),
             started: Instant::now(),
         }
+    }
+
+    /// Runs the `workflow.*` ops with `workflows`.
+    pub fn with_workflows(mut self, workflows: Arc<Workflows>) -> Self {
+        self.workflows = Some(workflows);
+        self
+    }
+
+    fn workflows(&self) -> Result<&Arc<Workflows>, A2aError> {
+        self.workflows
+            .as_ref()
+            .ok_or_else(|| A2aError::new(ErrorKind::UnsupportedOperation, "this agent runs no workflows"))
     }
 
     fn check(&self, p: &Principal, op: &str, args: &Value) -> Result<(), A2aError> {
@@ -274,6 +289,7 @@ impl CommandHandler for Commands {
                     input: arg(&args, "input"),
                     name: args.get("name").and_then(Value::as_str).map(str::to_owned),
                     command: Some(op.to_owned()),
+                    max_tokens: None,
                 };
                 return Ok(CommandOutcome::Started(self.subagents.spawn(engine, spawn).await?));
             }
@@ -290,6 +306,37 @@ impl CommandHandler for Commands {
             "subagent.kill" => {
                 let rec = self.subagent(p, engine, &arg(&args, "id")).await?;
                 self.kill(p, engine, &rec).await?
+            }
+            "workflow.run" => {
+                let inputs = args.get("inputs").cloned().unwrap_or_else(|| json!({}));
+                let rec = self.workflows()?.start(p, engine, &arg(&args, "workflow"), inputs).await?;
+                return Ok(CommandOutcome::Started(rec));
+            }
+            "workflow.status" => {
+                let w = self.workflows()?;
+                let rec = w.find(p, engine, &arg(&args, "run")).await?;
+                w.status(&engine.owned_task_record(p, rec.id(), "read the status of").await?)
+            }
+            "workflow.cancel" => {
+                let w = self.workflows()?;
+                let rec = w.find(p, engine, &arg(&args, "run")).await?;
+                engine.owned_task_record(p, rec.id(), "cancel").await?;
+                if !rec.state().is_terminal() {
+                    let why = format!("canceled by {} (workflow.cancel)", p.id);
+                    match engine.cancel_because(p, rec.id(), &why).await {
+                        Ok(_) => {}
+                        Err(e) if e.kind == ErrorKind::TaskNotCancelable => {} // ended meanwhile
+                        Err(e) => return Err(e),
+                    }
+                }
+                w.status(&engine.task_record(p, rec.id()).await?)
+            }
+            "workflow.signal" => {
+                let w = self.workflows()?;
+                let rec = w.find(p, engine, &arg(&args, "run")).await?;
+                engine.owned_task_record(p, rec.id(), "signal").await?;
+                let data = args.get("data").cloned().unwrap_or(Value::Null);
+                w.signal(engine, &rec, &arg(&args, "signal"), data).await?
             }
             "conversation.get" => {
                 let ctx = arg(&args, "contextId");

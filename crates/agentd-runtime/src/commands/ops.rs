@@ -21,8 +21,16 @@ pub struct OpSpec {
 
 /// The ops a `user` or `agent` may run without a `commands.grants` entry:
 /// the daemon's status and the status and cancelation of their own work.
-pub const DEFAULT_GRANTS: &[&str] =
-    &["status", "subagent.status", "subagent.kill", "conversation.get", "conversation.close"];
+pub const DEFAULT_GRANTS: &[&str] = &[
+    "status",
+    "subagent.status",
+    "subagent.kill",
+    "conversation.get",
+    "conversation.close",
+    "workflow.run",
+    "workflow.status",
+    "workflow.cancel",
+];
 
 /// A subagent name: the first part of its handle.
 pub const NAME_PATTERN: &str = "^[a-z][a-z0-9_]{0,31}$";
@@ -62,6 +70,7 @@ pub fn spawn_schema() -> Value {
 pub fn all() -> Vec<OpSpec> {
     let id = || text("The subagent's handle (or its task id).");
     let context = || text("The conversation's contextId.");
+    let run = || text("The run id (`<workflow>-<ULID>`) or its task id.");
     vec![
         OpSpec {
             op: "status",
@@ -92,6 +101,39 @@ pub fn all() -> Vec<OpSpec> {
             description: "Cancels a subagent and every live subagent below it.",
             starts_work: false,
             schema: closed(json!({"id": id()}), &["id"]),
+        },
+        OpSpec {
+            op: "workflow.run",
+            description: "Starts a run of a workflow of the instruction document; answers with the run's task.",
+            starts_work: true,
+            schema: closed(
+                json!({
+                    "workflow": text("The workflow's name."),
+                    "inputs": {"type": "object", "description": "The run's inputs, checked against the workflow's inputs.schema."},
+                }),
+                &["workflow"],
+            ),
+        },
+        OpSpec {
+            op: "workflow.status",
+            description: "A run's state, steps with their outputs, and open gate.",
+            starts_work: false,
+            schema: closed(json!({"run": run()}), &["run"]),
+        },
+        OpSpec {
+            op: "workflow.cancel",
+            description: "Cancels a run, the subagents of its steps and its delegations.",
+            starts_work: false,
+            schema: closed(json!({"run": run()}), &["run"]),
+        },
+        OpSpec {
+            op: "workflow.signal",
+            description: "Sends a named signal (with optional data) to a run: its steps read it as run.signals.<name>.",
+            starts_work: false,
+            schema: closed(
+                json!({"run": run(), "signal": {"type": "string", "pattern": NAME_PATTERN}, "data": {}}),
+                &["run", "signal"],
+            ),
         },
         OpSpec {
             op: "conversation.get",

@@ -60,6 +60,9 @@ pub struct Spawn {
     pub name: Option<String>,
     /// The command op that started it, if one did.
     pub command: Option<String>,
+    /// Tokens per turn when lower than `subagents.max_tokens` (a workflow's
+    /// `limits.tokens`).
+    pub max_tokens: Option<u64>,
 }
 
 /// A live subagent.
@@ -170,11 +173,9 @@ impl SubagentManager {
         if let Some(t) = self.tool() {
             tools.push(Arc::new(t) as Arc<dyn crate::agent_loop::Tool>);
         }
-        let limits = Limits {
-            max_tokens: self.limits.max_tokens,
-            max_tokens_key: "subagents.max_tokens",
-            ..self.loop_limits.clone()
-        };
+        let max_tokens = spawn.max_tokens.map_or(self.limits.max_tokens, |m| m.min(self.limits.max_tokens));
+        let limits =
+            Limits { max_tokens, max_tokens_key: "subagents.max_tokens", ..self.loop_limits.clone() };
         let agent = LoopAgent::new(self.model.clone(), spawn.instruction, limits, Tools::new(tools));
         let input = Message {
             message_id: new_id(),

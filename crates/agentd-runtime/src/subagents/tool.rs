@@ -65,6 +65,7 @@ impl Tool for SpawnSubagentTool {
             input: field("input").unwrap_or_default(),
             name: field("name"),
             command: None,
+            max_tokens: None,
         };
         let child = self.manager.spawn(engine, spawn).await.map_err(|e| describe(&e))?;
         let handle = child.meta.link.as_ref().map(|l| l.id.clone()).unwrap_or_else(|| child.id().to_owned());

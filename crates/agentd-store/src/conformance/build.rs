@@ -95,6 +95,7 @@ pub fn full_record(id: &str, owner: &str, context_id: &str, ms: i64) -> TaskReco
             command: Some("subagent.spawn".into()),
             gate: None,
             model_calls: 3,
+            checkpoint: None,
         },
     }
 }

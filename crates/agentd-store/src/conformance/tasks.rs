@@ -37,8 +37,11 @@ pub async fn meta_roundtrip(store: &dyn Store) {
             gate: Some(OpenGate {
                 ask_schema: Some(serde_json::json!({"type": "object", "required": ["approve"]})),
                 ask_channel: Some("ops".into()),
+                step: Some("ask".into()),
+                answerers: vec!["user:carol".into()],
             }),
             model_calls: 0,
+            checkpoint: Some(serde_json::json!({"steps": {"ask": {"status": "waiting"}}})),
         },
         TaskMeta {
             link: Some(TaskLink::new(LinkKind::Subagent, "helper-1")),
@@ -46,6 +49,7 @@ pub async fn meta_roundtrip(store: &dyn Store) {
             command: Some("subagent.spawn".into()),
             gate: None,
             model_calls: 7,
+            checkpoint: None,
         },
         TaskMeta { parent: Some("m-2".into()), ..TaskMeta::default() },
     ];

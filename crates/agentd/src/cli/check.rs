@@ -1,6 +1,6 @@
 //! `agentd check FILE`: load an instruction document the way the daemon would and report its
-//! refusals (`line: message` on stderr, exit 1), its block tree (`--tree`) or exactly the text
-//! the model receives (`--delivery [--context FILE]`).
+//! refusals and those of its workflows (`line: message` on stderr, exit 1), its block tree
+//! (`--tree`) or exactly the text the model receives (`--delivery [--context FILE]`).
 
 use super::output::{self, note};
 use agentd_instruction::{
@@ -66,6 +66,14 @@ pub fn run(args: CheckArgs) -> anyhow::Result<()> {
             note(&format!("advisory: {a}"));
         }
         return output::emit(&d.text);
+    }
+    // What the daemon would refuse to run: its workflows (the tree and the
+    // delivery are the reader's view and print for any readable document).
+    if let Err(errors) = crate::workflows::catalog(&doc) {
+        for e in &errors {
+            note(e);
+        }
+        std::process::exit(1);
     }
     output::line(&format!("ok: {}", summary(&doc, &args.file)))
 }

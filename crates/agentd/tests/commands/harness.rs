@@ -49,6 +49,12 @@ impl Scripted {
         self.d.stop();
         self.d = start(&self.d.data_dir.clone(), &self.config);
     }
+    /// Kills the daemon (SIGKILL: no shutdown at all) and starts it again
+    /// on the same data and config.
+    pub fn kill9_and_restart(&mut self) {
+        self.d.kill9();
+        self.d = start(&self.d.data_dir.clone(), &self.config);
+    }
     /// Every request the model received so far.
     pub fn recorded(&self) -> Vec<Value> {
         recorded(&self.record)

@@ -1,0 +1,331 @@
+//! Human gates: opening one (INPUT_REQUIRED with the question, the task's
+//! open gate, the bridge's announcement) and the gate's deadlines (`escalate_after`,
+//! `timeout`), which are absolute times in the checkpoint and are armed
+//! again at startup.
+
+use super::Workflows;
+use super::events::RunEvent;
+use super::exec::{Stop, fmt_duration, update};
+use super::state::{GateState, RunState, now_ms};
+use agentd_core::{Engine, GateAnnouncement, LinkKind, OpenGate, TaskControl, TaskRecord};
+use agentd_proto::{A2aError, ErrorKind, Message, TaskState};
+use agentd_workflow::{Definition, Fallback, StepKind, StepStatus, render};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What comes due while a gate is open.
+enum Due {
+    Escalate,
+    Timeout,
+    Deadline,
+}
+
+/// The principal value of a `!human` entry that means "operators only".
+const OPERATORS: &str = "operator";
+
+impl Workflows {
+    /// Opens the gate of step `id`: one commit moves the task to
+    /// INPUT_REQUIRED with the question and records the gate; then the
+    /// bridge announces it and its deadlines are armed.
+    pub(super) async fn open_gate(
+        &self,
+        c: &TaskControl,
+        def: &Definition,
+        st: &RunState,
+        id: &str,
+    ) -> Result<(), Stop> {
+        let StepKind::Human { question, schema, to, escalate_after, .. } = &def.steps[id].kind else {
+            return Ok(());
+        };
+        let person = self
+            .catalog
+            .person(to)
+            .ok_or_else(|| Stop::Fail(format!("step {id}: no human named {to:?} is declared")))?
+            .clone();
+        let question = match render(question, &st.scope(c.task_id())) {
+            Ok(Value::String(s)) => s,
+            Ok(v) => v.to_string(),
+            Err(e) => return Err(Stop::Fail(format!("step {id}: question: {e}"))),
+        };
+        let now = now_ms();
+        let at = |d: Option<Duration>| d.map(|d| now.saturating_add(d.as_millis() as i64));
+        let gate = GateState {
+            step: id.to_owned(),
+            question: question.clone(),
+            channel: person.channel.clone().unwrap_or_default(),
+            opened_ms: now,
+            timeout_ms: at(def.steps[id].timeout),
+            escalate_ms: at(escalate_after.or(person.escalate_after)),
+            escalated: false,
+            timed_out: false,
+            announced: false,
+        };
+        let open = OpenGate {
+            ask_schema: schema.clone(),
+            ask_channel: person.channel.clone(),
+            step: Some(id.to_owned()),
+            answerers: if person.principal == OPERATORS {
+                Vec::new()
+            } else {
+                vec![person.principal.clone()]
+            },
+        };
+        let sid = id.to_owned();
+        let st = update(
+            c,
+            move |s, meta| {
+                s.step_mut(&sid).status = StepStatus::Waiting;
+                s.gate = Some(gate);
+                meta.gate = Some(open);
+            },
+            Some((TaskState::InputRequired, Some(Message::agent_text(question)))),
+        )
+        .await?;
+        self.emit(RunEvent::Gate {
+            run_id: st.run_id.clone(),
+            task_id: c.task_id().to_owned(),
+            step: id.to_owned(),
+            action: "opened",
+            channel: person.channel.clone().unwrap_or_default(),
+        });
+        self.first_announce(c, &st, schema.clone()).await;
+        self.arm(c.engine().clone(), c.task_id().to_owned(), now);
+        Ok(())
+    }
+
+    /// Announces a gate that opened and records that the bridge took it.
+    async fn first_announce(&self, c: &TaskControl, st: &RunState, ask_schema: Option<Value>) {
+        if self.announce(c.task_id(), st, ask_schema, false).await {
+            let _ = update(
+                c,
+                |s, _| {
+                    if let Some(g) = &mut s.gate {
+                        g.announced = true
+                    }
+                },
+                None,
+            )
+            .await;
+        }
+    }
+
+    /// Hands the gate to the bridge; true when it took it.
+    async fn announce(
+        &self,
+        task_id: &str,
+        st: &RunState,
+        ask_schema: Option<Value>,
+        escalation: bool,
+    ) -> bool {
+        let (Some(bridge), Some(gate)) = (&self.deps.bridge, &st.gate) else { return false };
+        if gate.channel.is_empty() {
+            return false;
+        }
+        let a = GateAnnouncement {
+            task_id: task_id.to_owned(),
+            run_id: Some(st.run_id.clone()),
+            question: gate.question.clone(),
+            ask_schema,
+            channel: gate.channel.clone(),
+            escalation,
+            answer_hint: format!("agentd answer {task_id} '<answer as JSON>'"),
+        };
+        match bridge.announce(a).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(task = task_id, error = %e, "the gate could not be announced");
+                false
+            }
+        }
+    }
+
+    /// Arms the deadlines of the gates open now, and announces those the
+    /// bridge had not taken (at startup).
+    pub async fn rearm_gates(self: &Arc<Self>, engine: &Engine) -> Result<usize, A2aError> {
+        let waiting = engine
+            .store()
+            .tasks_in_states(&[TaskState::InputRequired])
+            .await
+            .map_err(|e| A2aError::new(ErrorKind::Internal, e.to_string()))?;
+        let mut n = 0;
+        for rec in waiting {
+            if rec.meta.link.as_ref().is_some_and(|l| l.kind == LinkKind::Run) && rec.meta.gate.is_some() {
+                let Some((st, gate)) = open_gate_of(&rec) else { continue };
+                if !gate.announced
+                    && let Ok(c) = engine.control(rec.id()).await
+                {
+                    let schema = rec.meta.gate.as_ref().and_then(|g| g.ask_schema.clone());
+                    self.first_announce(&c, &st, schema).await;
+                }
+                self.arm(engine.clone(), rec.id().to_owned(), gate.opened_ms);
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Watches the gate open on `task_id` until it closes: re-announces
+    /// at `escalate_after`, applies the fallback at `timeout`.
+    /// One watcher per gate (task and opening time): a gate opened while
+    /// recovery also arms the gates it finds is watched once.
+    fn arm(&self, engine: Engine, task_id: String, opened_ms: i64) {
+        let key = (task_id, opened_ms);
+        if !self.watching.insert(key.clone()) {
+            return;
+        }
+        let this = self.me.upgrade();
+        tokio::spawn(async move {
+            let Some(this) = this else { return };
+            this.watch(engine, key.0.clone()).await;
+            this.watching.remove(&key);
+        });
+    }
+
+    async fn watch(&self, engine: Engine, task_id: String) {
+        loop {
+            let Ok(c) = engine.control(&task_id).await else { return };
+            let Ok(rec) = c.record().await else { return };
+            let Some((st, gate)) = open_gate_of(&rec) else { return };
+            let due = [
+                (gate.escalate_ms.filter(|_| !gate.escalated), Due::Escalate),
+                (gate.timeout_ms.filter(|_| !gate.timed_out), Due::Timeout),
+                (st.deadline_ms, Due::Deadline),
+            ];
+            let Some((at, what)) = due.into_iter().filter_map(|(t, d)| Some((t?, d))).min_by_key(|(t, _)| *t)
+            else {
+                return;
+            };
+            let wait = Duration::from_millis((at - now_ms()).max(0) as u64);
+            tokio::time::sleep(wait).await;
+            let Ok(rec) = c.record().await else { return };
+            match open_gate_of(&rec) {
+                Some((_, now)) if now.step == gate.step && now.opened_ms == gate.opened_ms => {}
+                _ => return, // answered, canceled, or another gate
+            }
+            let result = match what {
+                Due::Escalate => self.escalate(&c, &rec).await,
+                Due::Timeout => self.time_out(&c, &st, &gate).await,
+                Due::Deadline => self.past_deadline(&c, &st).await,
+            };
+            if result.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// The run's `limits.deadline` passed while it waited at a gate.
+    async fn past_deadline(&self, c: &TaskControl, st: &RunState) -> Result<(), Stop> {
+        let def = agentd_workflow::parse(&st.workflow, &st.source).map_err(|_| Stop::Gone)?;
+        let why = super::exec::deadline_reason(&def);
+        update(
+            c,
+            |s, meta| {
+                s.gate = None;
+                meta.gate = None;
+            },
+            Some((TaskState::Failed, Some(Message::agent_text(why.clone())))),
+        )
+        .await?;
+        self.emit(RunEvent::Run {
+            run_id: st.run_id.clone(),
+            task_id: c.task_id().to_owned(),
+            workflow: st.workflow.clone(),
+            state: "failed",
+            reason: Some(why),
+        });
+        Err(Stop::Gone) // the run is over: stop watching
+    }
+
+    async fn escalate(&self, c: &TaskControl, rec: &TaskRecord) -> Result<(), Stop> {
+        let st = update(
+            c,
+            |s, _| {
+                if let Some(g) = &mut s.gate {
+                    g.escalated = true
+                }
+            },
+            None,
+        )
+        .await?;
+        let Some(gate) = &st.gate else { return Ok(()) };
+        self.emit(RunEvent::Gate {
+            run_id: st.run_id.clone(),
+            task_id: c.task_id().to_owned(),
+            step: gate.step.clone(),
+            action: "escalated",
+            channel: gate.channel.clone(),
+        });
+        let schema = rec.meta.gate.as_ref().and_then(|g| g.ask_schema.clone());
+        self.announce(c.task_id(), &st, schema, true).await;
+        Ok(())
+    }
+
+    async fn time_out(&self, c: &TaskControl, st: &RunState, gate: &GateState) -> Result<(), Stop> {
+        let def = agentd_workflow::parse(&st.workflow, &st.source).map_err(|_| Stop::Gone)?;
+        let fallback = match def.step(&gate.step).map(|s| &s.kind) {
+            Some(StepKind::Human { fallback, .. }) => *fallback,
+            _ => Fallback::Fail,
+        };
+        let waited = fmt_duration(Duration::from_millis(
+            (gate.timeout_ms.unwrap_or(0) - gate.opened_ms).max(0) as u64,
+        ));
+        let event = |action| RunEvent::Gate {
+            run_id: st.run_id.clone(),
+            task_id: c.task_id().to_owned(),
+            step: gate.step.clone(),
+            action,
+            channel: gate.channel.clone(),
+        };
+        match fallback {
+            Fallback::Wait => {
+                update(
+                    c,
+                    |s, _| {
+                        if let Some(g) = &mut s.gate {
+                            g.timed_out = true
+                        }
+                    },
+                    None,
+                )
+                .await?;
+                self.emit(event("timed_out"));
+            }
+            Fallback::Fail => {
+                let why =
+                    format!("step {}: nobody answered within {waited} (timeout, fallback: fail)", gate.step);
+                let (sid, err) = (gate.step.clone(), why.clone());
+                update(
+                    c,
+                    move |s, meta| {
+                        let step = s.step_mut(&sid);
+                        step.status = StepStatus::Failed;
+                        step.error = Some(err);
+                        s.gate = None;
+                        meta.gate = None;
+                    },
+                    Some((TaskState::Failed, Some(Message::agent_text(why.clone())))),
+                )
+                .await?;
+                self.emit(event("timed_out"));
+                self.emit(RunEvent::Run {
+                    run_id: st.run_id.clone(),
+                    task_id: c.task_id().to_owned(),
+                    workflow: st.workflow.clone(),
+                    state: "failed",
+                    reason: Some(why),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn open_gate_of(rec: &TaskRecord) -> Option<(RunState, GateState)> {
+    if rec.state() != TaskState::InputRequired {
+        return None;
+    }
+    let st = RunState::from_checkpoint(rec.meta.checkpoint.as_ref()).ok()?;
+    let gate = st.gate.clone()?;
+    Some((st, gate))
+}
