@@ -3,8 +3,8 @@
 //! are the evidence of what the model was given. Delivery, ttl and the
 //! history/prefix guarantee are here; dedupe and idempotency, refusals and
 //! authorization, propagation, the compatibility path, durability, role
-//! hints, gRPC streams, push, the card, the CLI and the docs' worked
-//! example are in `reminders/`.
+//! hints, gRPC streams, push, the card, the CLI, the docs' worked example
+//! and a run waiting at its gate are in `reminders/`.
 
 mod common;
 #[path = "reminders/dedupe.rs"]
@@ -27,6 +27,8 @@ mod refusals;
 mod role_hints;
 #[path = "reminders/surface.rs"]
 mod surface;
+#[path = "reminders/workflow.rs"]
+mod workflow;
 
 use common::*;
 use harness::*;
