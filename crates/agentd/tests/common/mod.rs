@@ -3,7 +3,9 @@
 #![allow(dead_code)]
 
 pub mod annotations;
+pub mod feed;
 pub mod principals;
+pub mod receiver;
 pub mod sse;
 
 use serde_json::{Value, json};

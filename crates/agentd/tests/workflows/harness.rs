@@ -12,6 +12,16 @@ pub const B: Binding = Binding::JsonRpc;
 /// A daemon whose document is `doc` (the built-in one when `None`) and
 /// whose model replays `steps`. The tempdir holds the document.
 pub fn daemon(doc: Option<&str>, steps: Value, tokens: bool) -> (Scripted, tempfile::TempDir) {
+    daemon_with(doc, steps, tokens, "")
+}
+
+/// [`daemon`] with `config` appended to its YAML config.
+pub fn daemon_with(
+    doc: Option<&str>,
+    steps: Value,
+    tokens: bool,
+    config: &str,
+) -> (Scripted, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
     let yaml = match doc {
         Some(text) => {
@@ -21,7 +31,7 @@ pub fn daemon(doc: Option<&str>, steps: Value, tokens: bool) -> (Scripted, tempf
         }
         None => String::new(),
     };
-    (scripted(steps, &yaml, tokens), dir)
+    (scripted(steps, &format!("{yaml}{config}"), tokens), dir)
 }
 
 /// A document with the given workflow blocks and one person, `approver`,
