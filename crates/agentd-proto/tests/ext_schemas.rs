@@ -52,7 +52,17 @@ fn the_events_bundle_is_closed_and_lists_every_kind() {
     for k in events::EventKind::ALL {
         assert!(text.contains(&format!("\"{}\"", k.as_str())), "{k:?} missing");
     }
-    for def in ["SubscribeParams", "LifecycleData", "ConversationData", "SubagentData", "TaskData", "Hello"] {
+    for def in [
+        "SubscribeParams",
+        "LifecycleData",
+        "ConversationData",
+        "SubagentData",
+        "RunData",
+        "StepData",
+        "GateData",
+        "TaskData",
+        "Hello",
+    ] {
         assert!(b["$defs"].get(def).is_some(), "$defs/{def} missing: {text}");
     }
 }

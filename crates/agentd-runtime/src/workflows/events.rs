@@ -3,25 +3,27 @@
 //! feed), if any. Events are emitted only after the change they describe
 //! was committed.
 
-use agentd_proto::ext::events::EventKind;
-use serde_json::{Value, json};
+pub use agentd_proto::ext::events::{GateAction, RunEventState, StepEventStatus};
+
+use agentd_proto::ext::events::{EventKind, GateData, RunData, StepData};
+use serde_json::Value;
 
 /// What happened to a run.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RunEvent {
     /// The run started, or reached a state (`working`, `completed`, …).
-    Run { run_id: String, task_id: String, workflow: String, state: &'static str, reason: Option<String> },
+    Run { run_id: String, task_id: String, workflow: String, state: RunEventState, reason: Option<String> },
     /// A step started, finished, was skipped or failed.
     Step {
         run_id: String,
         task_id: String,
         step: String,
         kind: &'static str,
-        status: &'static str,
+        status: StepEventStatus,
         error: Option<String>,
     },
     /// A gate opened, was answered, escalated or timed out.
-    Gate { run_id: String, task_id: String, step: String, action: &'static str, channel: String },
+    Gate { run_id: String, task_id: String, step: String, action: GateAction, channel: String },
 }
 
 impl RunEvent {
@@ -45,17 +47,19 @@ impl RunEvent {
 
     /// The event's `data` in the feed.
     pub fn data(&self) -> Value {
-        match self {
+        let v = match self.clone() {
             RunEvent::Run { run_id, task_id, workflow, state, reason } => {
-                json!({"runId": run_id, "taskId": task_id, "workflow": workflow, "state": state, "reason": reason})
+                serde_json::to_value(RunData { run_id, task_id, workflow, state, reason })
             }
             RunEvent::Step { run_id, task_id, step, kind, status, error } => {
-                json!({"runId": run_id, "taskId": task_id, "step": step, "kind": kind, "status": status, "error": error})
+                serde_json::to_value(StepData { run_id, task_id, step, kind: kind.to_owned(), status, error })
             }
             RunEvent::Gate { run_id, task_id, step, action, channel } => {
-                json!({"runId": run_id, "taskId": task_id, "step": step, "action": action, "channel": channel})
+                let channel = (!channel.is_empty()).then_some(channel);
+                serde_json::to_value(GateData { run_id, task_id, step, action, channel })
             }
-        }
+        };
+        v.unwrap_or_default()
     }
 }
 

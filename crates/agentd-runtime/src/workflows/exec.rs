@@ -5,7 +5,7 @@
 //! and what a restart resumes from agree.
 
 use super::Workflows;
-use super::events::RunEvent;
+use super::events::{GateAction, RunEvent, RunEventState, StepEventStatus};
 use super::state::{RunState, now_ms};
 use agentd_core::{TaskControl, TaskMeta};
 use agentd_proto::{Message, TaskState};
@@ -71,7 +71,7 @@ impl Workflows {
                 run_id: st.run_id,
                 task_id: c.task_id().to_owned(),
                 workflow: st.workflow,
-                state: "failed",
+                state: RunEventState::Failed,
                 reason: Some(why.to_owned()),
             });
         }
@@ -83,7 +83,7 @@ impl Workflows {
         st: &RunState,
         def: &Definition,
         id: &str,
-        status: &'static str,
+        status: StepEventStatus,
     ) {
         let error = st.steps.get(id).and_then(|s| s.error.clone());
         self.emit(RunEvent::Step {
@@ -131,10 +131,10 @@ impl Workflows {
                 run_id: st.run_id.clone(),
                 task_id: c.task_id().to_owned(),
                 step: gate.step.clone(),
-                action: "answered",
+                action: GateAction::Answered,
                 channel: gate.channel,
             });
-            self.step_event(c, &st, &def, &gate.step, "done");
+            self.step_event(c, &st, &def, &gate.step, StepEventStatus::Done);
         }
         loop {
             if c.cancelled().is_cancelled() {
@@ -168,7 +168,7 @@ impl Workflows {
                 )
                 .await?;
                 for id in &skip {
-                    self.step_event(c, &st, &def, id, "skipped");
+                    self.step_event(c, &st, &def, id, StepEventStatus::Skipped);
                 }
                 continue;
             }
@@ -247,7 +247,7 @@ impl Workflows {
         )
         .await?;
         for id in &ids {
-            self.step_event(c, &st, def, id, "running");
+            self.step_event(c, &st, def, id, StepEventStatus::Running);
         }
         let scope = st.scope(c.task_id());
         let mut running: FuturesUnordered<_> = ids
@@ -288,7 +288,13 @@ impl Workflows {
                 None,
             )
             .await?;
-            self.step_event(c, &st, def, &id, if status == StepStatus::Done { "done" } else { "failed" });
+            self.step_event(
+                c,
+                &st,
+                def,
+                &id,
+                if status == StepStatus::Done { StepEventStatus::Done } else { StepEventStatus::Failed },
+            );
             if status == StepStatus::Failed {
                 let kind = def.steps[&id].kind.name();
                 return Err(Stop::Fail(format!("step {id} ({kind}) failed: {}", error.unwrap_or_default())));

@@ -2,7 +2,7 @@
 //! moves the task to its terminal state.
 
 use super::Workflows;
-use super::events::RunEvent;
+use super::events::{RunEvent, RunEventState, StepEventStatus};
 use super::exec::{Stop, update};
 use super::state::RunState;
 use agentd_core::TaskControl;
@@ -37,7 +37,7 @@ impl Workflows {
         c.artifact(artifact, false, true).await?;
         let (state, text, word) = match status {
             FinishStatus::Completed => {
-                (TaskState::Completed, format!("workflow {} finished", st.workflow), "completed")
+                (TaskState::Completed, format!("workflow {} finished", st.workflow), RunEventState::Completed)
             }
             FinishStatus::Failed => {
                 let why = match reason {
@@ -48,7 +48,7 @@ impl Workflows {
                     },
                     None => format!("workflow {} finished as failed at step {id}", st.workflow),
                 };
-                (TaskState::Failed, why, "failed")
+                (TaskState::Failed, why, RunEventState::Failed)
             }
         };
         let sid = id.to_owned();
@@ -63,7 +63,7 @@ impl Workflows {
             Some((state, Some(Message::agent_text(text.clone())))),
         )
         .await?;
-        self.step_event(c, &st, def, id, "done");
+        self.step_event(c, &st, def, id, StepEventStatus::Done);
         self.emit(RunEvent::Run {
             run_id: st.run_id.clone(),
             task_id: c.task_id().to_owned(),

@@ -4,7 +4,7 @@
 //! again at startup.
 
 use super::Workflows;
-use super::events::RunEvent;
+use super::events::{GateAction, RunEvent, RunEventState};
 use super::exec::{Stop, fmt_duration, update};
 use super::state::{GateState, RunState, now_ms};
 use agentd_core::{Engine, GateAnnouncement, LinkKind, OpenGate, TaskControl, TaskRecord};
@@ -86,7 +86,7 @@ impl Workflows {
             run_id: st.run_id.clone(),
             task_id: c.task_id().to_owned(),
             step: id.to_owned(),
-            action: "opened",
+            action: GateAction::Opened,
             channel: person.channel.clone().unwrap_or_default(),
         });
         self.first_announce(c, &st, schema.clone()).await;
@@ -231,7 +231,7 @@ impl Workflows {
             run_id: st.run_id.clone(),
             task_id: c.task_id().to_owned(),
             workflow: st.workflow.clone(),
-            state: "failed",
+            state: RunEventState::Failed,
             reason: Some(why),
         });
         Err(Stop::Gone) // the run is over: stop watching
@@ -253,7 +253,7 @@ impl Workflows {
             run_id: st.run_id.clone(),
             task_id: c.task_id().to_owned(),
             step: gate.step.clone(),
-            action: "escalated",
+            action: GateAction::Escalated,
             channel: gate.channel.clone(),
         });
         let schema = rec.meta.gate.as_ref().and_then(|g| g.ask_schema.clone());
@@ -289,7 +289,7 @@ impl Workflows {
                     None,
                 )
                 .await?;
-                self.emit(event("timed_out"));
+                self.emit(event(GateAction::TimedOut));
             }
             Fallback::Fail => {
                 let why =
@@ -307,12 +307,12 @@ impl Workflows {
                     Some((TaskState::Failed, Some(Message::agent_text(why.clone())))),
                 )
                 .await?;
-                self.emit(event("timed_out"));
+                self.emit(event(GateAction::TimedOut));
                 self.emit(RunEvent::Run {
                     run_id: st.run_id.clone(),
                     task_id: c.task_id().to_owned(),
                     workflow: st.workflow.clone(),
-                    state: "failed",
+                    state: RunEventState::Failed,
                     reason: Some(why),
                 });
             }

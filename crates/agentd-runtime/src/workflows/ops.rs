@@ -1,7 +1,7 @@
 //! The `workflow.*` command ops: start a run, read it, cancel it, signal it.
 
 use super::Workflows;
-use super::events::RunEvent;
+use super::events::{RunEvent, RunEventState};
 use super::ids::{run_id, task_id_of};
 use super::state::{RunState, now_ms};
 use crate::commands::ops::check_with;
@@ -93,7 +93,7 @@ impl Workflows {
             run_id: run,
             task_id,
             workflow: workflow.to_owned(),
-            state: "started",
+            state: RunEventState::Started,
             reason: None,
         });
         Ok(rec)

@@ -1,6 +1,9 @@
 //! The events extension's schema bundle.
 
-use super::{ConversationData, Frame, LifecycleData, ReminderData, SCHEMA_ID, SubagentData, SubscribeParams};
+use super::{
+    ConversationData, Frame, GateData, LifecycleData, ReminderData, RunData, SCHEMA_ID, StepData,
+    SubagentData, SubscribeParams,
+};
 use serde_json::{Value, json};
 
 /// The schema bundle printed by `agentd --extension-schema events`: the
@@ -9,12 +12,15 @@ use serde_json::{Value, json};
 pub fn schema_bundle() -> Value {
     use crate::ext::schema::generate;
     let mut root = generate::<Frame>(SCHEMA_ID);
-    let defs: [(&str, Value); 5] = [
+    let defs: [(&str, Value); 8] = [
         ("SubscribeParams", generate::<SubscribeParams>("")),
         ("LifecycleData", generate::<LifecycleData>("")),
         ("ConversationData", generate::<ConversationData>("")),
         ("SubagentData", generate::<SubagentData>("")),
         ("ReminderData", generate::<ReminderData>("")),
+        ("RunData", generate::<RunData>("")),
+        ("StepData", generate::<StepData>("")),
+        ("GateData", generate::<GateData>("")),
     ];
     let Some(root_defs) = root.as_object_mut().map(|o| o.entry("$defs").or_insert_with(|| json!({}))) else {
         return root;
@@ -52,6 +58,9 @@ pub fn schema_bundle() -> Value {
                 by_kind("conversation", "ConversationData"),
                 by_kind("subagent", "SubagentData"),
                 by_kind("reminder", "ReminderData"),
+                by_kind("run", "RunData"),
+                by_kind("step", "StepData"),
+                by_kind("gate", "GateData"),
             ]),
         );
     }

@@ -211,3 +211,105 @@ pub enum SubagentEvent {
     Started,
     Ended,
 }
+
+/// `data` of a `run` event: a workflow run started or ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunData {
+    /// The run's id, `<workflow>-<ULID>` (its task's link id).
+    pub run_id: String,
+    /// The run's task.
+    pub task_id: String,
+    /// The workflow's name.
+    pub workflow: String,
+    pub state: RunEventState,
+    /// Why the run failed (`failed` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub reason: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunEventState {
+    Started,
+    Completed,
+    Failed,
+}
+
+/// `data` of a `step` event: a step of a run started, ended or was skipped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StepData {
+    pub run_id: String,
+    pub task_id: String,
+    /// The step's id in the workflow.
+    pub step: String,
+    /// The step's kind (`agent`, `human`, `a2a.delegate`, …).
+    pub kind: String,
+    pub status: StepEventStatus,
+    /// What went wrong (`failed`, or `done` under `on_error: continue`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StepEventStatus {
+    /// Recorded running before its effect (not for `human` steps, whose
+    /// gate events say when they wait, nor `finish`).
+    Running,
+    Done,
+    Skipped,
+    Failed,
+}
+
+/// `data` of a `gate` event: a human gate opened, was answered, escalated
+/// or timed out.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GateData {
+    pub run_id: String,
+    pub task_id: String,
+    /// The `human` step.
+    pub step: String,
+    pub action: GateAction,
+    /// The addressed human's channel, when one is declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub channel: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GateAction {
+    Opened,
+    Answered,
+    /// `escalate_after` passed: announced again; the gate stays open.
+    Escalated,
+    /// `timeout` passed; the step's `fallback` applies.
+    TimedOut,
+}
+
+/// The wire names of the run, step and gate event enums.
+macro_rules! wire_names {
+    ($($t:ty { $($v:ident => $n:literal),* })*) => {$(
+        impl $t {
+            pub fn as_str(self) -> &'static str {
+                match self { $(Self::$v => $n),* }
+            }
+        }
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
+}
+
+wire_names! {
+    RunEventState { Started => "started", Completed => "completed", Failed => "failed" }
+    StepEventStatus { Running => "running", Done => "done", Skipped => "skipped", Failed => "failed" }
+    GateAction { Opened => "opened", Answered => "answered", Escalated => "escalated", TimedOut => "timed_out" }
+}
