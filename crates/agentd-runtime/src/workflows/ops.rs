@@ -137,6 +137,7 @@ impl Workflows {
                 "channel": g.channel,
                 "askSchema": rec.meta.gate.as_ref().and_then(|o| o.ask_schema.clone()),
                 "escalated": g.escalated,
+                "announced": g.announced,
             })
         });
         json!({

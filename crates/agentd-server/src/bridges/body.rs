@@ -6,15 +6,17 @@ use serde_json::{Value, json};
 
 /// The webhook body: `{taskId, runId, question, askSchema, channel,
 /// target, answerHint, escalation}` (`runId`, `askSchema` null when absent).
-/// `target` is the channel's target as declared (a secret reference stays
-/// a reference).
+/// `channel` is the channel's address, `@channel/<name>`, however the
+/// announcement named it. `target` is the channel's target as declared (a
+/// secret reference stays a reference).
 pub fn webhook_body(a: &GateAnnouncement, declared_target: &str) -> Value {
+    let name = a.channel.strip_prefix("@channel/").unwrap_or(&a.channel);
     json!({
         "taskId": a.task_id,
         "runId": a.run_id,
         "question": a.question,
         "askSchema": a.ask_schema,
-        "channel": a.channel,
+        "channel": format!("@channel/{name}"),
         "target": declared_target,
         "answerHint": a.answer_hint,
         "escalation": a.escalation,
@@ -68,6 +70,7 @@ mod tests {
         assert_eq!(b["runId"], "demo-01J");
         assert_eq!(b["askSchema"], json!({"type": "object"}));
         assert_eq!(b["target"], "https://hooks.example/x");
+        assert_eq!(b["channel"], "@channel/ops", "the address, from the bare name too");
         assert_eq!(b["escalation"], false);
         let bare = GateAnnouncement { run_id: None, ask_schema: None, ..ann() };
         let b = webhook_body(&bare, "x");

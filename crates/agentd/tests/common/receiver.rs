@@ -16,6 +16,8 @@ use tokio::sync::mpsc;
 pub struct Hit {
     pub headers: HeaderMap,
     pub body: Value,
+    /// The body exactly as received.
+    pub raw: String,
     pub status: u16,
 }
 
@@ -28,8 +30,8 @@ struct RxState {
 async fn hook(State(s): State<Arc<RxState>>, headers: HeaderMap, body: String) -> StatusCode {
     let failing = s.fail.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
     let status = if failing { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
-    let body = serde_json::from_str(&body).unwrap_or(Value::String(body));
-    let _ = s.tx.send(Hit { headers, body, status: status.as_u16() });
+    let parsed = serde_json::from_str(&body).unwrap_or(Value::String(body.clone()));
+    let _ = s.tx.send(Hit { headers, body: parsed, raw: body, status: status.as_u16() });
     status
 }
 
