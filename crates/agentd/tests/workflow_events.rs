@@ -105,3 +105,21 @@ async fn a_run_is_in_its_owners_and_operators_feeds_in_order_and_in_no_one_elses
         ["run:started", "step:done:done", "run:completed"]
     );
 }
+
+#[tokio::test]
+async fn a_canceled_run_ends_its_events_with_run_canceled() {
+    let (s, _doc) = daemon(Some(&doc(&[("review", REVIEW)], "operator")), json!([]), true);
+    let alice = s.alice();
+    let mut f = run_feed(&alice).await;
+    let task_id = id(&run(&alice, "review", json!({})).await);
+    alice.call("CancelTask", json!({"id": task_id})).await;
+    let events = f.until(|e| e["kind"] == "run" && e["data"]["state"] != "started").await;
+    let labels: Vec<String> = events.iter().map(label).collect();
+    assert_eq!(
+        labels,
+        ["run:started", "step:prep:running", "step:prep:done", "gate:ask:opened", "run:canceled"],
+        "{events:#?}"
+    );
+    assert_eq!(events[4]["data"]["workflow"], "review");
+    assert_eq!(events[4]["data"]["taskId"], task_id);
+}

@@ -30,6 +30,8 @@ pub use state::RunState;
 use crate::delegate::Delegator;
 use crate::subagents::SubagentManager;
 use agentd_core::{Agent, Engine, GateBridge, Turn};
+use agentd_proto::TaskState;
+use agentd_proto::ext::events::RunEventState;
 use agentd_workflow::{Definition, StepKind};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
@@ -150,6 +152,7 @@ impl Workflows {
     pub fn install(self: &Arc<Self>, engine: &Engine) {
         engine.set_link_agent(agentd_core::LinkKind::Run, self.clone());
         engine.set_gate_keeper(self.clone());
+        engine.add_observer(self.clone());
     }
 
     fn emit(&self, event: RunEvent) {
@@ -161,5 +164,32 @@ impl Workflows {
 impl Agent for Workflows {
     async fn run(&self, turn: Turn) {
         self.drive_run(turn.control).await;
+    }
+}
+
+/// A run canceled from outside (CancelTask, `workflow.cancel`, a closed
+/// conversation) never reaches its own code again: its `run` event comes
+/// from here, after the cancel was committed, through the same sink as its
+/// other events so it is never ahead of them.
+#[async_trait]
+impl agentd_core::TaskObserver for Workflows {
+    async fn task_ended(&self, engine: &Engine, task_id: &str, state: TaskState) {
+        if state != TaskState::Canceled {
+            return;
+        }
+        let Ok(Some(rec)) = engine.store().get_task(task_id).await else { return };
+        let Some(link) = rec.meta.link.as_ref().filter(|l| l.kind == agentd_core::LinkKind::Run) else {
+            return;
+        };
+        let workflow = state::RunState::from_checkpoint(rec.meta.checkpoint.as_ref())
+            .map(|s| s.workflow)
+            .unwrap_or_default();
+        self.emit(RunEvent::Run {
+            run_id: link.id.clone(),
+            task_id: task_id.to_owned(),
+            workflow,
+            state: RunEventState::Canceled,
+            reason: rec.task.status.message.as_ref().map(|m| m.text()),
+        });
     }
 }

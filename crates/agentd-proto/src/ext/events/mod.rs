@@ -223,7 +223,7 @@ pub struct RunData {
     /// The workflow's name.
     pub workflow: String,
     pub state: RunEventState,
-    /// Why the run failed (`failed` only).
+    /// Why the run failed or was canceled (`failed`, `canceled`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub reason: Option<String>,
@@ -235,6 +235,7 @@ pub enum RunEventState {
     Started,
     Completed,
     Failed,
+    Canceled,
 }
 
 /// `data` of a `step` event: a step of a run started, ended or was skipped.
@@ -309,7 +310,7 @@ macro_rules! wire_names {
 }
 
 wire_names! {
-    RunEventState { Started => "started", Completed => "completed", Failed => "failed" }
+    RunEventState { Started => "started", Completed => "completed", Failed => "failed", Canceled => "canceled" }
     StepEventStatus { Running => "running", Done => "done", Skipped => "skipped", Failed => "failed" }
     GateAction { Opened => "opened", Answered => "answered", Escalated => "escalated", TimedOut => "timed_out" }
 }
