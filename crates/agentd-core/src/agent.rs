@@ -97,8 +97,17 @@ impl TaskControl {
         meta: impl FnOnce(&mut crate::record::TaskMeta) + Send,
         status: Option<(TaskState, Option<Message>)>,
     ) -> Result<crate::record::TaskRecord, A2aError> {
+        self.commit_with(meta, status, crate::store::Batch::default()).await
+    }
+    /// `commit`, with `extra` (an outbox row, say) in the same store batch.
+    pub async fn commit_with(
+        &self,
+        meta: impl FnOnce(&mut crate::record::TaskMeta) + Send,
+        status: Option<(TaskState, Option<Message>)>,
+        extra: crate::store::Batch,
+    ) -> Result<crate::record::TaskRecord, A2aError> {
         self.engine
-            .mutate(&self.task_id, |rec, now| {
+            .mutate_with(&self.task_id, extra, |rec, now| {
                 meta(&mut rec.meta);
                 match status {
                     Some((state, message)) => {

@@ -32,6 +32,17 @@ pub struct GateAnnouncement {
 #[async_trait]
 pub trait GateBridge: Send + Sync + 'static {
     async fn announce(&self, announcement: GateAnnouncement) -> Result<(), A2aError>;
+
+    /// The outbox row `announcement` becomes, checked but not queued, for a
+    /// caller that commits it in the same batch as the change that opened
+    /// (or escalated) the gate, so that no crash can separate the two.
+    /// `None`: this bridge only queues its own deliveries (use `announce`).
+    async fn delivery(
+        &self,
+        _announcement: &GateAnnouncement,
+    ) -> Option<Result<crate::record::BridgeDelivery, A2aError>> {
+        None
+    }
 }
 
 /// Decides whether a message answers the gate open on a task. The engine

@@ -321,6 +321,14 @@ impl Engine {
     where
         F: FnOnce(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, A2aError>,
     {
+        self.mutate_with(id, Batch::default(), f).await
+    }
+
+    /// `mutate`, committing `extra` in the same batch.
+    pub(crate) async fn mutate_with<F>(&self, id: &str, extra: Batch, f: F) -> Result<TaskRecord, A2aError>
+    where
+        F: FnOnce(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, A2aError>,
+    {
         loop {
             let Some(slot) = self.slot(id).await? else {
                 return match self.inner.store.get_task(id).await.map_err(internal)? {
@@ -332,7 +340,7 @@ impl Engine {
             if st.detached {
                 continue;
             }
-            return self.commit_locked(&slot, &mut st, f, Batch::default()).await;
+            return self.commit_locked(&slot, &mut st, f, extra).await;
         }
     }
 

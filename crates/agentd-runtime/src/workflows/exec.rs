@@ -7,7 +7,7 @@
 use super::Workflows;
 use super::events::{GateAction, RunEvent, RunEventState, StepEventStatus};
 use super::state::{RunState, now_ms};
-use agentd_core::{TaskControl, TaskMeta};
+use agentd_core::{Batch, TaskControl, TaskMeta};
 use agentd_proto::{Message, TaskState};
 use agentd_workflow::{Definition, ErrorPolicy, Guard, StepKind, StepStatus, ready_steps};
 use futures::StreamExt;
@@ -36,8 +36,18 @@ pub(super) async fn update(
     f: impl FnOnce(&mut RunState, &mut TaskMeta) + Send,
     status: Option<(TaskState, Option<Message>)>,
 ) -> Result<RunState, Stop> {
+    update_with(c, f, status, Batch::default()).await
+}
+
+/// `update`, committing `extra` (a gate's announcement) in the same batch.
+pub(super) async fn update_with(
+    c: &TaskControl,
+    f: impl FnOnce(&mut RunState, &mut TaskMeta) + Send,
+    status: Option<(TaskState, Option<Message>)>,
+    extra: Batch,
+) -> Result<RunState, Stop> {
     let rec = c
-        .commit(
+        .commit_with(
             move |meta| {
                 if let Ok(mut s) = RunState::from_checkpoint(meta.checkpoint.as_ref()) {
                     f(&mut s, meta);
@@ -45,6 +55,7 @@ pub(super) async fn update(
                 }
             },
             status,
+            extra,
         )
         .await?;
     RunState::from_checkpoint(rec.meta.checkpoint.as_ref()).map_err(Stop::Fail)

@@ -5,9 +5,11 @@
 
 use super::Workflows;
 use super::events::{GateAction, RunEvent, RunEventState};
-use super::exec::{Stop, fmt_duration, update};
+use super::exec::{Stop, fmt_duration, update, update_with};
 use super::state::{GateState, RunState, now_ms};
-use agentd_core::{Engine, GateAnnouncement, LinkKind, OpenGate, TaskControl, TaskRecord};
+use agentd_core::{
+    Batch, BridgeDelivery, Engine, GateAnnouncement, LinkKind, OpenGate, TaskControl, TaskRecord,
+};
 use agentd_proto::{A2aError, ErrorKind, Message, TaskState};
 use agentd_workflow::{Definition, Fallback, StepKind, StepStatus, render};
 use serde_json::Value;
@@ -26,8 +28,9 @@ const OPERATORS: &str = "operator";
 
 impl Workflows {
     /// Opens the gate of step `id`: one commit moves the task to
-    /// INPUT_REQUIRED with the question and records the gate; then the
-    /// bridge announces it and its deadlines are armed.
+    /// INPUT_REQUIRED with the question, records the gate and queues its
+    /// announcement (a bridge that cannot hand over its row announces right
+    /// after); then its deadlines are armed.
     pub(super) async fn open_gate(
         &self,
         c: &TaskControl,
@@ -50,7 +53,7 @@ impl Workflows {
         };
         let now = now_ms();
         let at = |d: Option<Duration>| d.map(|d| now.saturating_add(d.as_millis() as i64));
-        let gate = GateState {
+        let mut gate = GateState {
             step: id.to_owned(),
             question: question.clone(),
             channel: person.channel.clone().unwrap_or_default(),
@@ -61,6 +64,8 @@ impl Workflows {
             timed_out: false,
             announced: false,
         };
+        let row = self.announcement_row(c.task_id(), &st.run_id, &gate, schema.clone(), false).await;
+        gate.announced = matches!(row, Row::Queued(_));
         let open = OpenGate {
             ask_schema: schema.clone(),
             ask_channel: person.channel.clone(),
@@ -72,7 +77,8 @@ impl Workflows {
             },
         };
         let sid = id.to_owned();
-        let st = update(
+        let fallback = matches!(row, Row::Unsupported);
+        let st = update_with(
             c,
             move |s, meta| {
                 s.step_mut(&sid).status = StepStatus::Waiting;
@@ -80,6 +86,7 @@ impl Workflows {
                 meta.gate = Some(open);
             },
             Some((TaskState::InputRequired, Some(Message::agent_text(question)))),
+            row.into_batch(),
         )
         .await?;
         self.emit(RunEvent::Gate {
@@ -89,9 +96,36 @@ impl Workflows {
             action: GateAction::Opened,
             channel: person.channel.clone().unwrap_or_default(),
         });
-        self.first_announce(c, &st, schema.clone()).await;
+        if fallback {
+            self.first_announce(c, &st, schema.clone()).await;
+        }
         self.arm(c.engine().clone(), c.task_id().to_owned(), now);
         Ok(())
+    }
+
+    /// The announcement of `gate` as an outbox row to commit with the change
+    /// that opens (or escalates) it.
+    async fn announcement_row(
+        &self,
+        task_id: &str,
+        run_id: &str,
+        gate: &GateState,
+        ask_schema: Option<Value>,
+        escalation: bool,
+    ) -> Row {
+        let Some(bridge) = &self.deps.bridge else { return Row::Skipped };
+        if gate.channel.is_empty() {
+            return Row::Skipped;
+        }
+        let a = announcement(task_id, run_id, gate, ask_schema, escalation);
+        match bridge.delivery(&a).await {
+            None => Row::Unsupported,
+            Some(Ok(row)) => Row::Queued(row),
+            Some(Err(e)) => {
+                tracing::warn!(task = task_id, error = %e, "the gate could not be announced");
+                Row::Skipped
+            }
+        }
     }
 
     /// Announces a gate that opened and records that the bridge took it.
@@ -122,15 +156,7 @@ impl Workflows {
         if gate.channel.is_empty() {
             return false;
         }
-        let a = GateAnnouncement {
-            task_id: task_id.to_owned(),
-            run_id: Some(st.run_id.clone()),
-            question: gate.question.clone(),
-            ask_schema,
-            channel: gate.channel.clone(),
-            escalation,
-            answer_hint: format!("agentd answer {task_id} '<answer as JSON>'"),
-        };
+        let a = announcement(task_id, &st.run_id, gate, ask_schema, escalation);
         match bridge.announce(a).await {
             Ok(()) => true,
             Err(e) => {
@@ -237,8 +263,14 @@ impl Workflows {
         Err(Stop::Gone) // the run is over: stop watching
     }
 
+    /// Re-announces the gate, recorded as escalated in the same commit that
+    /// queues the announcement: a restart neither loses nor repeats it.
     async fn escalate(&self, c: &TaskControl, rec: &TaskRecord) -> Result<(), Stop> {
-        let st = update(
+        let schema = rec.meta.gate.as_ref().and_then(|g| g.ask_schema.clone());
+        let Some((before, open)) = open_gate_of(rec) else { return Ok(()) };
+        let row = self.announcement_row(c.task_id(), &before.run_id, &open, schema.clone(), true).await;
+        let fallback = matches!(row, Row::Unsupported);
+        let st = update_with(
             c,
             |s, _| {
                 if let Some(g) = &mut s.gate {
@@ -246,6 +278,7 @@ impl Workflows {
                 }
             },
             None,
+            row.into_batch(),
         )
         .await?;
         let Some(gate) = &st.gate else { return Ok(()) };
@@ -256,8 +289,9 @@ impl Workflows {
             action: GateAction::Escalated,
             channel: gate.channel.clone(),
         });
-        let schema = rec.meta.gate.as_ref().and_then(|g| g.ask_schema.clone());
-        self.announce(c.task_id(), &st, schema, true).await;
+        if fallback {
+            self.announce(c.task_id(), &st, schema, true).await;
+        }
         Ok(())
     }
 
@@ -328,4 +362,42 @@ fn open_gate_of(rec: &TaskRecord) -> Option<(RunState, GateState)> {
     let st = RunState::from_checkpoint(rec.meta.checkpoint.as_ref()).ok()?;
     let gate = st.gate.clone()?;
     Some((st, gate))
+}
+
+/// What a gate's announcement becomes before the commit that opens (or
+/// escalates) the gate.
+enum Row {
+    /// An outbox row, committed with the gate.
+    Queued(BridgeDelivery),
+    /// No bridge, no channel, or the channel cannot be delivered to (logged).
+    Skipped,
+    /// The bridge queues its own rows: announce after the commit.
+    Unsupported,
+}
+
+impl Row {
+    fn into_batch(self) -> Batch {
+        match self {
+            Row::Queued(row) => Batch { bridge_deliveries: vec![row], ..Batch::default() },
+            Row::Skipped | Row::Unsupported => Batch::default(),
+        }
+    }
+}
+
+fn announcement(
+    task_id: &str,
+    run_id: &str,
+    gate: &GateState,
+    ask_schema: Option<Value>,
+    escalation: bool,
+) -> GateAnnouncement {
+    GateAnnouncement {
+        task_id: task_id.to_owned(),
+        run_id: Some(run_id.to_owned()),
+        question: gate.question.clone(),
+        ask_schema,
+        channel: gate.channel.clone(),
+        escalation,
+        answer_hint: format!("agentd answer {task_id} '<answer as JSON>'"),
+    }
 }

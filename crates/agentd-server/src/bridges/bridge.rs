@@ -100,4 +100,8 @@ impl GateBridge for ChannelBridge {
         self.engine.push_wakeup().notify_one();
         Ok(())
     }
+
+    async fn delivery(&self, a: &GateAnnouncement) -> Option<Result<BridgeDelivery, A2aError>> {
+        Some(ChannelBridge::delivery(self, a).await)
+    }
 }
