@@ -103,6 +103,16 @@ async fn run_then_answer_is_the_readme_round_trip() {
     assert!(out.stderr.contains("INPUT_REQUIRED") && out.stderr.contains("agentd answer"), "{}", out.stderr);
     let list = d.call("ListTasks", json!({})).await;
     let id = list["tasks"][0]["id"].as_str().expect("the run task").to_owned();
+    // The demo's channel is a `log` channel: the question reaches the
+    // daemon's log with how to answer it, and nothing warns.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !d.log().contains("gate: a question needs an answer") {
+        assert!(std::time::Instant::now() < deadline, "the gate was never announced:\n{}", d.log());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let log = d.log();
+    assert!(log.contains(&format!("agentd answer {id}")), "{log}");
+    assert!(!log.contains("WARN"), "a fresh daemon running the demo warns about nothing:\n{log}");
 
     let (url, task) = (d.url.clone(), id.clone());
     let out = tokio::task::spawn_blocking(move || agentd(&url, &["answer", &task, r#"{"approve": "yes"}"#]))

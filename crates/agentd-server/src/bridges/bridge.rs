@@ -4,7 +4,7 @@
 //! channel has a secret.
 
 use super::body::{slack_body, webhook_body};
-use super::channel::{Channel, DeclaredChannel};
+use super::channel::{Channel, DeclaredChannel, LOG};
 use crate::push::SsrfGuard;
 use agentd_core::{Batch, BridgeDelivery, BridgeTarget, Engine, GateAnnouncement, GateBridge};
 use agentd_proto::{A2aError, ErrorKind};
@@ -64,7 +64,9 @@ impl ChannelBridge {
         let channel = self.channel(&a.channel)?;
         // Refused before queuing: a row that can never be delivered would
         // only retry. Delivery checks again (DNS may change).
-        if let Err(why) = self.guard.check_url(&channel.url).await {
+        if channel.kind != LOG
+            && let Err(why) = self.guard.check_url(&channel.url).await
+        {
             return Err(A2aError::new(
                 ErrorKind::InvalidParams,
                 format!("channel {:?}: its target is refused: {why}", channel.name),

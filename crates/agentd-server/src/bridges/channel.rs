@@ -3,8 +3,13 @@
 
 use std::fmt;
 
-/// The kinds of channel a bridge delivers to.
-pub const KINDS: &[&str] = &["webhook", "slack"];
+/// The kinds of channel a bridge delivers to. `log` writes the
+/// announcement to the daemon's log (no target): the built-in demo's
+/// channel, and a way to try gates with nothing to POST to.
+pub const KINDS: &[&str] = &["webhook", "slack", "log"];
+
+/// The kind that delivers to the daemon's log.
+pub const LOG: &str = "log";
 
 /// A channel as declared in the document.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,6 +60,15 @@ impl Channel {
             return Err(format!("channel {name:?} has {shown}; bridges deliver to: {}", KINDS.join(", ")));
         }
         let declared = d.target.as_deref().map(str::trim).filter(|t| !t.is_empty());
+        if kind == LOG {
+            let target = declared.unwrap_or_default().to_owned();
+            return Ok(Self {
+                name: name.clone(),
+                kind: kind.to_owned(),
+                declared_target: target,
+                url: String::new(),
+            });
+        }
         let declared =
             declared.ok_or_else(|| format!("channel {name:?} has no target (the URL to POST to)"))?;
         let url = resolve(declared).map_err(|e| format!("channel {name:?} target: {e}"))?;
@@ -80,7 +94,7 @@ mod tests {
         let c = Channel::from_declared(&declared(Some("webhook"), Some("https://h.example/x"))).unwrap();
         assert_eq!((c.kind.as_str(), c.url.as_str()), ("webhook", "https://h.example/x"));
         let e = Channel::from_declared(&declared(Some("email"), Some("https://h"))).unwrap_err();
-        assert!(e.contains("kind \"email\"") && e.contains("webhook, slack"), "{e}");
+        assert!(e.contains("kind \"email\"") && e.contains("webhook, slack, log"), "{e}");
         let e = Channel::from_declared(&declared(None, Some("https://h"))).unwrap_err();
         assert!(e.contains("no kind"), "{e}");
         let e = Channel::from_declared(&declared(Some("slack"), None)).unwrap_err();
@@ -90,6 +104,12 @@ mod tests {
         let e = Channel::from_declared(&declared(Some("slack"), Some("env:AGENTD_TEST_UNSET_VAR_X")))
             .unwrap_err();
         assert!(e.contains("AGENTD_TEST_UNSET_VAR_X is not set"), "{e}");
+    }
+
+    #[test]
+    fn a_log_channel_needs_no_target() {
+        let c = Channel::from_declared(&declared(Some("log"), None)).unwrap();
+        assert_eq!((c.kind.as_str(), c.url.as_str()), ("log", ""));
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //!   `announce` returns.
 //! * `webhook` channels get the announcement as JSON, HMAC-signed when the
 //!   channel has a secret ([`sign`]); `slack` channels get an incoming-webhook
-//!   message. The push worker delivers both.
+//!   message; `log` channels a line in the daemon's log. The push worker
+//!   delivers all three.
 
 mod body;
 mod bridge;
@@ -15,5 +16,5 @@ pub mod sign;
 
 pub use body::{slack_body, webhook_body};
 pub use bridge::ChannelBridge;
-pub use channel::{DeclaredChannel, KINDS};
+pub use channel::{DeclaredChannel, KINDS, LOG as LOG_KIND};
 pub use sign::{BridgeSecrets, SIGNATURE_HEADER, SigningKey, TIMESTAMP_HEADER};

@@ -55,6 +55,11 @@ impl Deliverer {
     }
 
     pub(crate) async fn deliver(&self, item: &OutboxItem) -> Outcome {
+        if let OutboxTarget::Bridge(target) = &item.target
+            && target.kind == crate::bridges::LOG_KIND
+        {
+            return log_announcement(target, &item.body);
+        }
         let req = match &item.target {
             OutboxTarget::Push(config) => self.push_request(config, &item.body),
             OutboxTarget::Bridge(target) => self.bridge_request(target, &item.body),
@@ -117,6 +122,22 @@ impl Deliverer {
         }
         Ok(req)
     }
+}
+
+/// A `log` channel: the announcement as one log line a person can act on.
+fn log_announcement(target: &BridgeTarget, body: &str) -> Outcome {
+    let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    let field = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+    let lead =
+        if v["escalation"] == true { "still waiting for an answer" } else { "a question needs an answer" };
+    tracing::info!(
+        channel = %target.channel,
+        task = %field("taskId"),
+        "gate: {lead}: {} (answer with: {})",
+        field("question"),
+        field("answerHint")
+    );
+    Outcome::Delivered
 }
 
 async fn send(req: reqwest::RequestBuilder) -> Outcome {
