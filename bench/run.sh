@@ -18,6 +18,8 @@
 #   BENCH_COLD_RUNS=5        cold starts per server (alternating)
 #   BENCH_SYNC_NORMAL=1      also run agentd with AGENTD_STORE_SYNC=normal (send, first rep)
 #   BENCH_SERVERS="agentd ref floor"
+#   BENCH_BASE=/path/to/agentd  another agentd build (say, of main) run as server
+#                            `agentd-base` next to this one, for before/after in one run
 #   BENCH_THREADS=2          load-generator worker threads (wrk -t2)
 #   BENCH_PORT=19400         first port used (each run takes the next pair)
 #   BENCH_OUT=/tmp/agentd-bench/<timestamp>   results, logs, data directories
@@ -46,6 +48,8 @@ FAN_ROUNDS=${BENCH_FANOUT_ROUNDS:-50}
 COLD_RUNS=${BENCH_COLD_RUNS:-5}
 SYNC_NORMAL=${BENCH_SYNC_NORMAL:-1}
 SERVERS=${BENCH_SERVERS:-"agentd ref floor"}
+BASE=${BENCH_BASE:-}
+if [[ -n $BASE && " $SERVERS " != *" agentd-base "* ]]; then SERVERS="$SERVERS agentd-base"; fi
 THREADS=${BENCH_THREADS:-2}
 PORT=${BENCH_PORT:-19400}
 OUT=${BENCH_OUT:-/tmp/agentd-bench/$(date +%Y%m%d-%H%M%S)}
@@ -83,7 +87,7 @@ if ! "$VENV/bin/python" -c 'import a2a, uvicorn' 2>/dev/null; then
   "$VENV/bin/pip" install -q "a2a-sdk[http-server,grpc,sqlite]==1.3.0" uvicorn >"$OUT/logs/pip.log" 2>&1 \
     || { tail -30 "$OUT/logs/pip.log"; exit 1; }
 fi
-for f in "$AGENTD" "$BENCH" "$BARE" "$PEER"; do [[ -e $f ]] || { echo "missing $f" >&2; exit 1; }; done
+for f in "$AGENTD" "$BENCH" "$BARE" "$PEER" ${BASE:+"$BASE"}; do [[ -e $f ]] || { echo "missing $f" >&2; exit 1; }; done
 
 # Latency of one 4 KiB synchronous write on the disk agentd's data goes to:
 # what an fsync costs right now (other I/O on the machine raises it).
@@ -105,6 +109,7 @@ fsync_ms() {
   echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "fsync at start: $(fsync_ms)"
   echo "agentd: $(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null)$(cd "$REPO" && git diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)')"
+  [[ -n $BASE ]] && echo "agentd-base: $BASE"
   echo "rustc: $(cd "$REPO" && rustc --version)"
   echo "python: $("$VENV/bin/python" --version) a2a-sdk $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("a2a-sdk"))')"
   echo "settings: SECS=$SECS WARMUP=$WARMUP REPS=$REPS CONCS='$CONCS' COUNT=$COUNT GET_TASKS=$GET_TASKS FAN=$FAN_SUBS x $FAN_ROUNDS THREADS=$THREADS"
@@ -127,6 +132,7 @@ server_cmd() {
   case $1 in
     agentd) echo "$AGENTD serve --listen 127.0.0.1:$2 --data-dir $3 --agent tck" ;;
     agentd-normal) echo "env AGENTD_STORE_SYNC=normal $AGENTD serve --listen 127.0.0.1:$2 --data-dir $3 --agent tck" ;;
+    agentd-base) echo "$BASE serve --listen 127.0.0.1:$2 --data-dir $3 --agent tck" ;;
     ref) echo "$VENV/bin/python $PEER --port $2" ;;
     floor) echo "$BARE $2" ;;
     *) echo "unknown server $1" >&2; return 1 ;;
@@ -139,6 +145,7 @@ start_server() {   # LABEL
   case $1 in
     agentd) "$AGENTD" serve --listen "127.0.0.1:$port" --data-dir "$dir" --agent tck 2>>"$OUT/logs/$1.log" & ;;
     agentd-normal) AGENTD_STORE_SYNC=normal "$AGENTD" serve --listen "127.0.0.1:$port" --data-dir "$dir" --agent tck 2>>"$OUT/logs/$1.log" & ;;
+    agentd-base) "$BASE" serve --listen "127.0.0.1:$port" --data-dir "$dir" --agent tck 2>>"$OUT/logs/$1.log" & ;;
     ref) "$VENV/bin/python" "$PEER" --port "$port" >>"$OUT/logs/$1.log" 2>&1 & ;;
     floor) "$BARE" "$port" >>"$OUT/logs/$1.log" 2>&1 & ;;
   esac

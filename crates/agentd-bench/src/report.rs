@@ -21,7 +21,7 @@ pub struct ReportArgs {
     pub files: Vec<PathBuf>,
 }
 
-const ORDER: [&str; 5] = ["floor", "ref", "agentd", "agentd-existing", "agentd-normal"];
+const ORDER: [&str; 6] = ["floor", "ref", "agentd-base", "agentd", "agentd-existing", "agentd-normal"];
 
 /// Runs grouped by (kind, label, level); kind is send, send-count, get, fanout, coldstart.
 type Groups = BTreeMap<(String, String, u64), Vec<Value>>;
@@ -136,6 +136,7 @@ fn display(label: &str) -> String {
         "ref" => "Python SDK ref".into(),
         "agentd-normal" => "agentd (sync=normal)".into(),
         "agentd-existing" => "agentd (existing data dir)".into(),
+        "agentd-base" => "agentd (base build)".into(),
         other => other.into(),
     }
 }

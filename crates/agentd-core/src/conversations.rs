@@ -1,7 +1,9 @@
 //! Turns of one conversation run one at a time, in the order they were
 //! admitted. Admission is synchronous (under the task's lock, right after
-//! its commit), so the order is the commit order; each run then waits for
-//! the run admitted before it in the same context.
+//! its commit, or for a new task whose creation is committed with its first
+//! change, right after its creation in an idle context), so the order is the
+//! commit order; each run then waits for the run admitted before it in the
+//! same context.
 
 use dashmap::DashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,6 +40,12 @@ impl Conversations {
             let _ = done.send(());
         }
         self.tails.remove_if(&a.context_id, |_, (ticket, _)| *ticket == a.ticket);
+    }
+
+    /// Whether a run admitted to `context_id` now would start at once (no
+    /// run of that context is admitted and unreleased).
+    pub fn is_idle(&self, context_id: &str) -> bool {
+        !self.tails.contains_key(context_id)
     }
 
     /// Contexts with a run admitted and not yet released.

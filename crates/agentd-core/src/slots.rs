@@ -4,6 +4,7 @@
 //! hot path; the map itself is sharded.
 
 use crate::record::TaskRecord;
+use crate::store::Batch;
 use agentd_proto::{Message, StreamResponse};
 use dashmap::DashMap;
 use std::sync::Arc;
@@ -26,6 +27,10 @@ pub struct SlotState {
     pub steering: Vec<Message>,
     /// Set when the slot left the map; holders must look the task up again.
     pub detached: bool,
+    /// A new task whose creation is not committed yet (see
+    /// `Engine::create_task`): what its creation commits besides the record.
+    /// The next commit of the task takes it; `None` once committed.
+    pub pending: Option<Batch>,
 }
 
 pub struct Slot {
@@ -44,6 +49,7 @@ impl Slot {
                 cancel: CancellationToken::new(),
                 steering: Vec::new(),
                 detached: false,
+                pending: None,
             }),
             tx,
         })

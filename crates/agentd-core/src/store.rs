@@ -71,6 +71,38 @@ pub struct ClosedContext {
 }
 
 impl Batch {
+    /// Appends `later` to this batch: committing the result writes this
+    /// batch's parts, then `later`'s, in one transaction.
+    pub fn absorb(&mut self, later: Batch) {
+        // Destructured, so that a new part cannot be forgotten here.
+        let Batch {
+            tasks,
+            push_upserts,
+            push_deletes,
+            push_events,
+            bridge_deliveries,
+            outbox_done,
+            outbox_retry,
+            closed_contexts,
+            reminders,
+            events,
+            prune_events,
+        } = later;
+        self.tasks.extend(tasks);
+        self.push_upserts.extend(push_upserts);
+        self.push_deletes.extend(push_deletes);
+        self.push_events.extend(push_events);
+        self.bridge_deliveries.extend(bridge_deliveries);
+        self.outbox_done.extend(outbox_done);
+        self.outbox_retry.extend(outbox_retry);
+        self.closed_contexts.extend(closed_contexts);
+        self.reminders.extend(reminders);
+        self.events.extend(events);
+        if prune_events.is_some() {
+            self.prune_events = prune_events;
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.tasks.is_empty()
             && self.push_upserts.is_empty()

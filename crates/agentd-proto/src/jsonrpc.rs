@@ -33,7 +33,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, EnvelopeError> {
         id,
         error: A2aError::new(ErrorKind::InvalidRequest, msg.to_owned()),
     };
-    let obj = match value {
+    let mut obj = match value {
         Value::Object(o) => o,
         Value::Array(_) => return Err(invalid(Value::Null, "batch requests are not supported")),
         _ => return Err(invalid(Value::Null, "a JSON-RPC request must be an object")),
@@ -50,9 +50,10 @@ pub fn parse_request(body: &[u8]) -> Result<Request, EnvelopeError> {
         Some(Value::String(m)) if !m.is_empty() => m.clone(),
         _ => return Err(invalid(id, "`method` must be a non-empty string")),
     };
-    let params = match obj.get("params") {
+    // Taken, not cloned: the params are most of the request.
+    let params = match obj.swap_remove("params") {
         None | Some(Value::Null) => None,
-        Some(v @ Value::Object(_)) => Some(v.clone()),
+        Some(v @ Value::Object(_)) => Some(v),
         Some(_) => return Err(invalid(id, "`params` must be an object")),
     };
     Ok(Request { id, method, params })
@@ -61,6 +62,21 @@ pub fn parse_request(body: &[u8]) -> Result<Request, EnvelopeError> {
 /// `{"jsonrpc":"2.0","id":…,"result":…}`.
 pub fn success<T: Serialize>(id: &Value, result: &T) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// The same envelope as [`success`], serialized straight from `result`
+/// (no intermediate `Value`, no copy of the result): same bytes.
+#[derive(Serialize)]
+pub struct Success<'a, T: Serialize + ?Sized> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    result: &'a T,
+}
+
+impl<'a, T: Serialize + ?Sized> Success<'a, T> {
+    pub fn new(id: &'a Value, result: &'a T) -> Self {
+        Self { jsonrpc: "2.0", id, result }
+    }
 }
 
 /// `{"jsonrpc":"2.0","id":…,"error":{…}}`.

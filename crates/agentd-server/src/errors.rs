@@ -10,7 +10,7 @@ use serde_json::Value;
 
 pub const JSON: &str = "application/json";
 
-pub fn json_response(status: StatusCode, body: &Value) -> Response {
+pub fn json_response<T: serde::Serialize + ?Sized>(status: StatusCode, body: &T) -> Response {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
     (status, [(header::CONTENT_TYPE, HeaderValue::from_static(JSON))], bytes).into_response()
 }

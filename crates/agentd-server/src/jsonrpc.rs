@@ -39,7 +39,7 @@ pub async fn handle(State(state): State<AppState>, uri: Uri, headers: HeaderMap,
     };
     let params = req.params.unwrap_or_else(|| Value::Object(Default::default()));
     let response = match dispatch(&state, &ctx, &req.method, params).await {
-        Ok(Outcome::Value(v)) => json_response(StatusCode::OK, &rpc::success(&req.id, &v)),
+        Ok(Outcome::Value(v)) => json_response(StatusCode::OK, &rpc::Success::new(&req.id, &v)),
         Ok(Outcome::Stream(src)) => sse::response(&state, src, Framing::JsonRpc { id: req.id }),
         Err(e) => jsonrpc_error(&req.id, &e),
     };

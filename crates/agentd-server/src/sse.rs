@@ -28,7 +28,9 @@ pub enum Framing {
 impl Framing {
     fn data(&self, ev: &StreamResponse) -> String {
         match self {
-            Framing::JsonRpc { id } => jsonrpc::success(id, ev).to_string(),
+            Framing::JsonRpc { id } => {
+                serde_json::to_string(&jsonrpc::Success::new(id, ev)).unwrap_or_default()
+            }
             Framing::Rest => serde_json::to_string(ev).unwrap_or_default(),
         }
     }

@@ -361,7 +361,19 @@ impl Engine {
         let now = Timestamp::now();
         let events = f(&mut rec, now)?;
         emit::on_change(&st.record, &rec, &events, now, &mut extra);
-        self.commit_record(&rec, &events, extra).await?;
+        // A creation not committed yet goes in with this change.
+        let pending = st.pending.take();
+        let batch = match pending.clone() {
+            Some(mut creation) => {
+                creation.absorb(extra);
+                creation
+            }
+            None => extra,
+        };
+        if let Err(e) = self.commit_record(&rec, &events, batch).await {
+            st.pending = pending;
+            return Err(e);
+        }
         st.record = rec.clone();
         for e in events {
             let _ = slot.tx.send(Arc::new(e));
@@ -378,6 +390,19 @@ impl Engine {
             self.inner.slots.remove(rec.id());
         }
         Ok(rec)
+    }
+
+    /// Commits the creation of task `id` if it is still pending (see
+    /// `create_task`): before a snapshot of it is published, or anything
+    /// reads it from the store.
+    pub(crate) async fn commit_pending(&self, id: &str) -> Result<(), A2aError> {
+        if let Some(slot) = self.inner.slots.get(id) {
+            let mut st = slot.state.lock().await;
+            if st.pending.is_some() && !st.detached {
+                self.commit_locked(&slot, &mut st, |_, _| Ok(Vec::new()), Batch::default()).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Commits a record, its events' push deliveries and `extra` in one batch.
@@ -469,6 +494,8 @@ impl Engine {
         task_id: &str,
         context_id: &str,
     ) -> Result<Vec<ConversationTurn>, A2aError> {
+        // The task itself must be in the store for the turns to end at it.
+        self.commit_pending(task_id).await?;
         let tasks = self.inner.store.context_tasks(context_id).await.map_err(internal)?;
         let mut out = Vec::new();
         for rec in tasks {
@@ -561,3 +588,6 @@ pub(crate) fn refused(r: Refused) -> A2aError {
         Refused::Unspecified => A2aError::invalid_field("status.state", r.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -35,6 +35,13 @@ pub struct StartTask {
     pub agent: Option<Arc<dyn Agent>>,
 }
 
+tokio::task_local! {
+    /// Set while a blocking SendMessage routes its message: the task it
+    /// creates is answered only once it settles, so its creation may be
+    /// committed with its run's first change (see `create_task`).
+    static ANSWER_WHEN_SETTLED: ();
+}
+
 /// What a message turned into.
 #[allow(clippy::large_enum_variant)] // built once per request, never stored
 pub enum SendOutcome {
@@ -59,19 +66,27 @@ impl Engine {
             let rec = self.visible_record(p, &task_id).await?;
             return Ok(SendMessageResponse::Task(super::read::view(&rec, cfg.history_length, true)));
         }
-        match self.send(p, req, true).await? {
+        match ANSWER_WHEN_SETTLED.scope((), self.send(p, req, true)).await? {
             SendOutcome::Message(m) => Ok(SendMessageResponse::Message(m)),
             SendOutcome::Task(mut events) => {
                 if let Some(snapshot) = events.take_snapshot() {
                     return Ok(SendMessageResponse::Task(snapshot));
                 }
                 let id = events.task_id().to_owned();
-                if cfg.return_immediately {
+                let settled = if cfg.return_immediately {
                     drop(events);
+                    None
                 } else {
-                    events.settle().await;
-                }
-                let rec = self.record(&id).await?.ok_or_else(|| A2aError::task_not_found(&id))?;
+                    events.settle().await
+                };
+                let rec = match settled {
+                    Some(rec) => rec,
+                    None => {
+                        // The answer shows the task: its creation must be committed.
+                        self.commit_pending(&id).await?;
+                        self.record(&id).await?.ok_or_else(|| A2aError::task_not_found(&id))?
+                    }
+                };
                 Ok(SendMessageResponse::Task(self.view(&rec, cfg.history_length, true)))
             }
         }
@@ -194,8 +209,9 @@ impl Engine {
             agent: None,
         };
         let batch = inline_push_batch(push, &id);
-        let (_, events) =
-            self.create_task(start, batch, Some((cfg.history_length, close_on_interrupt))).await?;
+        let events = Some((cfg.history_length, close_on_interrupt));
+        let defer = !cfg.return_immediately && ANSWER_WHEN_SETTLED.try_with(|_| ()).is_ok();
+        let (_, events) = self.create_task(start, batch, events, defer).await?;
         Ok(SendOutcome::Task(events.ok_or_else(A2aError::internal)?))
     }
 
@@ -209,17 +225,20 @@ impl Engine {
         {
             return Err(A2aError::new(ErrorKind::Internal, format!("task id {id:?} is already taken")));
         }
-        Ok(self.create_task(start, Batch::default(), None).await?.0)
+        Ok(self.create_task(start, Batch::default(), None, false).await?.0)
     }
 
     /// The one creation path: commit the new task (with `batch`), make it
     /// live, subscribe to it when `events` asks (history length, close on
-    /// interrupt), then start its run.
+    /// interrupt), then start its run. With `defer` (a blocking SendMessage,
+    /// answered when the task settles), the creation may be left pending,
+    /// to be committed with the run's first change.
     async fn create_task(
         &self,
         start: StartTask,
         mut batch: Batch,
         events: Option<(Option<i32>, bool)>,
+        defer: bool,
     ) -> Result<(TaskRecord, Option<TaskEvents>), A2aError> {
         let id = start.id.unwrap_or_else(new_id);
         let context_id = start.context_id.filter(|c| !c.is_empty()).unwrap_or_else(new_id);
@@ -250,7 +269,18 @@ impl Engine {
         let slot = Slot::new(rec.clone(), self.inner.config.stream_capacity);
         let mut st = slot.state.lock().await;
         super::emit::on_create(&rec, &mut batch);
-        self.commit_record(&rec, &[], batch).await?;
+        if defer && events.is_some() && self.inner.conversations.is_idle(&rec.task.context_id) {
+            // A blocking SendMessage's new task, whose run starts at once:
+            // its creation is committed with the run's first change (or
+            // before anything shows or reads it: `commit_pending`). Nothing
+            // has observed the task before that (its id is not out yet), and
+            // a SendMessage that completes at once is one commit, not two.
+            // Streams and `returnImmediately` answers show the task at once:
+            // their tasks are committed first, as ever.
+            st.pending = Some(batch);
+        } else {
+            self.commit_record(&rec, &[], batch).await?;
+        }
         if let Some(parent) = &rec.meta.parent {
             self.remember_child(parent, &id);
         }
@@ -265,6 +295,7 @@ impl Engine {
                 slot.tx.subscribe(),
                 close_on_interrupt,
             )
+            .with_slot(&slot)
         });
         self.start_run(&mut st, input);
         Ok((rec, events))
@@ -359,7 +390,8 @@ impl Engine {
                 self.view(&rec, cfg.history_length, true),
                 slot.tx.subscribe(),
                 close_on_interrupt,
-            );
+            )
+            .with_slot(&slot);
             if !p.can_see(&rec.owner) {
                 // A gate's answerer sees the task as its answer left it.
                 events = events.snapshot_only();

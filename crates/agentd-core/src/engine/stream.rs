@@ -3,7 +3,8 @@
 //! in commit order, ending at a terminal state (and, for message streams,
 //! at an interrupted one).
 
-use crate::slots::Event;
+use crate::record::TaskRecord;
+use crate::slots::{Event, Slot};
 use agentd_proto::{A2aError, ErrorKind, StreamResponse, Task};
 use std::sync::Arc;
 use tokio::sync::broadcast::{self, error::RecvError};
@@ -22,6 +23,11 @@ pub struct TaskEvents {
     /// Ends after the first snapshot (for a gate's answerer, who may not
     /// follow the task past its answer).
     snapshot_only: bool,
+    /// The task's live slot, when the stream was opened on one: once the
+    /// stream ends, its record is the committed one (see [`Self::settle`]).
+    slot: Option<Arc<Slot>>,
+    /// The stream saw a terminal state: the task's slot is already gone.
+    terminal: bool,
 }
 
 impl TaskEvents {
@@ -41,6 +47,8 @@ impl TaskEvents {
             done: false,
             reminder_events: false,
             snapshot_only: false,
+            slot: None,
+            terminal: false,
         }
     }
 
@@ -61,6 +69,13 @@ impl TaskEvents {
         if self.snapshot_only { self.first.take() } else { None }
     }
 
+    /// Keeps the task's slot, so that [`Self::settle`] can answer with the
+    /// record it holds instead of reading the task back from the store.
+    pub(crate) fn with_slot(mut self, slot: &Arc<Slot>) -> Self {
+        self.slot = Some(Arc::clone(slot));
+        self
+    }
+
     pub fn task_id(&self) -> &str {
         &self.task_id
     }
@@ -68,11 +83,27 @@ impl TaskEvents {
     /// The next event, `None` when the stream is over. An error means this
     /// stream fell too far behind and was cut off (the task is unaffected).
     pub async fn next(&mut self) -> Option<Result<Event, A2aError>> {
+        if self.first.is_some()
+            && let Some(engine) = &self.engine
+            && let Err(e) = engine.commit_pending(&self.task_id).await
+        {
+            // The snapshot of a task whose creation could not be committed
+            // is never shown.
+            self.first = None;
+            self.done = true;
+            return Some(Err(e));
+        }
+        self.next_event().await
+    }
+
+    /// The next event, without committing a pending creation first (for
+    /// [`Self::settle`], which publishes nothing).
+    async fn next_event(&mut self) -> Option<Result<Event, A2aError>> {
         if let Some(t) = self.first.take() {
             let state = t.status.state;
-            self.done = self.snapshot_only
-                || state.is_terminal()
-                || (self.close_on_interrupt && state.is_interrupted());
+            self.terminal = state.is_terminal();
+            self.done =
+                self.snapshot_only || self.terminal || (self.close_on_interrupt && state.is_interrupted());
             return Some(Ok(Arc::new(StreamResponse::Task(t))));
         }
         if self.done {
@@ -93,7 +124,8 @@ impl TaskEvents {
             Ok(ev) => {
                 if let StreamResponse::StatusUpdate(s) = ev.as_ref() {
                     let state = s.status.state;
-                    self.done = state.is_terminal() || (self.close_on_interrupt && state.is_interrupted());
+                    self.terminal = state.is_terminal();
+                    self.done = self.terminal || (self.close_on_interrupt && state.is_interrupted());
                 }
                 Some(Ok(ev))
             }
@@ -108,20 +140,38 @@ impl TaskEvents {
         }
     }
 
-    /// Consumes events until the stream ends (blocking SendMessage).
-    pub(crate) async fn settle(mut self) {
-        while let Some(ev) = self.next().await {
+    /// Consumes events until the stream ends (blocking SendMessage). When it
+    /// ended at a terminal or interrupted state and was opened with
+    /// [`Self::with_slot`], returns the task's record from the slot: a change
+    /// is adopted there, under the task's lock, after its commit and before
+    /// its events are published, so this is the committed record (or a newer
+    /// committed one), without a read from the store. `None` when the stream
+    /// was cut off or has no slot: read the record instead.
+    pub(crate) async fn settle(mut self) -> Option<TaskRecord> {
+        while let Some(ev) = self.next_event().await {
             if ev.is_err() {
-                break;
+                return None;
             }
         }
+        let slot = self.slot.take()?;
+        let st = slot.state.lock().await;
+        // A detached slot of a task that is not terminal was replaced by a
+        // newer one (evicted and loaded again): its record may be stale.
+        if st.detached && !st.record.state().is_terminal() {
+            return None;
+        }
+        Some(st.record.clone())
     }
 }
 
 impl Drop for TaskEvents {
     fn drop(&mut self) {
         // A subscriber of a task that waits with nothing running may have
-        // been the only reason its slot stayed in memory.
+        // been the only reason its slot stayed in memory. A terminal task's
+        // slot left the map with the change that ended it.
+        if self.terminal {
+            return;
+        }
         if let (Some(engine), Ok(rt)) = (self.engine.take(), tokio::runtime::Handle::try_current()) {
             let id = std::mem::take(&mut self.task_id);
             rt.spawn(async move { engine.evict_idle(&id).await });

@@ -8,6 +8,7 @@ use crate::event_log::Announcer;
 use agentd_core::{Batch, EventRecord, StoreError};
 use agentd_proto::Timestamp;
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
+use std::cell::Cell;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 use tokio::sync::oneshot;
@@ -121,6 +122,33 @@ const UPSERT_REMINDER: &str = "INSERT INTO reminders (task_id, id, active, seq, 
     ON CONFLICT (task_id, id) DO UPDATE SET active = excluded.active,
         reminder_json = excluded.reminder_json";
 
+thread_local! {
+    /// Whether the store of this writer thread may hold a push config
+    /// (`None`: not looked up yet). Until one is written, push events need
+    /// no fan-out statement: most tasks have no push config. Only this
+    /// thread writes, so once true it stays true; a rolled-back upsert
+    /// leaves it true, which only costs the statements it saves.
+    static MAY_HAVE_PUSH_CONFIGS: Cell<Option<bool>> = const { Cell::new(None) };
+}
+
+/// Whether push events of `batch` need the fan-out statement.
+fn fan_out_needed(tx: &Transaction<'_>, batch: &Batch) -> Result<bool, StoreError> {
+    if !batch.push_upserts.is_empty() {
+        MAY_HAVE_PUSH_CONFIGS.set(Some(true));
+    }
+    if batch.push_events.is_empty() {
+        return Ok(false);
+    }
+    if let Some(may) = MAY_HAVE_PUSH_CONFIGS.get() {
+        return Ok(may);
+    }
+    let may = tx
+        .query_row("SELECT EXISTS (SELECT 1 FROM push_configs)", [], |row| row.get(0))
+        .map_err(err("look for push configs"))?;
+    MAY_HAVE_PUSH_CONFIGS.set(Some(may));
+    Ok(may)
+}
+
 /// Writes one batch inside `tx`, in the order: tasks, push upserts, push
 /// deletes (their outbox rows go by cascade), push events, bridge
 /// deliveries, outbox done, outbox retry, closed conversations, reminders.
@@ -156,7 +184,8 @@ fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
             .map_err(err("delete push config"))?;
     }
     let now = Timestamp::now().millis();
-    for (task_id, body) in &batch.push_events {
+    let push_events = if fan_out_needed(tx, batch)? { &batch.push_events[..] } else { &[] };
+    for (task_id, body) in push_events {
         tx.prepare_cached(FAN_OUT)
             .and_then(|mut s| s.execute(params![task_id, body, now]))
             .map_err(err("fan out push event"))?;

@@ -1,0 +1,210 @@
+//! When a new task is committed: with the first change of its run, or
+//! before its snapshot is published, never after anything observed it.
+
+use super::*;
+use crate::record::{OutboxItem, TaskRecord};
+use crate::store::{PushConfigRow, StoreError, TaskPage, TaskQuery};
+use crate::{PrincipalRole, Turn};
+use agentd_proto::{Part, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// A store that keeps the last committed version of each task and counts
+/// the commits that wrote a task.
+struct CountingStore {
+    tasks: Mutex<HashMap<String, TaskRecord>>,
+    task_commits: Mutex<Vec<Vec<TaskState>>>,
+    events: tokio::sync::broadcast::Sender<Arc<crate::EventRecord>>,
+}
+
+impl Default for CountingStore {
+    fn default() -> Self {
+        Self {
+            tasks: Mutex::default(),
+            task_commits: Mutex::default(),
+            events: tokio::sync::broadcast::channel(16).0,
+        }
+    }
+}
+
+impl CountingStore {
+    fn task(&self, id: &str) -> Option<TaskRecord> {
+        self.tasks.lock().unwrap().get(id).cloned()
+    }
+    /// The states written by each commit that wrote a task, in order.
+    fn commits(&self) -> Vec<Vec<TaskState>> {
+        self.task_commits.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl Store for CountingStore {
+    async fn commit(&self, batch: Batch) -> Result<(), StoreError> {
+        if !batch.tasks.is_empty() {
+            self.task_commits.lock().unwrap().push(batch.tasks.iter().map(TaskRecord::state).collect());
+        }
+        let mut tasks = self.tasks.lock().unwrap();
+        for t in batch.tasks {
+            tasks.insert(t.task.id.clone(), t);
+        }
+        Ok(())
+    }
+    async fn get_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(self.task(id))
+    }
+    async fn list_tasks(&self, _: &TaskQuery) -> Result<TaskPage, StoreError> {
+        Ok(TaskPage::default())
+    }
+    async fn tasks_in_states(&self, _: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError> {
+        Ok(Vec::new())
+    }
+    async fn context_tasks(&self, context_id: &str) -> Result<Vec<TaskRecord>, StoreError> {
+        let tasks = self.tasks.lock().unwrap();
+        Ok(tasks.values().filter(|t| t.task.context_id == context_id).cloned().collect())
+    }
+    async fn context_foreign(&self, _: &str, _: &str) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+    async fn get_push_config(&self, _: &str, _: &str) -> Result<Option<PushConfigRow>, StoreError> {
+        Ok(None)
+    }
+    async fn list_push_configs(&self, _: &str) -> Result<Vec<PushConfigRow>, StoreError> {
+        Ok(Vec::new())
+    }
+    async fn due_outbox(&self, _: i64, _: usize) -> Result<Vec<OutboxItem>, StoreError> {
+        Ok(Vec::new())
+    }
+    async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError> {
+        Ok(None)
+    }
+    async fn closed_contexts(&self) -> Result<Vec<String>, StoreError> {
+        Ok(Vec::new())
+    }
+    async fn reminders(&self, _: &str, _: bool) -> Result<Vec<crate::ReminderRecord>, StoreError> {
+        Ok(Vec::new())
+    }
+    async fn get_reminder(&self, _: &str, _: &str) -> Result<Option<crate::ReminderRecord>, StoreError> {
+        Ok(None)
+    }
+    async fn read_events(&self, _: u64, _: usize) -> Result<Vec<crate::EventRecord>, StoreError> {
+        Ok(Vec::new())
+    }
+    async fn event_log_bounds(&self) -> Result<crate::EventLogBounds, StoreError> {
+        Ok(crate::EventLogBounds::default())
+    }
+    fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<Arc<crate::EventRecord>> {
+        self.events.subscribe()
+    }
+}
+
+struct AnyUrl;
+
+#[async_trait]
+impl PushUrlPolicy for AnyUrl {
+    async fn check(&self, _: &str) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Waits for `go` (when given), then completes the task.
+struct Completes {
+    go: Option<Arc<Notify>>,
+    /// Reads the conversation first, as a model-driven run does.
+    reads_conversation: bool,
+}
+
+#[async_trait]
+impl Agent for Completes {
+    async fn run(&self, turn: Turn) {
+        if let Some(go) = &self.go {
+            go.notified().await;
+        }
+        if self.reads_conversation {
+            turn.control.conversation().await.unwrap();
+        }
+        turn.control.complete(Some(Message::agent_text("done"))).await.unwrap();
+    }
+}
+
+fn engine(agent: Completes) -> (Engine, Arc<CountingStore>) {
+    let store = Arc::new(CountingStore::default());
+    let engine = Engine::new(store.clone(), Arc::new(agent), Arc::new(AnyUrl), EngineConfig::default());
+    (engine, store)
+}
+
+fn user() -> Principal {
+    Principal::new("user:a", PrincipalRole::User)
+}
+
+fn request(return_immediately: bool) -> SendMessageRequest {
+    SendMessageRequest {
+        message: Some(Message {
+            message_id: "m-1".into(),
+            role: Role::User,
+            parts: vec![Part::text("hi")],
+            ..Message::default()
+        }),
+        configuration: Some(SendMessageConfiguration { return_immediately, ..Default::default() }),
+        ..Default::default()
+    }
+}
+
+fn task_of(r: SendMessageResponse) -> Task {
+    match r {
+        SendMessageResponse::Task(t) => t,
+        SendMessageResponse::Message(m) => panic!("a message instead of a task: {m:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_blocking_send_that_completes_at_once_is_one_commit() {
+    let (engine, store) = engine(Completes { go: None, reads_conversation: false });
+    let task = task_of(engine.send_message(&user(), request(false)).await.unwrap());
+    assert_eq!(task.status.state, TaskState::Completed);
+    // The creation went in with the completion, and the answer is what was committed.
+    assert_eq!(store.commits(), vec![vec![TaskState::Completed]]);
+    let stored = store.task(&task.id).expect("the answered task is committed");
+    assert_eq!(super::read::view(&stored, None, true), task);
+    let states: Vec<TaskState> = stored.status_history.iter().map(|s| s.state).collect();
+    assert_eq!(states, [TaskState::Submitted, TaskState::Completed]);
+}
+
+#[tokio::test]
+async fn a_streamed_task_is_committed_before_it_is_answered() {
+    let go = Arc::new(Notify::new());
+    let (engine, store) = engine(Completes { go: Some(go.clone()), reads_conversation: false });
+    let SendOutcome::Task(mut events) = engine.send(&user(), request(false), true).await.unwrap() else {
+        panic!("a message instead of a task");
+    };
+    let id = events.task_id().to_owned();
+    assert_eq!(store.task(&id).map(|t| t.state()), Some(TaskState::Submitted));
+    let first = events.next().await.unwrap().unwrap();
+    assert!(matches!(first.as_ref(), StreamResponse::Task(t) if t.status.state == TaskState::Submitted));
+    assert_eq!(store.task(&id).map(|t| t.state()), Some(TaskState::Submitted));
+    go.notify_one();
+    while let Some(ev) = events.next().await {
+        ev.unwrap();
+    }
+    assert_eq!(store.commits(), vec![vec![TaskState::Submitted], vec![TaskState::Completed]]);
+}
+
+#[tokio::test]
+async fn return_immediately_answers_with_a_committed_task() {
+    let go = Arc::new(Notify::new());
+    let (engine, store) = engine(Completes { go: Some(go.clone()), reads_conversation: false });
+    let task = task_of(engine.send_message(&user(), request(true)).await.unwrap());
+    assert_eq!(task.status.state, TaskState::Submitted);
+    assert_eq!(store.task(&task.id).map(|t| t.state()), Some(TaskState::Submitted));
+    go.notify_one();
+    let done = engine.settled(&task.id).await.unwrap();
+    assert_eq!(done.state(), TaskState::Completed);
+    assert_eq!(store.commits(), vec![vec![TaskState::Submitted], vec![TaskState::Completed]]);
+}
+
+#[tokio::test]
+async fn a_run_reading_its_conversation_finds_its_task_committed() {
+    let (engine, store) = engine(Completes { go: None, reads_conversation: true });
+    let task = task_of(engine.send_message(&user(), request(false)).await.unwrap());
+    assert_eq!(task.status.state, TaskState::Completed);
+    assert_eq!(store.commits(), vec![vec![TaskState::Submitted], vec![TaskState::Completed]]);
+}
