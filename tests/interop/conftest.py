@@ -9,6 +9,7 @@ the base URL is read from the stderr line containing `listening on `.
 from __future__ import annotations
 
 import collections
+import json
 import os
 import re
 import signal
@@ -92,3 +93,20 @@ def agentd_tck_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     Webhooks may point at loopback here, so push tests need no DNS or outside host.
     """
     yield from _serve(tmp_path_factory, 'agentd-tck', '--agent', 'tck', '--push-allow-private')
+
+
+@pytest.fixture
+def agentd_long_reply(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """(base URL, reply) of an agentd whose `scripted` model streams one long
+    reply in 300 deltas; a fresh daemon per test, since a script is used up."""
+    deltas = [f'token{i} ' for i in range(300)]
+    script = tmp_path / 'script.json'
+    script.write_text(json.dumps([{'deltas': deltas, 'delay_ms': 1}]))
+    config = tmp_path / 'agentd.yaml'
+    config.write_text(f'model:\n  kind: scripted\n  script: {script}\nlimits:\n  stream_flush_ms: 1\n')
+    daemon = Daemon(tmp_path / 'data', '--config', str(config))
+    try:
+        assert daemon.url is not None
+        yield daemon.url, ''.join(deltas)
+    finally:
+        daemon.stop()

@@ -205,6 +205,30 @@ async def test_stream_events_in_order(streaming_client: Client) -> None:
     assert ''.join(text_of(c.artifact.parts) for c in chunks) == 'echo: stream me'
 
 
+@pytest.mark.parametrize('streaming', [False, True], ids=['blocking', 'streaming'])
+async def test_a_streamed_reply_is_stored_as_one_part(agentd_long_reply: tuple[str, str], binding: str,
+                                                      streaming: bool) -> None:
+    """Streams stay incremental, but the stored artifact holds the reply as one
+    part, so the common `artifacts[0].parts[0].text` reads all of it."""
+    url, whole = agentd_long_reply
+    async with await open_client(url, binding, streaming=streaming) as c:
+        events = await collect(c.send_message(SendMessageRequest(message=user_message('a long answer'))))
+        if streaming:
+            chunks = [e.artifact_update for e in events if kind(e) == 'artifact_update']
+            assert len(chunks) > 1, 'the reply streams in chunks'
+            assert ''.join(text_of(u.artifact.parts) for u in chunks) == whole
+            task_id = chunks[0].task_id
+        else:
+            [ev] = events
+            assert kind(ev) == 'task', ev
+            assert len(ev.task.artifacts[0].parts) == 1, ev.task.artifacts
+            assert ev.task.artifacts[0].parts[0].text == whole
+            task_id = ev.task.id
+        got = await bounded(c.get_task(GetTaskRequest(id=task_id)))
+    assert len(got.artifacts) == 1 and len(got.artifacts[0].parts) == 1, got.artifacts
+    assert got.artifacts[0].parts[0].text == whole
+
+
 async def test_get_task(client: Client) -> None:
     msg = user_message('remember me')
     sent = await send_task(client, msg)

@@ -88,7 +88,18 @@ impl TaskControl {
         self.status(TaskState::InputRequired, Some(question)).await
     }
     pub async fn artifact(&self, artifact: Artifact, append: bool, last_chunk: bool) -> Result<(), A2aError> {
-        self.change(Change::Artifact { artifact, append, last_chunk }).await
+        self.change(Change::Artifact { artifact, append, last_chunk, merge_text: false }).await
+    }
+    /// A chunk of a text streamed into one artifact: streams and webhooks
+    /// get the chunk, the stored artifact (GetTask, ListTasks) keeps the
+    /// text as one part, so readers of `parts[0].text` get all of it.
+    pub async fn text_chunk(
+        &self,
+        artifact: Artifact,
+        append: bool,
+        last_chunk: bool,
+    ) -> Result<(), A2aError> {
+        self.change(Change::Artifact { artifact, append, last_chunk, merge_text: true }).await
     }
     /// Changes the task's meta (a run's checkpoint, its open gate) and,
     /// when `status` is given, its state, in one commit.

@@ -4,8 +4,8 @@
 
 use crate::record::{StatusEntry, TaskRecord};
 use agentd_proto::{
-    Artifact, Message, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
-    Timestamp,
+    Artifact, Message, Part, PartContent, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus,
+    TaskStatusUpdateEvent, Timestamp,
 };
 
 /// One change to a task.
@@ -13,8 +13,11 @@ use agentd_proto::{
 pub enum Change {
     /// A move to `state` (the same state again is a progress update).
     Status { state: TaskState, message: Option<Message> },
-    /// A new artifact, a replacement, or a chunk appended to one.
-    Artifact { artifact: Artifact, append: bool, last_chunk: bool },
+    /// A new artifact, a replacement, or a chunk appended to one. With
+    /// `merge_text`, an appended text part extends the stored artifact's
+    /// last text part instead of adding a part: a text streamed in chunks
+    /// is stored as one part, while each event still carries its chunk.
+    Artifact { artifact: Artifact, append: bool, last_chunk: bool, merge_text: bool },
     /// A client message appended to the task's history.
     Input(Message),
 }
@@ -61,10 +64,10 @@ pub fn apply(rec: &mut TaskRecord, change: Change, now: Timestamp) -> Result<Vec
                 metadata: None,
             })])
         }
-        Change::Artifact { artifact, append, last_chunk } => {
+        Change::Artifact { artifact, append, last_chunk, merge_text } => {
             let list = rec.task.artifacts.get_or_insert_with(Vec::new);
             match list.iter_mut().find(|a| a.artifact_id == artifact.artifact_id) {
-                Some(existing) if append => existing.parts.extend(artifact.parts.iter().cloned()),
+                Some(existing) if append => append_parts(&mut existing.parts, &artifact.parts, merge_text),
                 Some(existing) => *existing = artifact.clone(),
                 None => list.push(artifact.clone()),
             }
@@ -85,6 +88,30 @@ pub fn apply(rec: &mut TaskRecord, change: Change, now: Timestamp) -> Result<Vec
     }
 }
 
+/// Appends `new` to `parts`; with `merge_text`, a plain text part goes into
+/// the last part when that is plain text too.
+fn append_parts(parts: &mut Vec<Part>, new: &[Part], merge_text: bool) {
+    for part in new {
+        if merge_text
+            && let (Some(PartContent::Text(last)), Some(text)) =
+                (parts.last_mut().filter(|p| is_plain(p)).map(|p| &mut p.content), plain_text(part))
+        {
+            last.push_str(text);
+        } else {
+            parts.push(part.clone());
+        }
+    }
+}
+
+/// A text part with nothing beside its text (no metadata, name or type).
+fn is_plain(p: &Part) -> bool {
+    p.as_text().is_some() && p.metadata.is_none() && p.filename.is_empty() && p.media_type.is_empty()
+}
+
+fn plain_text(p: &Part) -> Option<&str> {
+    if is_plain(p) { p.as_text() } else { None }
+}
+
 /// A message inside a task always names the task and its context.
 fn stamp(mut m: Message, task_id: &str, context_id: &str) -> Message {
     task_id.clone_into(&mut m.task_id);
@@ -95,7 +122,7 @@ fn stamp(mut m: Message, task_id: &str, context_id: &str) -> Message {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentd_proto::{Part, Task};
+    use agentd_proto::Task;
 
     fn rec(state: TaskState) -> TaskRecord {
         TaskRecord {
@@ -172,18 +199,53 @@ mod tests {
         let now = Timestamp::from_millis(2000).unwrap();
         let a =
             |t: &str| Artifact { artifact_id: "a".into(), parts: vec![Part::text(t)], ..Default::default() };
-        apply(&mut r, Change::Artifact { artifact: a("one "), append: false, last_chunk: false }, now)
-            .unwrap();
-        apply(&mut r, Change::Artifact { artifact: a("two"), append: true, last_chunk: true }, now).unwrap();
+        let chunk = |t: &str, append: bool, last_chunk: bool| Change::Artifact {
+            artifact: a(t),
+            append,
+            last_chunk,
+            merge_text: false,
+        };
+        apply(&mut r, chunk("one ", false, false), now).unwrap();
+        apply(&mut r, chunk("two", true, true), now).unwrap();
         let arts = r.task.artifacts.as_ref().unwrap();
         assert_eq!(arts.len(), 1);
         assert_eq!(arts[0].parts.len(), 2);
-        apply(&mut r, Change::Artifact { artifact: a("new"), append: false, last_chunk: true }, now).unwrap();
+        apply(&mut r, chunk("new", false, true), now).unwrap();
         assert_eq!(
             r.task.artifacts.as_ref().unwrap()[0].parts,
             vec![Part::text("new")],
             "same id without append replaces"
         );
+    }
+
+    #[test]
+    fn merged_text_chunks_are_stored_as_one_part_and_sent_as_chunks() {
+        let mut r = rec(TaskState::Working);
+        let now = Timestamp::from_millis(2000).unwrap();
+        let chunk = |t: &str, append: bool| Change::Artifact {
+            artifact: Artifact { artifact_id: "a".into(), parts: vec![Part::text(t)], ..Default::default() },
+            append,
+            last_chunk: false,
+            merge_text: true,
+        };
+        apply(&mut r, chunk("The ", false), now).unwrap();
+        apply(&mut r, chunk("quick ", true), now).unwrap();
+        let events = apply(&mut r, chunk("fox", true), now).unwrap();
+        assert_eq!(r.task.artifacts.as_ref().unwrap()[0].parts, vec![Part::text("The quick fox")]);
+        let StreamResponse::ArtifactUpdate(u) = &events[0] else { panic!("{events:?}") };
+        assert_eq!(u.artifact.parts, vec![Part::text("fox")], "the event carries the chunk only");
+        let data = Change::Artifact {
+            artifact: Artifact {
+                artifact_id: "a".into(),
+                parts: vec![Part::data(serde_json::json!({"k": 1}))],
+                ..Default::default()
+            },
+            append: true,
+            last_chunk: true,
+            merge_text: true,
+        };
+        apply(&mut r, data, now).unwrap();
+        assert_eq!(r.task.artifacts.as_ref().unwrap()[0].parts.len(), 2, "only text merges into text");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The `echo` agent: offline and deterministic. Each turn goes WORKING,
-//! streams its reply as an artifact in two chunks, then COMPLETED.
+//! streams its reply as an artifact in two chunks (stored as one text
+//! part), then COMPLETED.
 
 use agentd_core::{Agent, Turn};
 use agentd_proto::{Artifact, Message, Part, PartContent};
@@ -37,9 +38,9 @@ impl Agent for EchoAgent {
                 parts: vec![Part::text(text)],
                 ..Default::default()
             };
-            c.artifact(chunk(head), false, tail.is_empty()).await?;
+            c.text_chunk(chunk(head), false, tail.is_empty()).await?;
             if !tail.is_empty() {
-                c.artifact(chunk(tail), true, true).await?;
+                c.text_chunk(chunk(tail), true, true).await?;
             }
             c.complete(Some(Message::agent_text(reply.clone()))).await
         }

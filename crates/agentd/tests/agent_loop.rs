@@ -233,3 +233,64 @@ async fn a_restart_in_the_middle_of_a_turn_fails_it_with_a_reason() {
     let why = t["status"]["message"]["parts"][0]["text"].as_str().unwrap();
     assert!(why.contains("restarted"), "{why}");
 }
+
+#[tokio::test]
+async fn a_streamed_reply_is_stored_as_one_text_part_equal_to_the_stream() {
+    let deltas: Vec<String> = (0..40).map(|i| format!("w{i} ")).collect();
+    let limits = "  stream_flush_ms: 1\npush:\n  allow_private: true";
+    let s = scripted(json!([{"deltas": deltas, "delay_ms": 5}]), limits);
+    let d = &s.daemon;
+    let mut rx = common::receiver::Receiver::start(0).await;
+    let mut p = send_params("m1", "go", None);
+    p["configuration"] = json!({"taskPushNotificationConfig": {"url": rx.url()}});
+    let events = d.rpc_stream("SendStreamingMessage", p).await.collect().await;
+    let id = events[0]["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let text_of = |updates: &[&Value]| -> String {
+        updates
+            .iter()
+            .map(|u| {
+                let parts = u["artifact"]["parts"].as_array().unwrap();
+                assert_eq!(parts.len(), 1, "a chunk is one part: {u}");
+                parts[0]["text"].as_str().unwrap().to_owned()
+            })
+            .collect()
+    };
+    let chunks: Vec<&Value> = events.iter().filter_map(|e| e["result"].get("artifactUpdate")).collect();
+    assert!(chunks.len() >= 3, "the stream stays incremental: {chunks:?}");
+    let streamed = text_of(&chunks);
+    assert_eq!(streamed, deltas.concat());
+
+    let one_part = |t: &Value, what: &str| {
+        let parts = t["artifacts"][0]["parts"].as_array().unwrap_or_else(|| panic!("{what}: {t}"));
+        assert_eq!(parts.len(), 1, "{what}: the stored reply is one part, not one per chunk: {t}");
+        assert_eq!(parts[0]["text"], streamed.as_str(), "{what}: the whole streamed text");
+    };
+    one_part(&d.call("GetTask", json!({"id": id})).await, "GetTask");
+    let page = d.call("ListTasks", json!({"includeArtifacts": true})).await;
+    let listed = page["tasks"].as_array().unwrap().iter().find(|t| t["id"] == id.as_str()).unwrap();
+    one_part(listed, "ListTasks");
+    let hits = rx.until_state(&id, "TASK_STATE_COMPLETED", Duration::from_secs(20)).await;
+    let pushed: Vec<&Value> = hits.iter().filter_map(|h| h.body.get("artifactUpdate")).collect();
+    assert_eq!(text_of(&pushed), streamed, "webhooks get the chunks, each one part, in order");
+}
+
+#[tokio::test]
+async fn the_texts_of_a_multi_step_turn_are_separated_by_a_blank_line() {
+    let step = json!([
+        {"text": "Let me look that up.", "tool_calls": [{"name": "lookup"}]},
+        {"text": "agentd is a daemon."}
+    ]);
+    let both = json!([step[0], step[1], step[0], step[1]]);
+    let s = scripted(both, "");
+    let want = "Let me look that up.\n\nagentd is a daemon.";
+    let r = s.daemon.call("SendMessage", send_params("m1", "What is agentd?", None)).await;
+    assert_eq!(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+    assert_eq!(r["task"]["artifacts"][0]["parts"], json!([{"text": want}]), "the stored reply: {r}");
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["send", "--url", &s.daemon.url, "What is agentd?"])
+        .output()
+        .expect("run agentd send");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{want}\n"), "the CLI's streamed reply");
+}

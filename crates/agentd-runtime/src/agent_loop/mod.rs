@@ -2,7 +2,8 @@
 //! conversation, steering input, then the task's active reminders), call
 //! the model, run the tools it asks for, repeat until it answers without
 //! tool calls or a limit stops it. The answer streams as artifact updates
-//! and ends the turn COMPLETED.
+//! of one reply artifact (the texts of the turn's model calls, a blank line
+//! between them) and ends the turn COMPLETED.
 
 mod history;
 mod limits;
@@ -104,7 +105,7 @@ impl LoopAgent {
                 )));
             }
             if response.tool_calls.is_empty() {
-                reply.finish(&response.text).await?;
+                reply.finish().await?;
                 c.complete(Some(Message::agent_text(response.text))).await?;
                 return Ok(());
             }

@@ -1,7 +1,11 @@
 //! The reply artifact of a turn, streamed: text deltas from the model are
 //! committed as artifact updates, the first at once, then whatever arrived
 //! each flush interval (one commit per delta would make streaming cost a
-//! durable write per token); the last update carries `lastChunk`.
+//! durable write per token); the last update carries `lastChunk`. Updates
+//! are text chunks: the stored artifact holds the reply as one text part.
+//!
+//! A turn of several model calls (text, tool calls, more text) is one
+//! reply: the texts of its calls are separated by [`STEP_SEPARATOR`].
 
 use crate::model::{ModelError, ModelProvider, ModelRequest, ModelResponse};
 use agentd_core::TaskControl;
@@ -11,6 +15,11 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, interval_at};
 use tokio_util::sync::CancellationToken;
 
+/// Between the texts of two model calls of one turn: a blank line, so
+/// "Let me look that up." and the answer after the tool call read as two
+/// paragraphs instead of one glued sentence.
+pub const STEP_SEPARATOR: &str = "\n\n";
+
 pub struct ReplyStream {
     control: TaskControl,
     artifact_id: String,
@@ -19,12 +28,24 @@ pub struct ReplyStream {
     started: bool,
     /// Text received and not yet committed.
     pending: String,
+    /// Whether the reply has any text yet (sent or pending).
+    has_text: bool,
+    /// Whether the current model call's text has begun.
+    call_has_text: bool,
 }
 
 impl ReplyStream {
     pub fn new(control: TaskControl, flush: Duration) -> Self {
         let artifact_id = format!("{}-reply", control.task_id());
-        Self { control, artifact_id, flush, started: false, pending: String::new() }
+        Self {
+            control,
+            artifact_id,
+            flush,
+            started: false,
+            pending: String::new(),
+            has_text: false,
+            call_has_text: false,
+        }
     }
 
     async fn emit(&mut self, text: String, last: bool) -> Result<(), A2aError> {
@@ -34,9 +55,23 @@ impl ReplyStream {
             parts: vec![Part::text(text)],
             ..Default::default()
         };
-        self.control.artifact(artifact, self.started, last).await?;
+        self.control.text_chunk(artifact, self.started, last).await?;
         self.started = true;
         Ok(())
+    }
+
+    /// Adds text of the current model call, after the separator when it is
+    /// the call's first text and an earlier call said something.
+    fn push(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        if !self.call_has_text && self.has_text {
+            self.pending.push_str(STEP_SEPARATOR);
+        }
+        self.call_has_text = true;
+        self.has_text = true;
+        self.pending.push_str(text);
     }
 
     /// One model call with its deltas streamed into the reply.
@@ -50,6 +85,7 @@ impl ReplyStream {
             let text = std::mem::take(&mut self.pending);
             self.emit(text, false).await.map_err(|_| ModelError::Cancelled)?;
         }
+        self.call_has_text = false;
         let (tx, mut rx) = mpsc::channel::<String>(256);
         let call = model.complete(request, &tx, cancel);
         tokio::pin!(call);
@@ -58,15 +94,19 @@ impl ReplyStream {
             tokio::select! {
                 result = &mut call => {
                     while let Ok(d) = rx.try_recv() {
-                        self.pending.push_str(&d);
+                        self.push(&d);
+                    }
+                    // A provider that streamed nothing still answered.
+                    if let Ok(r) = &result && !self.call_has_text {
+                        self.push(&r.text);
                     }
                     return result;
                 }
                 Some(delta) = rx.recv() => {
-                    self.pending.push_str(&delta);
+                    self.push(&delta);
                     // The first text goes out at once: time to first token
                     // is what a user waiting on a stream feels.
-                    if !self.started {
+                    if !self.started && !self.pending.is_empty() {
                         let text = std::mem::take(&mut self.pending);
                         self.emit(text, false).await.map_err(|_| ModelError::Cancelled)?;
                     }
@@ -81,11 +121,9 @@ impl ReplyStream {
         }
     }
 
-    /// Closes the reply after the final answer `text` (used whole when the
-    /// provider streamed nothing).
-    pub async fn finish(&mut self, text: &str) -> Result<(), A2aError> {
+    /// Closes the reply with what is left of the last call's text.
+    pub async fn finish(&mut self) -> Result<(), A2aError> {
         let rest = std::mem::take(&mut self.pending);
-        let last = if self.started || !rest.is_empty() { rest } else { text.to_owned() };
-        self.emit(last, true).await
+        self.emit(rest, true).await
     }
 }
