@@ -4,6 +4,7 @@
 
 mod cli;
 mod config;
+mod data_lock;
 mod instruction;
 mod reminders;
 mod serve;

@@ -55,6 +55,9 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     .context("unknown agent profile")?;
     std::fs::create_dir_all(&cfg.data_dir)
         .with_context(|| format!("cannot create data directory {}", cfg.data_dir.display()))?;
+    // Before the store is opened (recovery would fail another daemon's
+    // running tasks); held until this function returns.
+    let _data_dir = crate::data_lock::lock(&cfg.data_dir)?;
     let db = cfg.data_dir.join("agentd.db");
     let store = SqliteStore::open(&db, SqliteOptions { synchronous_full: cfg.store.sync == "full" })
         .with_context(|| format!("cannot open the store at {}", db.display()))?;

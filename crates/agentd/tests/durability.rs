@@ -229,3 +229,77 @@ async fn sigterm_exits_zero_and_keeps_everything() {
     let d = Daemon::start_in(tmp.path(), TCK);
     assert_eq!(d.call("GetTask", json!({"id": id})).await, before);
 }
+
+/// A second `agentd serve` on the same data directory, run to its end
+/// (killed if it is still running at the deadline): (exit status, stderr).
+fn second_daemon(dir: &std::path::Path, config: &std::path::Path) -> (Option<i32>, String) {
+    use std::io::Read;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir)
+        .arg("--config")
+        .arg(config)
+        .env("AGENTD_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn the second agentd");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    child.stderr.take().expect("stderr").read_to_string(&mut err).expect("read stderr");
+    (status, err)
+}
+
+#[tokio::test]
+async fn a_second_daemon_on_the_same_data_directory_is_refused_and_the_first_is_unharmed() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let script = tmp.path().join("script.json");
+    std::fs::write(&script, r#"[{"deltas": ["slow ", "answer"], "delay_ms": 1500}]"#).expect("script");
+    let config =
+        write_config(tmp.path(), &format!("model:\n  kind: scripted\n  script: {}\n", script.display()));
+    let data = tmp.path().join("data");
+    let first = Daemon::start_in(&data, &["--config", config.to_str().expect("utf-8")]);
+    let mut p = send_params(&uniq("m"), "work", None);
+    p["configuration"] = json!({"returnImmediately": true});
+    let id = first.call("SendMessage", p).await["task"]["id"].as_str().expect("id").to_owned();
+
+    let (status, err) = second_daemon(&data, &config);
+    assert!(status.is_some(), "a second daemon started on the same data directory; its log:\n{err}");
+    assert_ne!(status, Some(0), "refused, so not a success: {err}");
+    assert!(
+        err.contains("in use") && err.contains(&format!("pid {}", first.pid())),
+        "the refusal names the holder's pid ({}): {err}",
+        first.pid()
+    );
+    assert!(!err.contains("listening on"), "it never served: {err}");
+
+    // The first daemon's running task goes on to its end, never failed.
+    let done = wait_for_state(&first, &id, "TASK_STATE_COMPLETED", Duration::from_secs(20)).await;
+    assert_eq!(done["artifacts"][0]["parts"][0]["text"], "slow answer", "{done}");
+    let mut events = common::feed::feed(&first, json!({"fromSeq": 0})).await;
+    events.hello().await;
+    let seen = events
+        .until(|e| {
+            e["kind"] == "task"
+                && e["data"]["id"] == id.as_str()
+                && e["data"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        })
+        .await;
+    let started = seen.iter().filter(|e| e["kind"] == "lifecycle" && e["data"]["event"] == "started").count();
+    assert_eq!(started, 1, "only the first daemon ever started: {seen:?}");
+    assert!(
+        !seen.iter().any(|e| e["kind"] == "task" && e["data"]["status"]["state"] == "TASK_STATE_FAILED"),
+        "no task was failed by a second recovery: {seen:?}"
+    );
+}
