@@ -7,7 +7,7 @@
 use super::{Engine, internal, refused};
 use crate::events::NewEvent;
 use crate::principal::Principal;
-use crate::record::TaskRecord;
+use crate::record::{LinkKind, TaskRecord};
 use crate::reminder::{
     DeliveredReminder, ReminderEnd, ReminderLimits, ReminderRecord, lifecycle_event, stream_event,
 };
@@ -163,12 +163,30 @@ impl Engine {
     /// each counted as having reached this call (committed before they are
     /// returned; a failed commit delivers none). Counts the call as the
     /// task's next turn either way.
+    ///
+    /// A workflow run makes its model calls in its steps (subagents of the
+    /// run), so a step's call is also the run's turn: it takes the run's
+    /// active reminders too, without `propagate` (those with `subagents`
+    /// reach the step as copies already, so they are not taken twice).
     pub(crate) async fn deliver_reminders(&self, task_id: &str) -> Vec<DeliveredReminder> {
-        let Some(slot) = self.inner.slots.get(task_id) else { return Vec::new() };
-        let mut st = slot.state.lock().await;
-        if st.detached {
-            return Vec::new();
+        let (mut out, parent) = self.deliver_turn(task_id, false).await;
+        if let Some(run) = parent {
+            out.extend(self.deliver_turn(&run, true).await.0);
         }
+        out
+    }
+
+    /// One turn of task `task_id` (with `run_only`, only if it is a workflow
+    /// run, and only its reminders that do not propagate): its delivered
+    /// reminders, and its parent.
+    async fn deliver_turn(&self, task_id: &str, run_only: bool) -> (Vec<DeliveredReminder>, Option<String>) {
+        let Some(slot) = self.inner.slots.get(task_id) else { return (Vec::new(), None) };
+        let mut st = slot.state.lock().await;
+        let is_run = st.record.meta.link.as_ref().is_some_and(|l| l.kind == LinkKind::Run);
+        if st.detached || (run_only && !is_run) {
+            return (Vec::new(), None);
+        }
+        let parent = st.record.meta.parent.clone();
         // Kept in the live record; committed with the next change of the
         // task (at the latest when this turn ends).
         st.record.meta.model_calls += 1;
@@ -177,11 +195,13 @@ impl Engine {
             Ok(a) => a,
             Err(e) => {
                 tracing::warn!(task = task_id, error = %e, "cannot read reminders; this model call gets none");
-                return Vec::new();
+                return (Vec::new(), parent);
             }
         };
+        let active: Vec<ReminderRecord> =
+            active.into_iter().filter(|r| !run_only || r.propagate == Propagate::None).collect();
         if active.is_empty() {
-            return Vec::new();
+            return (Vec::new(), parent);
         }
         let mut batch = Batch::default();
         let mut events = Vec::new();
@@ -205,10 +225,10 @@ impl Engine {
         feed_events(&st.record, &events, &mut batch);
         if let Err(e) = self.inner.store.commit(batch).await {
             tracing::warn!(task = task_id, error = %e, "cannot commit reminder delivery; this model call gets none");
-            return Vec::new();
+            return (Vec::new(), parent);
         }
         self.publish_reminder_events(&slot, &st, events);
-        out
+        (out, parent)
     }
 
     /// Copies of the active propagating reminders of `parent` for a new

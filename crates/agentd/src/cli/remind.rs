@@ -4,7 +4,7 @@ use super::ClientOpts;
 use super::client::Client;
 use super::output;
 use agentd_proto::ext::reminders::{
-    self, InjectTaskReminderRequest, InjectTaskReminderResponse, ReminderInput,
+    self, InjectTaskReminderRequest, InjectTaskReminderResponse, Propagate, ReminderInput,
 };
 use anyhow::Context;
 use clap::Args;
@@ -21,6 +21,10 @@ pub struct RemindArgs {
     /// Model calls the reminder reaches before it expires (default 1).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub ttl: Option<u32>,
+    /// Also copy it to the task's subagents, live and spawned while it is
+    /// active (`propagate: subagents`).
+    #[arg(long)]
+    pub propagate: bool,
     #[command(flatten)]
     pub client: ClientOpts,
 }
@@ -33,6 +37,7 @@ pub async fn run(a: RemindArgs) -> anyhow::Result<()> {
             body: a.text,
             dedupe_key: a.dedupe_key,
             ttl_turns: a.ttl,
+            propagate: a.propagate.then_some(Propagate::Subagents),
             ..Default::default()
         },
         ..Default::default()

@@ -1,5 +1,6 @@
 //! The extension on the card, the activation echo, push webhooks without
-//! reminder events (a real receiver), and `agentd remind`.
+//! reminder events (a real receiver), and `agentd remind` (`--propagate`
+//! included).
 
 use crate::common::*;
 use crate::harness::*;
@@ -121,6 +122,33 @@ async fn agentd_remind_injects_from_the_command_line() {
     assert!(!refused.status.success(), "an unknown task fails the command");
     s.wait_calls(2).await;
     assert_eq!(reminder_ids(&s.recorded()[1]), [second_id]);
+}
+
+#[tokio::test]
+async fn agentd_remind_propagate_copies_the_reminder_to_live_subagents() {
+    let spawn = json!({"tool_calls": [{"id": "p1", "name": "spawn_subagent",
+        "arguments": {"instruction": "You help.", "input": "Work.", "name": "helper"}}]});
+    let steps = json!([
+        spawn,                   // 1 parent
+        tool_step("a1", 2000),   // 2 helper: the reminder arrives meanwhile
+        {"text": "helper done"}, // 3 helper
+        {"text": "all done"},    // 4 parent
+    ]);
+    let s = scripted(steps, "", false);
+    let d = &s.d;
+    let id = start_turn(d).await;
+    s.wait_calls(2).await;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .args(["remind", &id, "Rebase first.", "--propagate", "--url", &d.url])
+        .output()
+        .expect("run agentd remind");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let reminder = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    d.wait_task(Binding::JsonRpc, &id, 20, |t| task_state(t) == "TASK_STATE_COMPLETED").await;
+    let ids: Vec<Vec<String>> = s.recorded().iter().map(reminder_ids).collect();
+    assert_eq!(ids.len(), 4, "{ids:?}");
+    assert!(ids[2].len() == 1 && ids[2][0] != reminder, "the live helper got a copy: {ids:?}");
+    assert_eq!(ids[3], [reminder], "the task itself got it: {ids:?}");
 }
 
 #[test]
