@@ -32,7 +32,9 @@ pub fn catalog(doc: &Document) -> Result<Catalog, Vec<String>> {
             }
             None => None,
         };
-        let channel = h.channel.as_deref().map(|c| c.strip_prefix("@channel/").unwrap_or(c).to_owned());
+        // As the document writes it (`@channel/<name>`): the gate's
+        // askChannel, its feed event and the bridge body all say this.
+        let channel = h.channel.clone();
         people.push(Person { name: h.name.clone(), channel, principal: h.principal.clone(), escalate_after });
     }
     if !errors.is_empty() {

@@ -89,6 +89,7 @@ fn every_golden_annotations_example_validates() {
     }
     let gate = &found[0].1;
     assert!(gate["askSchema"].is_object() && gate["askChannel"].is_string(), "the gate example shows both");
+    assert_eq!(gate["askChannel"], "@channel/deploys", "a !human entry's channel as a document writes it");
     let kinds: Vec<&str> = found.iter().map(|(_, e)| e["link"]["kind"].as_str().unwrap_or("")).collect();
     for k in ["run", "subagent", "turn"] {
         assert!(kinds.contains(&k), "an example with link.kind {k}");
@@ -106,6 +107,8 @@ fn every_golden_events_example_validates() {
         // The annotations inside a task event are checked by their own schema.
         common::annotations::check(ex);
     }
+    let gate = &found.iter().find(|(f, _)| f == "gate-event.json").expect("a gate event example").1;
+    assert_eq!(gate["event"]["data"]["channel"], "@channel/deploys", "the same string as askChannel");
 }
 
 #[test]

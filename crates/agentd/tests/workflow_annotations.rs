@@ -57,7 +57,7 @@ fn assert_run_link(a: &Value) {
 fn assert_open_gate(a: &Value) {
     assert_run_link(a);
     assert_eq!(a["askSchema"], ask_schema(), "the step's schema: {a}");
-    assert_eq!(a["askChannel"], "ops", "the approver's channel: {a}");
+    assert_eq!(a["askChannel"], "@channel/ops", "the approver's channel as written: {a}");
 }
 
 fn assert_no_gate(a: &Value) {

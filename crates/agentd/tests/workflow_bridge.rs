@@ -145,3 +145,24 @@ async fn escalate_after_announces_the_gate_again_as_an_escalation() {
         (json!("TASK_STATE_INPUT_REQUIRED"), json!(true))
     );
 }
+
+#[tokio::test]
+async fn the_gate_names_its_channel_as_the_document_writes_it_on_the_wire_in_the_feed_and_the_bridge() {
+    let mut rx = Receiver::start(0).await;
+    let (s, _doc, _secret) = bridged(&rx);
+    let mut feed = common::feed::feed(&s.d, json!({"fromSeq": 0})).await;
+    feed.hello().await;
+    let task_id = id(&run(&s.d, "gated", json!({"what": "v2"})).await);
+    // The document: `::!human{name=approver … channel=@channel/ops}`.
+    let written = "@channel/ops";
+
+    let activate = [("A2A-Extensions", common::annotations::URI)];
+    let (_, got) = s.d.op_with(Binding::JsonRpc, "GetTask", json!({"id": task_id}), &activate).await;
+    let got = got.unwrap_or_else(|e| panic!("GetTask: {}", e.error));
+    assert_eq!(got["metadata"][common::annotations::URI]["askChannel"], written, "the annotations: {got}");
+    let opened = feed.until(|e| e["kind"] == "gate" && e["data"]["taskId"] == task_id.as_str()).await;
+    let gate = &opened.last().expect("the gate event")["data"];
+    assert_eq!(gate["channel"], written, "the feed's gate event: {gate}");
+    let hit = rx.next("the announcement", Duration::from_secs(20)).await;
+    assert_eq!(hit.body["channel"], written, "the bridge body: {:?}", hit.body);
+}

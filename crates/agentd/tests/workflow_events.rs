@@ -91,7 +91,7 @@ async fn a_run_is_in_its_owners_and_operators_feeds_in_order_and_in_no_one_elses
         let step = &events[1]["data"];
         assert_eq!(step["kind"], "assign", "{step}");
         let gate = &events[3]["data"];
-        assert_eq!(gate["channel"], "ops", "the addressed human's channel: {gate}");
+        assert_eq!(gate["channel"], "@channel/ops", "the addressed human's channel as written: {gate}");
     }
 
     // Bob's own run comes after alice's in the log: his feed reaches it

@@ -136,7 +136,11 @@ async fn the_demo_gate_takes_a_typed_answer_to_the_next_step() {
     let task_id = id(&t);
     let st = status(&s.d, &task_id).await;
     assert_eq!(st["gate"]["step"], "approve", "{st}");
-    assert_eq!(st["gate"]["channel"], "demo");
+    assert_eq!(st["gate"]["channel"], "@channel/demo", "as the built-in document writes it: {st}");
+    let activate = [("A2A-Extensions", common::annotations::URI)];
+    let (_, got) = s.d.op_with(Binding::JsonRpc, "GetTask", json!({"id": task_id}), &activate).await;
+    let got = got.unwrap_or_else(|e| panic!("GetTask: {}", e.error));
+    assert_eq!(got["metadata"][common::annotations::URI]["askChannel"], "@channel/demo", "{got}");
     assert_eq!(st["gate"]["askSchema"]["required"], json!(["approve"]));
 
     // Invalid answers: refused, listing the violations; nothing changes.

@@ -42,7 +42,9 @@ use std::time::Duration;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Person {
     pub name: String,
-    /// The channel's name (`@channel/<name>` without the prefix).
+    /// The `channel` of the `!human` entry as the document writes it
+    /// (`@channel/<name>`): the gate's `askChannel`, its events' `channel`
+    /// and the bridge body's `channel`.
     pub channel: Option<String>,
     /// Who answers for this person: a principal id (`user:carol`), or
     /// `operator` for operators only.
