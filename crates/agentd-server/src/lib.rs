@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod bridges;
 pub mod card;
+mod console;
 mod dispatch;
 mod errors;
 pub mod ext_docs;

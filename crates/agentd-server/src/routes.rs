@@ -32,6 +32,7 @@ fn http_app(state: AppState) -> Router {
         .route(&format!("{EXT_PATH}/{{name}}"), get(ext_docs::readme))
         .route(&format!("{EXT_PATH}/{{name}}/schema.json"), get(ext_docs::schema_json))
         .route(&format!("{EXT_PATH}/{{name}}/examples/{{file}}"), get(ext_docs::example))
+        .merge(crate::console::routes())
         .with_state(state)
 }
 

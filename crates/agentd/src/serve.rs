@@ -105,13 +105,15 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let base_url = cfg.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
 
     let mut declared = agentd_server::ext_docs::declared();
+    let mut command_params = commands::card_params();
+    command_params.insert("workflows".into(), workflows.catalog().card_entries().into());
     declared.push(DeclaredExtension {
         uri: commands::URI.into(),
         description:
             "Commands: a DataPart {\"agentd\": {\"op\": …}} runs an op deterministically (see params.ops)"
                 .into(),
         required: false,
-        params: Some(commands::card_params()),
+        params: Some(command_params),
         methods: vec![methods::SEND_MESSAGE.into(), methods::SEND_STREAMING_MESSAGE.into()],
     });
     declared.push(crate::reminders::declared(&reminder_limits));

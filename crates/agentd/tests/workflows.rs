@@ -97,6 +97,53 @@ async fn inputs_and_unknown_workflows_are_refused_naming_the_field() {
     assert!(page["tasks"].as_array().unwrap().is_empty(), "nothing started: {page}");
 }
 
+/// What a client needs to start a run and to draw it: each workflow with
+/// its inputs schema in the command extension's card params, and every
+/// step of the run with its dependencies in `workflow.status`.
+#[tokio::test]
+async fn the_card_lists_each_inputs_schema_and_status_has_the_step_graph() {
+    let (s, _doc) = daemon(Some(&doc(&[("branches", BRANCHES)], "operator")), json!([]), false);
+    let card: Value =
+        reqwest::get(format!("{}/.well-known/agent-card.json", s.d.url)).await.unwrap().json().await.unwrap();
+    let command = card["capabilities"]["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["uri"] == "https://agentd.dev/a2a/ext/command")
+        .expect("the command extension is declared");
+    let listed = command["params"]["workflows"].as_array().unwrap_or_else(|| panic!("{command}"));
+    let branches = listed.iter().find(|w| w["name"] == "branches").expect("branches is listed");
+    assert_eq!(branches["inputs"]["required"], json!(["size"]), "{branches}");
+    assert_eq!(branches["inputs"]["properties"]["size"], json!({"type": "integer", "minimum": 0}));
+
+    let t = run(&s.d, "branches", json!({"size": 12})).await;
+    let st = status(&s.d, &id(&t)).await;
+    let plan = st["plan"].as_array().unwrap_or_else(|| panic!("{st}"));
+    let ids: Vec<&str> = plan.iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        ["big", "done", "join", "left", "right", "route", "small", "start"],
+        "every step, in id order"
+    );
+    let step = |id: &str| plan.iter().find(|s| s["id"] == id).unwrap().clone();
+    let deps = |id: &str| {
+        let mut d: Vec<String> = step(id)["dependsOn"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect();
+        d.sort();
+        d
+    };
+    assert_eq!(step("route")["kind"], "switch");
+    assert_eq!(step("join")["kind"], "parallel");
+    assert_eq!(deps("start"), Vec::<String>::new());
+    assert_eq!(deps("big"), ["route"], "a switch arm depends on its switch");
+    assert_eq!(deps("join"), ["left", "right"], "a join depends on its branches");
+    assert_eq!(deps("done"), ["big", "join", "small"]);
+}
+
 const FAILING: &str = r#"
 steps:
   tolerant: {kind: a2a.delegate, peer: elsewhere, message: "hi", on_error: continue, retry: 1}

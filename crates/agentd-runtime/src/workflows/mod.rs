@@ -98,6 +98,17 @@ impl Catalog {
         self.people.get(name)
     }
 
+    /// The workflows as the command extension's card `params.workflows`
+    /// lists them: `[{name, description, inputs}]`, `inputs` the JSON
+    /// Schema of a run's inputs (`null` when the definition has none), so
+    /// a client can build the form that starts a run.
+    pub fn card_entries(&self) -> Vec<serde_json::Value> {
+        self.definitions
+            .values()
+            .map(|d| serde_json::json!({"name": d.name, "description": d.description, "inputs": d.inputs_schema}))
+            .collect()
+    }
+
     /// One card skill per workflow: how to start it.
     pub fn skills(&self) -> Vec<agentd_proto::AgentSkill> {
         self.definitions

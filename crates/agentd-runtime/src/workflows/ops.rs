@@ -147,6 +147,7 @@ impl Workflows {
             "definitionHash": st.as_ref().map(|s| s.hash.clone()),
             "state": rec.state().as_str(),
             "steps": steps,
+            "plan": st.as_ref().map(plan),
             "gate": gate,
             "lastMessage": rec.task.status.message,
         })
@@ -181,4 +182,18 @@ impl Workflows {
         .await?;
         Ok(json!({"runId": rec.meta.link.as_ref().map(|l| l.id.clone()), "signal": signal, "accepted": true}))
     }
+}
+
+/// The steps of the run's pinned definition as a graph, in id order:
+/// `[{id, kind, dependsOn}]` (dependencies explicit and implied), so a
+/// client can draw the run before its steps are recorded. Empty when the
+/// pinned definition cannot be read (the run fails on its own then).
+fn plan(st: &RunState) -> Value {
+    let Ok(def) = agentd_workflow::parse(&st.workflow, &st.source) else {
+        return json!([]);
+    };
+    def.steps
+        .values()
+        .map(|s| json!({"id": s.id, "kind": s.kind.name(), "dependsOn": s.depends_on}))
+        .collect()
 }
