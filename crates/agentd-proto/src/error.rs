@@ -32,6 +32,8 @@ pub enum ErrorKind {
     Unauthenticated,
     PermissionDenied,
     PayloadTooLarge,
+    /// The request (its body) did not arrive within the server's deadline.
+    RequestTimeout,
     Unavailable,
 }
 
@@ -69,6 +71,7 @@ impl ErrorKind {
         ErrorKind::Unauthenticated,
         ErrorKind::PermissionDenied,
         ErrorKind::PayloadTooLarge,
+        ErrorKind::RequestTimeout,
         ErrorKind::Unavailable,
     ];
 
@@ -161,6 +164,9 @@ impl ErrorKind {
             }
             PayloadTooLarge => {
                 c(-32600, 413, "INVALID_ARGUMENT", Some("PAYLOAD_TOO_LARGE"), "Request body too large")
+            }
+            RequestTimeout => {
+                c(-32600, 408, "DEADLINE_EXCEEDED", Some("REQUEST_TIMEOUT"), "Request not received in time")
             }
             Unavailable => c(-32603, 503, "UNAVAILABLE", Some("UNAVAILABLE"), "Service unavailable"),
         }

@@ -2,6 +2,7 @@
 //! so that malformed JSON (-32700) and a malformed envelope (-32600) are told
 //! apart and the request `id` is echoed whenever it could be read.
 
+use crate::bounded::{self, JsonLimits};
 use crate::error::{A2aError, ErrorKind};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -29,6 +30,18 @@ pub fn parse_request(body: &[u8]) -> Result<Request, EnvelopeError> {
         id: Value::Null,
         error: A2aError::new(ErrorKind::ParseError, format!("Invalid JSON payload: {e}")),
     })?;
+    envelope(value)
+}
+
+/// [`parse_request`] within bounds on depth and value count, counted while
+/// parsing (a request over them is refused with the id unknown: null).
+pub fn parse_request_within(body: &[u8], limits: JsonLimits) -> Result<Request, EnvelopeError> {
+    let value =
+        bounded::parse(body, limits).map_err(|e| EnvelopeError { id: Value::Null, error: e.to_a2a() })?;
+    envelope(value)
+}
+
+fn envelope(value: Value) -> Result<Request, EnvelopeError> {
     let invalid = |id: Value, msg: &str| EnvelopeError {
         id,
         error: A2aError::new(ErrorKind::InvalidRequest, msg.to_owned()),

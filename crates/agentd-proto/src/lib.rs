@@ -10,6 +10,7 @@
 //! and generated pbjson code gets the last three wrong for A2A. The tests in
 //! `tests/protojson.rs` pin every one of those rules.
 
+pub mod bounded;
 pub mod card;
 pub mod error;
 pub mod ext;
@@ -21,6 +22,7 @@ pub mod strict;
 pub mod types;
 pub mod validate;
 
+pub use bounded::JsonLimits;
 pub use card::*;
 pub use error::{A2aError, ErrorKind, FieldViolation};
 pub use requests::*;

@@ -6,6 +6,7 @@
 
 use agentd_proto::{A2aError, AgentExtension, ErrorKind, Metadata};
 use http::HeaderMap;
+use std::collections::HashSet;
 
 /// An extension the card declares.
 #[derive(Clone, Debug)]
@@ -37,20 +38,46 @@ impl Activated {
     }
 }
 
-/// Every URI a request lists, across header lines and both header names.
-pub fn requested(headers: &HeaderMap) -> Vec<String> {
+/// Most URIs a request may list (after removing repeats).
+pub const MAX_REQUESTED: usize = 64;
+/// Most bytes of `A2A-Extensions` and `X-A2A-Extensions` values together.
+pub const MAX_HEADER_BYTES: usize = 16 * 1024;
+
+/// Every URI a request lists, across header lines and both header names,
+/// in order, each once. Linear in the header size, which is capped, as is
+/// the number of URIs: past either, InvalidRequest naming the limit.
+pub fn requested(headers: &HeaderMap) -> Result<Vec<String>, A2aError> {
+    let names = ["a2a-extensions", "x-a2a-extensions"];
+    let size: usize = names.iter().flat_map(|n| headers.get_all(*n)).map(|v| v.len()).sum();
+    if size > MAX_HEADER_BYTES {
+        return Err(A2aError::new(
+            ErrorKind::InvalidRequest,
+            format!(
+                "the A2A-Extensions header is {size} bytes; this server accepts at most {MAX_HEADER_BYTES}"
+            ),
+        )
+        .with_meta("limit", "A2A-Extensions bytes")
+        .with_meta("limitValue", MAX_HEADER_BYTES.to_string()));
+    }
+    let mut seen: HashSet<&str> = HashSet::new();
     let mut out: Vec<String> = Vec::new();
-    for name in ["a2a-extensions", "x-a2a-extensions"] {
-        for value in headers.get_all(name) {
-            let Ok(text) = value.to_str() else { continue };
-            for uri in text.split(',').map(str::trim).filter(|u| !u.is_empty()) {
-                if !out.iter().any(|u| u == uri) {
-                    out.push(uri.to_owned());
+    for value in names.iter().flat_map(|n| headers.get_all(*n)) {
+        let Ok(text) = value.to_str() else { continue };
+        for uri in text.split(',').map(str::trim).filter(|u| !u.is_empty()) {
+            if seen.insert(uri) {
+                if out.len() == MAX_REQUESTED {
+                    return Err(A2aError::new(
+                        ErrorKind::InvalidRequest,
+                        format!("the A2A-Extensions header lists more than {MAX_REQUESTED} extensions"),
+                    )
+                    .with_meta("limit", "A2A-Extensions entries")
+                    .with_meta("limitValue", MAX_REQUESTED.to_string()));
                 }
+                out.push(uri.to_owned());
             }
         }
     }
-    out
+    Ok(out)
 }
 
 impl ExtensionRegistry {
@@ -117,7 +144,26 @@ mod tests {
         h.append("A2A-Extensions", HeaderValue::from_static(" https://x/a ,https://x/b"));
         h.append("A2A-Extensions", HeaderValue::from_static("https://x/c"));
         h.append("X-A2A-Extensions", HeaderValue::from_static("https://x/a, https://x/d"));
-        assert_eq!(requested(&h), ["https://x/a", "https://x/b", "https://x/c", "https://x/d"]);
+        assert_eq!(requested(&h).unwrap(), ["https://x/a", "https://x/b", "https://x/c", "https://x/d"]);
+    }
+
+    #[test]
+    fn too_many_entries_or_bytes_are_refused_naming_the_limit() {
+        let list = |n: usize| (0..n).map(|i| format!("https://x/{i}")).collect::<Vec<_>>().join(",");
+        let mut h = HeaderMap::new();
+        h.insert("A2A-Extensions", HeaderValue::from_str(&list(MAX_REQUESTED)).unwrap());
+        // Repeats are not entries.
+        h.append("X-A2A-Extensions", HeaderValue::from_static("https://x/0, https://x/1"));
+        assert_eq!(requested(&h).unwrap().len(), MAX_REQUESTED);
+        h.append("X-A2A-Extensions", HeaderValue::from_static("https://x/one-more"));
+        let e = requested(&h).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidRequest);
+        assert!(e.message.contains(&MAX_REQUESTED.to_string()), "{}", e.message);
+
+        let mut h = HeaderMap::new();
+        h.insert("A2A-Extensions", HeaderValue::from_str(&",".repeat(MAX_HEADER_BYTES + 1)).unwrap());
+        let e = requested(&h).unwrap_err();
+        assert!(e.message.contains(&MAX_HEADER_BYTES.to_string()), "{}", e.message);
     }
 
     #[test]

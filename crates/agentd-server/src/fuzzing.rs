@@ -40,7 +40,9 @@ pub fn check_rest_input(bytes: &[u8]) {
             headers.append("a2a-extensions", v);
         }
     }
-    let uris = extensions::requested(&headers);
+    // Over the caps the list is refused, never truncated.
+    let Ok(uris) = extensions::requested(&headers) else { return };
+    assert!(uris.len() <= extensions::MAX_REQUESTED, "{} URIs past the cap", uris.len());
     for (i, uri) in uris.iter().enumerate() {
         assert!(!uri.is_empty() && uri.trim() == uri && !uri.contains(','), "requested URI {uri:?}");
         assert!(!uris[..i].contains(uri), "requested URI {uri:?} listed twice");

@@ -21,26 +21,32 @@ pub async fn handle(State(state): State<AppState>, uri: Uri, headers: HeaderMap,
         Ok(p) => p,
         Err(f) => return unauthenticated(f == crate::auth::AuthFailure::Missing),
     };
-    let bytes = match read_body(body, state.config.max_body_bytes).await {
+    // The share of the body budget is held until the answer is built.
+    let (bytes, _share) = match read_body(&state, &headers, body).await {
         Ok(b) => b,
         Err(e) => {
             let mut r = jsonrpc_error(&Value::Null, &e);
-            *r.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+            *r.status_mut() = StatusCode::from_u16(e.kind.codes().http).unwrap_or(StatusCode::BAD_REQUEST);
             return r;
         }
     };
-    let req = match rpc::parse_request(&bytes) {
+    let req = match rpc::parse_request_within(&bytes, state.config.json) {
         Ok(r) => r,
         Err(env) => return jsonrpc_error(&env.id, &env.error),
     };
+    drop(bytes);
     let ctx = match service_params(&state, principal, &headers, uri.query(), &req.method) {
         Ok(c) => c,
         Err(e) => return jsonrpc_error(&req.id, &e),
     };
+    let slot = match state.admission.stream_for(&req.method) {
+        Ok(s) => s,
+        Err(e) => return with_extensions(jsonrpc_error(&req.id, &e), &ctx.activated),
+    };
     let params = req.params.unwrap_or_else(|| Value::Object(Default::default()));
     let response = match dispatch(&state, &ctx, &req.method, params).await {
         Ok(Outcome::Value(v)) => json_response(StatusCode::OK, &rpc::Success::new(&req.id, &v)),
-        Ok(Outcome::Stream(src)) => sse::response(&state, src, Framing::JsonRpc { id: req.id }),
+        Ok(Outcome::Stream(src)) => sse::response(&state, src, Framing::JsonRpc { id: req.id }, slot),
         Err(e) => jsonrpc_error(&req.id, &e),
     };
     with_extensions(response, &ctx.activated)

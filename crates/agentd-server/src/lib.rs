@@ -4,6 +4,7 @@
 //! domain errors become wire errors; it holds no business rules (those are
 //! in `agentd-core`).
 
+mod admission;
 pub mod auth;
 pub mod bridges;
 pub mod card;
@@ -15,6 +16,7 @@ pub mod extensions;
 pub mod fuzzing;
 pub mod grpc;
 mod jsonrpc;
+mod listen;
 mod params;
 pub mod push;
 mod rest;
@@ -26,28 +28,6 @@ pub use auth::{Authenticator, TokenEntry};
 pub use card::{CardConfig, CardService};
 pub use extensions::{DeclaredExtension, ExtensionRegistry};
 pub use routes::app;
-pub use state::{AppState, ServerConfig, VersionPolicy};
+pub use state::{Admission, AppState, ConnectionLimits, ServerConfig, VersionPolicy};
 
-use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
-
-/// Serves `app` on an already bound listener until `shutdown` fires.
-/// Taking the listener (not an address) lets tests bind `127.0.0.1:0`.
-pub async fn serve(
-    listener: TcpListener,
-    state: AppState,
-    shutdown: CancellationToken,
-) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    let router = app(state);
-    // axum does not set TCP_NODELAY: without it, the second small SSE frame
-    // of a stream waits for the client's delayed ACK (~40 ms, Nagle).
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
-    });
-    axum::serve(listener, router.into_make_service_with_connect_info::<std::net::SocketAddr>())
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
-}
+pub use listen::serve;

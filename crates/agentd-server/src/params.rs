@@ -71,6 +71,6 @@ pub fn service_params(
     method: &str,
 ) -> Result<RequestContext, A2aError> {
     check_version(state, headers, query)?;
-    let activated = state.extensions.activate(method, &extensions::requested(headers))?;
+    let activated = state.extensions.activate(method, &extensions::requested(headers)?)?;
     Ok(RequestContext { principal, activated })
 }

@@ -9,6 +9,7 @@ use crate::params::{authenticate, service_params};
 use crate::routes::{read_body, with_extensions};
 use crate::sse::{self, Framing};
 use crate::state::AppState;
+use agentd_proto::bounded;
 use agentd_proto::ext::reminders;
 use agentd_proto::jsonrpc::methods as m;
 use agentd_proto::{A2aError, ErrorKind};
@@ -140,23 +141,25 @@ pub async fn handle(
         Ok(c) => c,
         Err(e) => return rest_error(&e),
     };
+    let slot = match state.admission.stream_for(route.method) {
+        Ok(s) => s,
+        Err(e) => return with_extensions(rest_error(&e), &ctx.activated),
+    };
     let mut params = Map::new();
+    // The share of the body budget is held until the answer is built.
+    let mut _share = None;
     if http_method == Method::POST {
-        let bytes = match read_body(body, state.config.max_body_bytes).await {
+        let (bytes, share) = match read_body(&state, &headers, body).await {
             Ok(b) => b,
             Err(e) => return rest_error(&e),
         };
+        _share = Some(share);
         if !bytes.iter().all(u8::is_ascii_whitespace) {
-            match serde_json::from_slice::<Value>(&bytes) {
+            match bounded::parse(&bytes, state.config.json) {
                 Ok(Value::Object(o)) => params = o,
                 Ok(Value::Null) => {}
                 Ok(_) => return rest_error(&A2aError::invalid_field("body", "must be a JSON object")),
-                Err(e) => {
-                    return rest_error(&A2aError::new(
-                        ErrorKind::ParseError,
-                        format!("Invalid JSON payload: {e}"),
-                    ));
-                }
+                Err(e) => return rest_error(&e.to_a2a()),
             }
         }
     } else {
@@ -169,7 +172,7 @@ pub async fn handle(
     let response = match dispatch(&state, &ctx, route.method, Value::Object(params)).await {
         Ok(Outcome::Value(Value::Null)) => json_response(StatusCode::OK, &Value::Object(Map::new())),
         Ok(Outcome::Value(v)) => json_response(StatusCode::OK, &v),
-        Ok(Outcome::Stream(src)) => sse::response(&state, src, Framing::Rest),
+        Ok(Outcome::Stream(src)) => sse::response(&state, src, Framing::Rest, slot),
         Err(e) => rest_error(&e),
     };
     with_extensions(response, &ctx.activated)

@@ -1,8 +1,10 @@
 //! The router: one listener for the three bindings and the card.
 
+use crate::admission::BodyShare;
 use crate::card::{CARD_PATH, JSONRPC_PATH, REST_PATH};
 use crate::ext_docs::{self, EXT_PATH};
 use crate::extensions::Activated;
+use crate::listen::BodyTimedOut;
 use crate::state::AppState;
 use crate::{jsonrpc, rest};
 use agentd_proto::{A2aError, ErrorKind};
@@ -66,15 +68,65 @@ async fn card(State(state): State<AppState>, headers: HeaderMap) -> Response {
     r
 }
 
-/// Reads a request body up to `limit` bytes; past it, a clear error.
-pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, A2aError> {
-    axum::body::to_bytes(body, limit).await.map_err(|_| {
-        A2aError::new(
-            ErrorKind::PayloadTooLarge,
-            format!("the request body is larger than this server accepts ({limit} bytes)"),
-        )
-        .with_meta("limitBytes", limit.to_string())
-    })
+/// Reads a request body up to the body limit, holding a share of the
+/// body budget (returned with the bytes: keep it until the request is
+/// answered). A declared `Content-Length` over the limit is refused before
+/// anything is read; a body that does not arrive within the body read
+/// timeout is RequestTimeout.
+pub async fn read_body(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Bytes, BodyShare), A2aError> {
+    let limit = state.config.max_body_bytes;
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large(limit));
+    }
+    // An unknown length may be anything up to the limit.
+    let bytes = declared.map_or(limit, |n| n as usize);
+    let share = state.admission.body(crate::admission::charge(bytes, state.config.json.max_values)).await;
+    match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => Ok((bytes, share)),
+        Err(e) if caused_by::<http_body_util::LengthLimitError>(&e) => Err(too_large(limit)),
+        Err(e) => match cause::<BodyTimedOut>(&e) {
+            Some(t) => Err(A2aError::new(ErrorKind::RequestTimeout, t.to_string())
+                .with_meta("limit", "server.body_read_timeout_ms")
+                .with_meta("limitValue", t.0.as_millis().to_string())),
+            None => Err(A2aError::new(
+                ErrorKind::InvalidRequest,
+                format!("the request body could not be read: {e}"),
+            )),
+        },
+    }
+}
+
+fn too_large(limit: usize) -> A2aError {
+    A2aError::new(
+        ErrorKind::PayloadTooLarge,
+        format!("the request body is larger than this server accepts ({limit} bytes)"),
+    )
+    .with_meta("limitBytes", limit.to_string())
+}
+
+/// The first error of type `E` in `e`'s source chain (errors of bodies
+/// come wrapped once per body layer).
+fn cause<'a, E: std::error::Error + 'static>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a E> {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if let Some(found) = err.downcast_ref::<E>() {
+            return Some(found);
+        }
+        cur = err.source();
+    }
+    None
+}
+
+fn caused_by<E: std::error::Error + 'static>(e: &(dyn std::error::Error + 'static)) -> bool {
+    cause::<E>(e).is_some()
 }
 
 /// Echoes the activated extensions in the `A2A-Extensions` response header.

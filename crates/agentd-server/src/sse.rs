@@ -7,6 +7,7 @@
 //! The events feed frames `hello`, `event` and `goodbye` the same way; at
 //! shutdown it passes on what was already committed, then says goodbye.
 
+use crate::admission::StreamSlot;
 use crate::dispatch::EventSource;
 use crate::state::AppState;
 use agentd_core::{EventFeed, FeedItem};
@@ -14,6 +15,7 @@ use agentd_proto::ext::events::{Frame, Goodbye, GoodbyeReason};
 use agentd_proto::{A2aError, StreamResponse, jsonrpc};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 use futures::stream::{self, Stream};
 use serde_json::Value;
 use std::convert::Infallible;
@@ -134,9 +136,20 @@ fn events(
     })
 }
 
-pub fn response(state: &AppState, source: EventSource, framing: Framing) -> Response {
+/// The stream as an SSE response; `slot` (its place under the stream cap)
+/// is held until the stream ends.
+pub fn response(
+    state: &AppState,
+    source: EventSource,
+    framing: Framing,
+    slot: Option<StreamSlot>,
+) -> Response {
     let keep_alive = KeepAlive::new().interval(state.config.keep_alive).text("keep-alive");
-    let mut r = Sse::new(events(state.clone(), source, framing)).keep_alive(keep_alive).into_response();
+    let frames = events(state.clone(), source, framing).map(move |f| {
+        let _held = &slot;
+        f
+    });
+    let mut r = Sse::new(frames).keep_alive(keep_alive).into_response();
     let h = r.headers_mut();
     h.insert(http::header::CACHE_CONTROL, http::HeaderValue::from_static("no-cache"));
     h.insert("x-accel-buffering", http::HeaderValue::from_static("no"));

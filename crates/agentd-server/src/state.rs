@@ -1,13 +1,17 @@
 //! What every handler shares: the engine handle, the authenticator, the
-//! card, the extension registry and the listener's settings.
+//! card, the extension registry, the listener's settings and the request
+//! admission budgets.
 
 use crate::auth::Authenticator;
 use crate::card::CardService;
 use crate::extensions::ExtensionRegistry;
 use agentd_core::Engine;
+use agentd_proto::JsonLimits;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+pub use crate::admission::Admission;
 
 /// How a request without `A2A-Version` is treated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +29,47 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Interval of SSE keep-alive comments.
     pub keep_alive: Duration,
+    /// Timeouts and caps of connections, before any request is read.
+    pub connections: ConnectionLimits,
+    /// Bounds on a JSON body counted while it is parsed.
+    pub json: JsonLimits,
+    /// Request body bytes being read and processed at once, all requests
+    /// together; bigger requests queue for their share.
+    pub max_body_bytes_in_flight: usize,
+    /// Streams (SSE and gRPC server streams) open at once.
+    pub max_streams: usize,
+}
+
+/// What one client can hold of the listener.
+#[derive(Clone, Debug)]
+pub struct ConnectionLimits {
+    /// A request head (and, before the first request, anything at all)
+    /// must arrive within this time of the connection waiting for it.
+    pub header_read_timeout: Duration,
+    /// A request body must be read completely within this time of its head.
+    pub body_read_timeout: Duration,
+    /// A connection with no request in flight is closed after this time
+    /// (HTTP/1.1 waits at most `header_read_timeout` for its next request).
+    pub idle_timeout: Duration,
+    /// HTTP/2 PING interval; a peer that does not answer within it is gone.
+    pub http2_keep_alive: Duration,
+    /// Connections open at once, all peers together.
+    pub max_connections: usize,
+    /// Connections open at once from one IP address.
+    pub max_connections_per_peer: usize,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(60),
+            http2_keep_alive: Duration::from_secs(20),
+            max_connections: 4096,
+            max_connections_per_peer: 256,
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -33,6 +78,10 @@ impl Default for ServerConfig {
             version_policy: VersionPolicy::Lenient,
             max_body_bytes: 4 * 1024 * 1024,
             keep_alive: Duration::from_secs(15),
+            connections: ConnectionLimits::default(),
+            json: JsonLimits::default(),
+            max_body_bytes_in_flight: 32 * 1024 * 1024,
+            max_streams: 2048,
         }
     }
 }
@@ -44,6 +93,8 @@ pub struct AppState {
     pub card: Arc<CardService>,
     pub extensions: Arc<ExtensionRegistry>,
     pub config: Arc<ServerConfig>,
+    /// The budgets requests and streams take a share of (built from `config`).
+    pub admission: Arc<Admission>,
     /// Fires at shutdown; open streams end with it.
     pub shutdown: CancellationToken,
 }

@@ -9,8 +9,8 @@ use agentd_runtime::EchoAgent;
 use agentd_server::grpc::pb::{self, a2a_service_client::A2aServiceClient};
 use agentd_server::push::SsrfGuard;
 use agentd_server::{
-    AppState, Authenticator, CardConfig, CardService, DeclaredExtension, ExtensionRegistry, ServerConfig,
-    VersionPolicy,
+    Admission, AppState, Authenticator, CardConfig, CardService, DeclaredExtension, ExtensionRegistry,
+    ServerConfig, VersionPolicy,
 };
 use agentd_store::MemoryStore;
 use std::sync::Arc;
@@ -65,6 +65,7 @@ async fn start(policy: VersionPolicy) -> (A2aServiceClient<Channel>, Cancellatio
         auth: Arc::new(Authenticator::default()),
         card: Arc::new(card),
         extensions: Arc::new(extensions),
+        admission: Arc::new(Admission::new(&ServerConfig::default())),
         config: Arc::new(ServerConfig { version_policy: policy, ..ServerConfig::default() }),
         shutdown: shutdown.clone(),
     };

@@ -64,6 +64,8 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// Interval of SSE keep-alive comments on open streams, in seconds.
     pub sse_keep_alive_secs: u64,
+    /// Connection timeouts and caps, and bounds on request parsing.
+    pub server: ServerLimitsConfig,
     pub store: StoreConfig,
     pub model: agentd_runtime::model::ModelConfig,
     pub limits: LimitsConfig,
@@ -259,6 +261,59 @@ pub struct StoreConfig {
     pub sync: String,
 }
 
+/// What a client can hold of the listener and of request processing
+/// (`docs/configuration.md`, "Connections and request limits").
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerLimitsConfig {
+    pub header_read_timeout_ms: u64,
+    pub body_read_timeout_ms: u64,
+    pub idle_timeout_ms: u64,
+    pub http2_keep_alive_ms: u64,
+    pub max_connections: usize,
+    pub max_connections_per_peer: usize,
+    pub max_streams: usize,
+    pub max_json_depth: usize,
+    pub max_json_values: usize,
+    pub max_body_bytes_in_flight: usize,
+}
+
+impl Default for ServerLimitsConfig {
+    fn default() -> Self {
+        let d = agentd_server::ServerConfig::default();
+        let ms = |t: std::time::Duration| u64::try_from(t.as_millis()).unwrap_or(u64::MAX);
+        Self {
+            header_read_timeout_ms: ms(d.connections.header_read_timeout),
+            body_read_timeout_ms: ms(d.connections.body_read_timeout),
+            idle_timeout_ms: ms(d.connections.idle_timeout),
+            http2_keep_alive_ms: ms(d.connections.http2_keep_alive),
+            max_connections: d.connections.max_connections,
+            max_connections_per_peer: d.connections.max_connections_per_peer,
+            max_streams: d.max_streams,
+            max_json_depth: d.json.max_depth,
+            max_json_values: d.json.max_values,
+            max_body_bytes_in_flight: d.max_body_bytes_in_flight,
+        }
+    }
+}
+
+impl ServerLimitsConfig {
+    pub fn connections(&self) -> agentd_server::ConnectionLimits {
+        let ms = std::time::Duration::from_millis;
+        agentd_server::ConnectionLimits {
+            header_read_timeout: ms(self.header_read_timeout_ms),
+            body_read_timeout: ms(self.body_read_timeout_ms),
+            idle_timeout: ms(self.idle_timeout_ms),
+            http2_keep_alive: ms(self.http2_keep_alive_ms),
+            max_connections: self.max_connections,
+            max_connections_per_peer: self.max_connections_per_peer,
+        }
+    }
+    pub fn json(&self) -> agentd_proto::JsonLimits {
+        agentd_proto::JsonLimits { max_depth: self.max_json_depth, max_values: self.max_json_values }
+    }
+}
+
 /// Limits of one turn of the agent loop.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -349,6 +404,7 @@ impl Default for Config {
             a2a_version: "lenient".into(),
             max_body_bytes: 4 * 1024 * 1024,
             sse_keep_alive_secs: 15,
+            server: ServerLimitsConfig::default(),
             store: StoreConfig::default(),
             model: agentd_runtime::model::ModelConfig::default(),
             limits: LimitsConfig::default(),
@@ -496,6 +552,29 @@ pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
     if let Some(v) = env("AGENTD_SSE_KEEP_ALIVE_SECS") {
         cfg.sse_keep_alive_secs =
             v.parse().with_context(|| format!("AGENTD_SSE_KEEP_ALIVE_SECS={v:?} is not a number"))?;
+    }
+    let srv = &mut cfg.server;
+    for (name, key) in [
+        ("AGENTD_SERVER_HEADER_READ_TIMEOUT_MS", &mut srv.header_read_timeout_ms),
+        ("AGENTD_SERVER_BODY_READ_TIMEOUT_MS", &mut srv.body_read_timeout_ms),
+        ("AGENTD_SERVER_IDLE_TIMEOUT_MS", &mut srv.idle_timeout_ms),
+        ("AGENTD_SERVER_HTTP2_KEEP_ALIVE_MS", &mut srv.http2_keep_alive_ms),
+    ] {
+        if let Some(v) = env(name) {
+            *key = v.parse().with_context(|| format!("{name}={v:?} is not a number"))?;
+        }
+    }
+    for (name, key) in [
+        ("AGENTD_SERVER_MAX_CONNECTIONS", &mut srv.max_connections),
+        ("AGENTD_SERVER_MAX_CONNECTIONS_PER_PEER", &mut srv.max_connections_per_peer),
+        ("AGENTD_SERVER_MAX_STREAMS", &mut srv.max_streams),
+        ("AGENTD_SERVER_MAX_JSON_DEPTH", &mut srv.max_json_depth),
+        ("AGENTD_SERVER_MAX_JSON_VALUES", &mut srv.max_json_values),
+        ("AGENTD_SERVER_MAX_BODY_BYTES_IN_FLIGHT", &mut srv.max_body_bytes_in_flight),
+    ] {
+        if let Some(v) = env(name) {
+            *key = v.parse().with_context(|| format!("{name}={v:?} is not a number"))?;
+        }
     }
     for (name, key) in [
         ("AGENTD_EVENTS_RETAIN_COUNT", &mut cfg.events.retain_count),
@@ -654,6 +733,30 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
     }
     if cfg.max_body_bytes < 1024 {
         bail!("max_body_bytes must be at least 1024");
+    }
+    let srv = &cfg.server;
+    if [srv.header_read_timeout_ms, srv.body_read_timeout_ms, srv.idle_timeout_ms, srv.http2_keep_alive_ms]
+        .contains(&0)
+    {
+        bail!(
+            "server.header_read_timeout_ms, body_read_timeout_ms, idle_timeout_ms and http2_keep_alive_ms must be at least 1"
+        );
+    }
+    if srv.max_connections == 0 || srv.max_connections > 1_000_000 {
+        bail!("server.max_connections must be between 1 and 1000000");
+    }
+    if srv.max_connections_per_peer == 0 || srv.max_connections_per_peer > srv.max_connections {
+        bail!("server.max_connections_per_peer must be between 1 and server.max_connections");
+    }
+    if srv.max_streams == 0 || srv.max_json_values == 0 {
+        bail!("server.max_streams and server.max_json_values must be at least 1");
+    }
+    // serde_json stops at 128 levels on its own, as a parse error.
+    if !(1..=100).contains(&srv.max_json_depth) {
+        bail!("server.max_json_depth must be between 1 and 100");
+    }
+    if srv.max_body_bytes_in_flight < cfg.max_body_bytes {
+        bail!("server.max_body_bytes_in_flight must be at least max_body_bytes (one request must fit)");
     }
     if cfg.sse_keep_alive_secs == 0 {
         bail!("sse_keep_alive_secs must be at least 1");

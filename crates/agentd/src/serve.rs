@@ -13,8 +13,8 @@ use agentd_runtime::workflows::{FeedSink, WorkflowDeps, Workflows};
 use agentd_server::bridges::{BridgeSecrets, ChannelBridge, DeclaredChannel, SigningKey};
 use agentd_server::push::{PushWorkerConfig, SsrfGuard, spawn_push_worker};
 use agentd_server::{
-    AppState, Authenticator, CardConfig, CardService, DeclaredExtension, ExtensionRegistry, ServerConfig,
-    TokenEntry, VersionPolicy,
+    Admission, AppState, Authenticator, CardConfig, CardService, DeclaredExtension, ExtensionRegistry,
+    ServerConfig, TokenEntry, VersionPolicy,
 };
 use agentd_store::{SqliteOptions, SqliteStore};
 use anyhow::Context;
@@ -138,20 +138,26 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         &extensions,
     );
     let shutdown = CancellationToken::new();
+    let config = Arc::new(ServerConfig {
+        version_policy: if cfg.a2a_version == "strict" {
+            VersionPolicy::Strict
+        } else {
+            VersionPolicy::Lenient
+        },
+        max_body_bytes: cfg.max_body_bytes,
+        keep_alive: Duration::from_secs(cfg.sse_keep_alive_secs),
+        connections: cfg.server.connections(),
+        json: cfg.server.json(),
+        max_body_bytes_in_flight: cfg.server.max_body_bytes_in_flight,
+        max_streams: cfg.server.max_streams,
+    });
     let state = AppState {
         engine: engine.clone(),
         auth: Arc::new(auth),
         card: Arc::new(card),
         extensions: Arc::new(extensions),
-        config: Arc::new(ServerConfig {
-            version_policy: if cfg.a2a_version == "strict" {
-                VersionPolicy::Strict
-            } else {
-                VersionPolicy::Lenient
-            },
-            max_body_bytes: cfg.max_body_bytes,
-            keep_alive: Duration::from_secs(cfg.sse_keep_alive_secs),
-        }),
+        admission: Arc::new(Admission::new(&config)),
+        config,
         shutdown: shutdown.clone(),
     };
     // Always running: bridge announcements use the outbox even when push

@@ -1,9 +1,12 @@
 //! Every error a client can receive, end to end, on both bindings where it
 //! applies: malformed requests, invalid params (naming the field), and
 //! protocol-version negotiation. Task errors are in `errors/tasks.rs`,
-//! size limits and garbage input in `errors/limits.rs`.
+//! size limits and garbage input in `errors/limits.rs`, connection
+//! timeouts and caps in `errors/connections.rs`.
 
 mod common;
+#[path = "errors/connections.rs"]
+mod connections;
 #[path = "errors/limits.rs"]
 mod limits;
 #[path = "errors/tasks.rs"]

@@ -6,6 +6,7 @@
 
 use super::pb::{self, a2a_service_server::A2aService};
 use super::status::to_status;
+use crate::admission::StreamSlot;
 use crate::auth::AuthFailure;
 use crate::dispatch::EventSource;
 use crate::params::{RequestContext, authenticate, service_params};
@@ -98,8 +99,10 @@ fn finish<T, U: From<T>>(ctx: &RequestContext, r: std::result::Result<T, A2aErro
 
 /// A stream's events as gRPC messages. An error (a subscriber that fell
 /// too far behind) ends the stream with that status; so does shutdown.
-fn events(src: EventSource, shutdown: CancellationToken) -> EventStream {
+/// `slot`, its place under the stream cap, is held until it ends.
+fn events(src: EventSource, shutdown: CancellationToken, slot: StreamSlot) -> EventStream {
     Box::pin(futures::stream::unfold(Some(src), move |phase| {
+        let _held = &slot;
         let shutdown = shutdown.clone();
         async move {
             match phase? {
@@ -136,6 +139,7 @@ impl A2aService for A2aGrpc {
 
     async fn send_streaming_message(&self, req: Request<pb::SendMessageRequest>) -> Result<EventStream> {
         let (ctx, msg) = self.begin(req, m::SEND_STREAMING_MESSAGE)?;
+        let slot = self.state.admission.stream().map_err(|e| to_status(&e))?;
         let r = async {
             Ok(match self.engine(&ctx).send(&ctx.principal, msg.try_into()?, true).await? {
                 SendOutcome::Message(msg) => EventSource::One(Box::new(StreamResponse::Message(msg))),
@@ -145,7 +149,7 @@ impl A2aService for A2aGrpc {
             })
         }
         .await;
-        finish(&ctx, r.map(|src| Opened(events(src, self.shutdown()))))
+        finish(&ctx, r.map(|src| Opened(events(src, self.shutdown(), slot))))
     }
 
     async fn get_task(&self, req: Request<pb::GetTaskRequest>) -> Result<pb::Task> {
@@ -169,9 +173,10 @@ impl A2aService for A2aGrpc {
 
     async fn subscribe_to_task(&self, req: Request<pb::SubscribeToTaskRequest>) -> Result<EventStream> {
         let (ctx, msg) = self.begin(req, m::SUBSCRIBE_TO_TASK)?;
+        let slot = self.state.admission.stream().map_err(|e| to_status(&e))?;
         let r = self.engine(&ctx).subscribe(&ctx.principal, msg.into()).await;
         let r = r.map(|evs| evs.with_reminder_events(reminder_events(&ctx)));
-        finish(&ctx, r.map(|evs| Opened(events(EventSource::Task(Box::new(evs)), self.shutdown()))))
+        finish(&ctx, r.map(|evs| Opened(events(EventSource::Task(Box::new(evs)), self.shutdown(), slot))))
     }
 
     async fn create_task_push_notification_config(

@@ -1,0 +1,60 @@
+//! A request body with a deadline: the whole body must arrive within the
+//! body read timeout of the request head. tower-http's `TimeoutBody` times
+//! each frame, which a client sending a byte at a time never trips; this
+//! bounds the total.
+
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::time::Sleep;
+
+/// The error a body reports when its deadline passed.
+#[derive(Debug)]
+pub struct BodyTimedOut(pub Duration);
+
+impl std::fmt::Display for BodyTimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the request body did not arrive within {} ms", self.0.as_millis())
+    }
+}
+
+impl std::error::Error for BodyTimedOut {}
+
+pub struct DeadlineBody {
+    inner: Incoming,
+    deadline: Pin<Box<Sleep>>,
+    limit: Duration,
+}
+
+impl DeadlineBody {
+    pub fn new(inner: Incoming, limit: Duration) -> Self {
+        Self { inner, deadline: Box::pin(tokio::time::sleep(limit)), limit }
+    }
+}
+
+impl Body for DeadlineBody {
+    type Data = bytes::Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+            return Poll::Ready(frame.map(|r| r.map_err(Into::into)));
+        }
+        match self.deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimedOut(self.limit))))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

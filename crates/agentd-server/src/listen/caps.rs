@@ -1,0 +1,94 @@
+//! Connection caps: how many connections are open at once, in all and from
+//! one IP address. A connection over either cap is answered with a 503 and
+//! closed at once; accepting goes on for everyone else.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+pub struct ConnectionCaps {
+    total: Arc<Semaphore>,
+    max_total: usize,
+    per_peer: Mutex<HashMap<IpAddr, usize>>,
+    max_per_peer: usize,
+}
+
+/// Which cap refused a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    Total,
+    Peer,
+}
+
+/// An admitted connection's place under both caps, given back on drop.
+pub struct Admitted {
+    _total: OwnedSemaphorePermit,
+    caps: Arc<ConnectionCaps>,
+    peer: IpAddr,
+}
+
+impl ConnectionCaps {
+    pub fn new(max_total: usize, max_per_peer: usize) -> Arc<Self> {
+        Arc::new(Self {
+            total: Arc::new(Semaphore::new(max_total)),
+            max_total,
+            per_peer: Mutex::new(HashMap::new()),
+            max_per_peer,
+        })
+    }
+
+    /// A place for a connection from `peer`, or which cap is full. An
+    /// IPv4-mapped IPv6 address counts as its IPv4 address.
+    pub fn admit(self: &Arc<Self>, peer: IpAddr) -> Result<Admitted, Refused> {
+        let peer = peer.to_canonical();
+        let total = self.total.clone().try_acquire_owned().map_err(|_| Refused::Total)?;
+        let mut map = self.per_peer.lock().unwrap_or_else(|p| p.into_inner());
+        let n = map.entry(peer).or_insert(0);
+        if *n >= self.max_per_peer {
+            if *n == 0 {
+                map.remove(&peer);
+            }
+            return Err(Refused::Peer);
+        }
+        *n += 1;
+        Ok(Admitted { _total: total, caps: self.clone(), peer })
+    }
+
+    /// Resolves once every admitted connection is gone.
+    pub async fn drained(&self) {
+        let all = u32::try_from(self.max_total).unwrap_or(u32::MAX);
+        let _ = self.total.acquire_many(all).await;
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let mut map = self.caps.per_peer.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = map.get_mut(&self.peer) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.peer);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_caps_hold_and_places_come_back() {
+        let caps = ConnectionCaps::new(3, 2);
+        let (a, b): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        let a1 = caps.admit(a).unwrap();
+        let _a2 = caps.admit("::ffff:10.0.0.1".parse().unwrap()).unwrap();
+        assert_eq!(caps.admit(a).err(), Some(Refused::Peer), "a third from one address");
+        let _b1 = caps.admit(b).unwrap();
+        assert_eq!(caps.admit(b).err(), Some(Refused::Total), "a fourth in all");
+        drop(a1);
+        assert!(caps.admit(a).is_ok(), "a closed connection gives its place back");
+        assert_eq!(caps.per_peer.lock().unwrap().len(), 2);
+    }
+}

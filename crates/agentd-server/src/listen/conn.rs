@@ -1,0 +1,160 @@
+//! One accepted connection: HTTP/1.1 or HTTP/2 (prior knowledge, for
+//! gRPC) served by hyper, with the timeouts hyper does not apply itself.
+//!
+//! - A request head must arrive within `header_read_timeout` (hyper's own
+//!   timer on HTTP/1.1; here before the first request on both versions, so
+//!   a silent connection or one that never finishes its HTTP/2 preface is
+//!   closed too).
+//! - A body must arrive within `body_read_timeout` of its head.
+//! - A connection with nothing in flight for `idle_timeout` is shut down
+//!   gracefully, and dropped if it is still there after another such
+//!   period. A response in flight (an SSE stream included) keeps it open:
+//!   streams have their own keep-alive and cap.
+
+use super::body::DeadlineBody;
+use super::caps::Admitted;
+use crate::state::ConnectionLimits;
+use axum::Router;
+use axum::body::Body;
+use hyper::body::{Frame, Incoming, SizeHint};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tower::Service;
+
+/// The hyper builder for every connection.
+pub fn builder(limits: &ConnectionLimits) -> auto::Builder<TokioExecutor> {
+    let mut b = auto::Builder::new(TokioExecutor::new());
+    b.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
+    b.http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(limits.http2_keep_alive)
+        .keep_alive_timeout(limits.http2_keep_alive);
+    b
+}
+
+/// Requests in flight on one connection (a response counts until its body
+/// is done or dropped).
+#[derive(Clone)]
+struct InFlight(Arc<watch::Sender<usize>>);
+
+struct Busy(InFlight);
+
+impl InFlight {
+    fn enter(&self) -> Busy {
+        self.0.send_modify(|n| *n += 1);
+        Busy(self.clone())
+    }
+
+    /// Resolves after `first` (if nothing was ever in flight) or `idle`
+    /// with nothing in flight; any request start or end restarts the wait.
+    async fn quiet_for(&self, first: Duration, idle: Duration) {
+        let mut rx = self.0.subscribe();
+        let mut served = false;
+        loop {
+            let n = *rx.borrow_and_update();
+            served |= n > 0;
+            if n == 0 {
+                let wait = if served { idle } else { first };
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => return,
+                    _ = rx.changed() => {}
+                }
+            } else {
+                // The sender lives as long as `self`: changed() cannot fail.
+                let _ = rx.changed().await;
+            }
+        }
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        (self.0).0.send_modify(|n| *n -= 1);
+    }
+}
+
+/// A response body that counts as in flight until it is done or dropped.
+struct Tracked {
+    inner: Body,
+    _busy: Busy,
+}
+
+impl hyper::body::Body for Tracked {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Serves one connection until it closes, times out or the daemon stops.
+pub async fn serve(
+    stream: TcpStream,
+    router: Router,
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    limits: ConnectionLimits,
+    shutdown: CancellationToken,
+    _admitted: Admitted,
+) {
+    let in_flight = InFlight(Arc::new(watch::Sender::new(0)));
+    let counter = in_flight.clone();
+    let body_limit = limits.body_read_timeout;
+    let svc = hyper::service::service_fn(move |req: http::Request<Incoming>| {
+        let busy = counter.enter();
+        let req = req.map(|b| {
+            if hyper::body::Body::is_end_stream(&b) {
+                Body::new(b)
+            } else {
+                Body::new(DeadlineBody::new(b, body_limit))
+            }
+        });
+        let mut router = router.clone();
+        async move {
+            let resp = router.call(req).await?;
+            Ok::<_, std::convert::Infallible>(resp.map(|inner| Tracked { inner, _busy: busy }))
+        }
+    });
+    let conn = builder.serve_connection(TokioIo::new(stream), svc);
+    tokio::pin!(conn);
+    let mut closing = false;
+    loop {
+        tokio::select! {
+            r = conn.as_mut() => {
+                if let Err(e) = r {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            () = shutdown.cancelled(), if !closing => {
+                conn.as_mut().graceful_shutdown();
+                closing = true;
+            }
+            () = in_flight.quiet_for(limits.header_read_timeout, limits.idle_timeout) => {
+                if closing {
+                    // Asked to close a period ago and still here, with
+                    // nothing in flight: a peer that does not read.
+                    return;
+                }
+                conn.as_mut().graceful_shutdown();
+                closing = true;
+            }
+        }
+    }
+}

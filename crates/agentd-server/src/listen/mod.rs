@@ -1,0 +1,102 @@
+//! The listener: accepts connections under the caps and serves each with
+//! its timeouts (`conn.rs`). `axum::serve` has neither; without them one
+//! client holding silent or idle sockets up to the file-descriptor limit
+//! stops every other client.
+
+mod body;
+mod caps;
+mod conn;
+
+pub use body::BodyTimedOut;
+
+use crate::state::AppState;
+use agentd_proto::{A2aError, ErrorKind};
+use caps::{ConnectionCaps, Refused};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+/// Serves the bindings on an already bound listener until `shutdown`
+/// fires, then waits for open connections to finish (each is asked to
+/// close; streams end with `shutdown`). Taking the listener (not an
+/// address) lets tests bind `127.0.0.1:0`.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let limits = state.config.connections.clone();
+    let router = crate::routes::app(state);
+    let builder = Arc::new(conn::builder(&limits));
+    let caps = ConnectionCaps::new(limits.max_connections, limits.max_connections_per_peer);
+    let refusals = [
+        (Refused::Total, refusal(Refused::Total, &limits)),
+        (Refused::Peer, refusal(Refused::Peer, &limits)),
+    ];
+    loop {
+        let (stream, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(pair) => pair,
+                Err(e) => {
+                    // Out of file descriptors or a connection reset before
+                    // it was accepted: keep accepting, without spinning.
+                    tracing::warn!(error = %e, "accept error");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = shutdown.cancelled() => break,
+        };
+        let admitted = match caps.admit(peer.ip()) {
+            Ok(a) => a,
+            Err(which) => {
+                tracing::debug!(%peer, ?which, "connection refused: over the cap");
+                let answer =
+                    refusals.iter().find(|(w, _)| *w == which).map_or(&[][..], |(_, a)| a.as_slice());
+                refuse(stream, answer);
+                continue;
+            }
+        };
+        // Without TCP_NODELAY the second small SSE frame of a stream waits
+        // for the client's delayed ACK (~40 ms, Nagle).
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+        let (router, builder, limits, shutdown) =
+            (router.clone(), builder.clone(), limits.clone(), shutdown.clone());
+        tokio::spawn(conn::serve(stream, router, builder, limits, shutdown, admitted));
+    }
+    drop(listener);
+    caps.drained().await;
+    Ok(())
+}
+
+/// The whole HTTP/1.1 answer to a connection over a cap: 503 with the
+/// REST error body naming the limit, then close.
+fn refusal(which: Refused, limits: &crate::state::ConnectionLimits) -> Vec<u8> {
+    let (what, key, n) = match which {
+        Refused::Total => ("connections are open", "server.max_connections", limits.max_connections),
+        Refused::Peer => (
+            "connections are open from your address",
+            "server.max_connections_per_peer",
+            limits.max_connections_per_peer,
+        ),
+    };
+    let e = A2aError::new(ErrorKind::Unavailable, format!("too many {what}: the limit is {n} ({key})"))
+        .with_meta("limit", key)
+        .with_meta("limitValue", n.to_string());
+    let body = e.to_rest().to_string();
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Writes what fits of `answer` without waiting (the socket is new: its
+/// send buffer is empty) and closes.
+fn refuse(stream: TcpStream, answer: &[u8]) {
+    let _ = stream.try_write(answer);
+    drop(stream);
+}
