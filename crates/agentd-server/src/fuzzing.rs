@@ -1,5 +1,6 @@
 //! The properties the `rest_route` fuzz target checks (`fuzz/`), shared
-//! with the stable regression test (`tests/fuzz_regressions.rs`).
+//! with the stable regression test (`tests/fuzz_regressions.rs`); those of
+//! `send_message` are in [`send`].
 //!
 //! An input is text, one item a line (bytes that are not UTF-8 are
 //! replaced): the HTTP method, the request target (`path?query`, the path
@@ -8,6 +9,8 @@
 //! canonical path; the query must decode into the params dispatch would
 //! see, and those must decode (or be refused cleanly) as the route's
 //! request, round-tripping like JSON-RPC params do.
+
+pub mod send;
 
 use crate::extensions;
 use crate::params::{query_version, version_supported};

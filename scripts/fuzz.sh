@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Runs each fuzz target for a bounded time (docs/fuzzing.md). The CI
+# command (scripts/test.sh) runs it with the default budget; a nightly run
+# gives each target longer:
+#
+#   scripts/fuzz.sh                          # every target, FUZZ_SECONDS (25) each
+#   FUZZ_SECONDS=1800 scripts/fuzz.sh        # the nightly profile
+#   scripts/fuzz.sh send_message rest_route  # only these
+#
+# Each target starts from its checked-in seeds and regressions
+# (fuzz/seeds/<target>, fuzz/regressions/<target>) plus what earlier runs on
+# this machine found (fuzz/corpus/<target>, not in git). A failing input is
+# saved under fuzz/artifacts/<target>/ and the run stops with an error; turn
+# it into a regression input as docs/fuzzing.md says.
+#
+# It installs what it needs by itself: cargo-fuzz (once per machine). The
+# machine has only the stable toolchain; libFuzzer's coverage flags are
+# stable, and RUSTC_BOOTSTRAP=1 lets the stable compiler take the few
+# nightly-only flags cargo-fuzz passes (see docs/fuzzing.md).
+set -euo pipefail
+cd "$(dirname "$0")/../fuzz"
+
+seconds=${FUZZ_SECONDS:-25}
+cargo_fuzz_version=0.13.2
+all_targets=(jsonrpc_request wire_types rest_route send_message)
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
+
+if ! cargo fuzz --version 2>/dev/null | grep -q " $cargo_fuzz_version"; then
+  echo "== installing cargo-fuzz $cargo_fuzz_version"
+  cargo install --locked cargo-fuzz --version "$cargo_fuzz_version"
+fi
+
+export RUSTC_BOOTSTRAP=1
+# The project forbids `unsafe`: AddressSanitizer would find nothing the
+# Rust checks do not, and would double build and run time.
+fuzz=(cargo fuzz run --sanitizer none --release --debug-assertions)
+
+echo "== fuzz: building ${targets[*]}"
+cargo fuzz build --sanitizer none --release --debug-assertions "${targets[@]/#/}" 2>&1 | tail -n 3 ||
+  { echo "building the fuzz targets failed" >&2; exit 1; }
+
+for t in "${targets[@]}"; do
+  echo "== fuzz: $t for ${seconds}s"
+  mkdir -p "corpus/$t" "seeds/$t" "regressions/$t"
+  if ! "${fuzz[@]}" "$t" "corpus/$t" "seeds/$t" "regressions/$t" -- \
+      -max_total_time="$seconds" -dict=a2a.dict -timeout=30 -print_final_stats=1 \
+      >"corpus/$t.log" 2>&1; then
+    tail -n 60 "corpus/$t.log" >&2
+    echo "fuzz target $t failed; the input is in fuzz/artifacts/$t/ (docs/fuzzing.md: Regression inputs)" >&2
+    exit 1
+  fi
+  grep -E '^stat::number_of_executed_units|^Done ' "corpus/$t.log" | tr '\n' ' '
+  echo
+done
