@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod annotations;
+pub mod claims;
 pub mod conversations;
 pub mod engine;
 pub mod events;

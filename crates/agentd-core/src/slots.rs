@@ -3,6 +3,7 @@
 //! streams listen on. Slots are per task, so there is no global lock on the
 //! hot path; the map itself is sharded.
 
+use crate::claims::ContextClaim;
 use crate::record::TaskRecord;
 use crate::store::Batch;
 use agentd_proto::{Message, StreamResponse};
@@ -31,6 +32,9 @@ pub struct SlotState {
     /// `Engine::create_task`): what its creation commits besides the record.
     /// The next commit of the task takes it; `None` once committed.
     pub pending: Option<Batch>,
+    /// The claim on its context a new task holds while `pending`: released
+    /// when the creation is committed (or the slot is dropped).
+    pub claim: Option<ContextClaim>,
 }
 
 pub struct Slot {
@@ -50,6 +54,7 @@ impl Slot {
                 steering: Vec::new(),
                 detached: false,
                 pending: None,
+                claim: None,
             }),
             tx,
         })

@@ -112,4 +112,20 @@ pub mod methods {
     pub const LIST_PUSH_CONFIGS_RC: &str = "ListTaskPushNotificationConfig";
     pub const DELETE_PUSH_CONFIG: &str = "DeleteTaskPushNotificationConfig";
     pub const GET_EXTENDED_CARD: &str = "GetExtendedAgentCard";
+
+    /// Every core method name (the authorization table test covers each).
+    pub const ALL: &[&str] = &[
+        SEND_MESSAGE,
+        SEND_STREAMING_MESSAGE,
+        GET_TASK,
+        LIST_TASKS,
+        CANCEL_TASK,
+        SUBSCRIBE_TO_TASK,
+        CREATE_PUSH_CONFIG,
+        GET_PUSH_CONFIG,
+        LIST_PUSH_CONFIGS,
+        LIST_PUSH_CONFIGS_RC,
+        DELETE_PUSH_CONFIG,
+        GET_EXTENDED_CARD,
+    ];
 }

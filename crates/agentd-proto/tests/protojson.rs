@@ -151,6 +151,75 @@ fn int32_fields_accept_numeric_strings_but_name_bad_values() {
     assert_eq!(e.violations[0].field, "historyLength");
 }
 
+/// The protobuf JSON mapping for int32, as its conformance suite pins it
+/// (`Int32FieldExponentialFormat`, `Int32FieldFloatTrailingZero`,
+/// `Int32FieldMaxFloatValue`, `Int32FieldLeadingSpace`, …): integral
+/// numbers in any notation, strings holding exactly a JSON number.
+#[test]
+fn int32_follows_the_protojson_mapping_exactly() {
+    let history = |v: Value| decode::<GetTaskRequest>(json!({"id": "t", "historyLength": v}));
+    let accepted: [(Value, i32); 16] = [
+        (json!(1.0), 1),
+        (json!(5.0), 5),
+        (json!(1e5), 100_000),
+        (serde_json::from_str("100000.000").unwrap(), 100_000),
+        (serde_json::from_str("2.147483647e9").unwrap(), i32::MAX),
+        (serde_json::from_str("-2.147483648e9").unwrap(), i32::MIN),
+        (serde_json::from_str("-0").unwrap(), 0),
+        (json!("1"), 1),
+        (json!("-1"), -1),
+        (json!("0"), 0),
+        (json!("2147483647"), i32::MAX),
+        (json!("-2147483648"), i32::MIN),
+        (json!("1e2"), 100),
+        (json!("1E+2"), 100),
+        (json!("1.50e1"), 15),
+        (json!("0.0000010e7"), 10),
+    ];
+    for (v, want) in accepted {
+        let shown = v.to_string();
+        let r = history(v).unwrap_or_else(|e| panic!("{shown} refused: {e:?}"));
+        assert_eq!(r.history_length, Some(want), "{shown}");
+    }
+    let refused = [
+        json!(" 1"),
+        json!("1 "),
+        json!("+1"),
+        json!("01"),
+        json!("-01"),
+        json!("00"),
+        json!(""),
+        json!("-"),
+        json!("1."),
+        json!(".5"),
+        json!("1e"),
+        json!("0x10"),
+        json!("3x3"),
+        json!("1.5"),
+        json!("1e-1"),
+        json!("2147483648"),
+        json!("1e10"),
+        json!("1e999999999999"),
+        json!(0.5),
+        json!(2_147_483_648_i64),
+        json!(1e10),
+        json!(true),
+        json!([1]),
+    ];
+    for v in refused {
+        let e = history(v.clone()).expect_err(&v.to_string());
+        assert_eq!(e.violations[0].field, "historyLength", "{v}");
+        assert!(e.violations[0].description.contains("32-bit integer"), "{v}: {e:?}");
+    }
+    // Plain int32 (pageSize) and null, the same rules.
+    let r: ListTaskPushNotificationConfigsRequest = decode(json!({"taskId": "t", "pageSize": 2.0})).unwrap();
+    assert_eq!(r.page_size, 2);
+    let r: ListTaskPushNotificationConfigsRequest = decode(json!({"taskId": "t", "pageSize": null})).unwrap();
+    assert_eq!(r.page_size, 0);
+    let e = decode::<ListTaskPushNotificationConfigsRequest>(json!({"taskId": "t", "pageSize": "+2"}));
+    assert_eq!(e.unwrap_err().violations[0].field, "pageSize");
+}
+
 #[test]
 fn errors_map_through_the_one_table() {
     let e = A2aError::task_not_found("nope");

@@ -133,6 +133,30 @@ async fn invalid_params_name_the_offending_field() {
 }
 
 #[tokio::test]
+async fn rest_query_integers_follow_the_protojson_mapping() {
+    // A query value is a string, so it takes the mapping's string form: a
+    // JSON number exactly (`2`, `2.0`, `1e1`), no space, `+` or leading zero.
+    let d = Daemon::start(&["--agent", "tck"]);
+    let v = [("A2A-Version", "1.0")];
+    for q in ["pageSize=2", "pageSize=2.0", "pageSize=1e1", "historyLength=0&pageSize=20E-1"] {
+        let r = d.raw(Method::GET, &d.rest_url(&format!("/tasks?{q}")), None, &v).await;
+        assert_eq!(r.status, 200, "{q}: {}", r.text);
+    }
+    for (q, field) in [
+        ("pageSize=02", "pageSize"),
+        ("pageSize=%202", "pageSize"),
+        ("pageSize=%2B2", "pageSize"),
+        ("pageSize=+2", "pageSize"),
+        ("historyLength=1.5", "historyLength"),
+    ] {
+        let r = d.raw(Method::GET, &d.rest_url(&format!("/tasks?{q}")), None, &v).await;
+        let body = r.json();
+        let e = WireError::from_body(Binding::Rest, r.status, &r.header("content-type"), &body);
+        expect_error(Err(e), -32602).assert_field(field);
+    }
+}
+
+#[tokio::test]
 async fn a2a_version_is_negotiated_by_header_or_query_parameter() {
     let d = Daemon::start(&[]);
     let list = json!({});

@@ -2,11 +2,19 @@
 //! tokens from a config file: a task is visible to its owner and to
 //! operators only; to anyone else it does not exist, on every method. Push
 //! configs are private to whoever registered them. Authentication itself is
-//! in `visibility/auth.rs`.
+//! in `visibility/auth.rs`; every operation on every binding for every
+//! relation (owner, gate answerer, other, operator, anonymous) in one table
+//! in `visibility/authz_table.rs`.
 
 #[path = "visibility/auth.rs"]
 mod auth;
+#[path = "visibility/authz_table.rs"]
+mod authz_table;
 mod common;
+#[path = "commands/harness.rs"]
+mod harness;
+#[path = "workflows/harness.rs"]
+mod wf;
 
 use common::*;
 use serde_json::{Value, json};
@@ -187,6 +195,36 @@ async fn another_users_context_cannot_be_joined() {
         assert_eq!(l["totalSize"], 0, "{b:?}: bob created nothing there");
         let r = p.alice.ok(b, "SendMessage", params).await;
         assert_eq!(r["task"]["contextId"], json!(ctx), "{b:?}: the owner continues her conversation");
+    }
+}
+
+/// A first turn in context `ctx`.
+async fn first_turn(d: &Daemon, ctx: &str) -> Result<Value, WireError> {
+    let mut params = tck("tck-complete-task");
+    params["message"]["contextId"] = json!(ctx);
+    d.op(Binding::JsonRpc, "SendMessage", params).await
+}
+
+#[tokio::test]
+async fn first_turns_racing_for_one_context_leave_it_one_owner() {
+    // Alice and bob send a first turn with the same new contextId at the
+    // same moment, 40 times over: each conversation gets exactly one of
+    // them, and the other is told the context is taken.
+    let p = start();
+    let contexts: Vec<String> = (0..40).map(|_| uid("race")).collect();
+    let races = contexts.iter().map(|ctx| {
+        let (a, b) = (first_turn(&p.alice, ctx), first_turn(&p.bob, ctx));
+        async move { tokio::join!(a, b) }
+    });
+    let results = futures::future::join_all(races).await;
+    for (ctx, (a, b)) in contexts.iter().zip(results) {
+        match (a.is_ok(), b.is_ok()) {
+            (true, false) => expect_error(b, -32602).assert_field("message.contextId"),
+            (false, true) => expect_error(a, -32602).assert_field("message.contextId"),
+            (both, _) => panic!("{ctx}: both accepted: {both}, or neither"),
+        };
+        let l = p.ops.ok(Binding::JsonRpc, "ListTasks", json!({"contextId": ctx})).await;
+        assert_eq!(l["totalSize"], 1, "{ctx}: one turn in the conversation: {l}");
     }
 }
 

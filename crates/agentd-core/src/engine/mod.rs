@@ -21,6 +21,7 @@ pub use send::{SendOutcome, StartTask};
 pub use stream::TaskEvents;
 
 use crate::agent::{Agent, ConversationTurn, TaskControl, Turn};
+use crate::claims::ContextClaims;
 use crate::conversations::Conversations;
 use crate::gate::GateKeeper;
 use crate::principal::Principal;
@@ -77,6 +78,8 @@ struct Inner {
     config: EngineConfig,
     slots: Slots,
     conversations: Conversations,
+    /// Contexts whose first task is being created (see `claims.rs`).
+    claims: Arc<ContextClaims>,
     push_wakeup: Notify,
     /// Runs the command extension's ops; without one, commands are refused.
     commands: OnceLock<Arc<dyn CommandHandler>>,
@@ -122,6 +125,7 @@ impl Engine {
                 config,
                 slots: Slots::default(),
                 conversations: Conversations::default(),
+                claims: Arc::default(),
                 push_wakeup: Notify::new(),
                 commands: OnceLock::new(),
                 observers: RwLock::new(Vec::new()),
@@ -373,6 +377,11 @@ impl Engine {
         if let Err(e) = self.commit_record(&rec, &events, batch).await {
             st.pending = pending;
             return Err(e);
+        }
+        if pending.is_some() {
+            // The creation is in the store now: the store's record of the
+            // context's owner takes over from the claim.
+            st.claim = None;
         }
         st.record = rec.clone();
         for e in events {

@@ -41,12 +41,7 @@ impl Engine {
         if cfg.id.is_empty() {
             cfg.id = new_id();
         }
-        if let Some(existing) =
-            self.inner.store.get_push_config(&cfg.task_id, &cfg.id).await.map_err(internal)?
-            && !p.can_see(&existing.owner)
-        {
-            return Err(A2aError::invalid_field("id", "is already used by another principal's config"));
-        }
+        self.check_config_id(p, &cfg.task_id, &cfg.id, "id").await?;
         cfg.tenant.clear();
         let batch = Batch {
             push_upserts: vec![PushConfigRow { owner: p.id.clone(), config: cfg.clone() }],
@@ -54,6 +49,27 @@ impl Engine {
         };
         self.inner.store.commit(batch).await.map_err(internal)?;
         Ok(cfg)
+    }
+
+    /// Refuses a config id of task `task_id` that belongs to a config the
+    /// principal may not see: an upsert would replace another principal's
+    /// webhook (and credentials). `field` names the id in the request.
+    pub(super) async fn check_config_id(
+        &self,
+        p: &Principal,
+        task_id: &str,
+        id: &str,
+        field: &str,
+    ) -> Result<(), A2aError> {
+        if id.is_empty() {
+            return Ok(());
+        }
+        match self.inner.store.get_push_config(task_id, id).await.map_err(internal)? {
+            Some(existing) if !p.can_see(&existing.owner) => {
+                Err(A2aError::invalid_field(field, "is already used by another principal's config"))
+            }
+            _ => Ok(()),
+        }
     }
 
     pub async fn get_push_config(

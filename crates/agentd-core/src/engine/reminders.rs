@@ -27,7 +27,9 @@ use std::sync::Arc;
 const MAX_LABEL_BYTES: usize = 256;
 
 impl Engine {
-    /// InjectTaskReminder: the caller must see the task (owner or operator).
+    /// InjectTaskReminder: for the task's owner and operators only. To
+    /// anyone else, a gate's answerer included, the task does not exist:
+    /// a reminder reaches the owner's model, which only the owner may steer.
     pub async fn inject_reminder(
         &self,
         p: &Principal,
@@ -35,7 +37,7 @@ impl Engine {
     ) -> Result<InjectTaskReminderResponse, A2aError> {
         validate(&req, &self.inner.config.reminders)?;
         let task_id = req.task_id.clone();
-        self.visible_record(p, &task_id).await?;
+        self.steerable_record(p, &task_id).await?;
         let id = req.reminder.id.as_deref();
         loop {
             let Some(slot) = self.slot(&task_id).await? else {
@@ -43,7 +45,7 @@ impl Engine {
                 if let Some(done) = self.earlier_result(&task_id, id).await? {
                     return Ok(done);
                 }
-                let rec = self.visible_record(p, &task_id).await?;
+                let rec = self.steerable_record(p, &task_id).await?;
                 return Err(refused(Refused::Terminal(rec.state())));
             };
             let mut st = slot.state.lock().await;
@@ -61,6 +63,15 @@ impl Engine {
                 self.propagate(&accepted).await;
             }
             return Ok(result_of(&accepted));
+        }
+    }
+
+    /// A record its owner or an operator asks for; TaskNotFound for
+    /// anyone else.
+    async fn steerable_record(&self, p: &Principal, task_id: &str) -> Result<TaskRecord, A2aError> {
+        match self.record(task_id).await? {
+            Some(r) if p.can_see(&r.owner) => Ok(r),
+            _ => Err(A2aError::task_not_found(task_id)),
         }
     }
 

@@ -5,6 +5,7 @@
 
 use super::{Engine, TaskEvents, internal, refused};
 use crate::agent::Agent;
+use crate::claims::ContextClaim;
 use crate::principal::Principal;
 use crate::record::{LinkKind, StatusEntry, TaskLink, TaskMeta, TaskRecord};
 use crate::slots::Slot;
@@ -175,15 +176,10 @@ impl Engine {
         push: Option<PushConfigRow>,
         close_on_interrupt: bool,
     ) -> Result<SendOutcome, A2aError> {
-        if !msg.context_id.is_empty()
-            && !p.is_operator()
-            && self.inner.store.context_foreign(&msg.context_id, &p.id).await.map_err(internal)?
-        {
-            return Err(A2aError::invalid_field(
-                "message.contextId",
-                "this contextId belongs to a conversation of another principal; omit it to start a new one",
-            ));
-        }
+        let claim = match msg.context_id.as_str() {
+            "" => None,
+            context_id => self.claim_context(p, context_id).await?,
+        };
         if !msg.context_id.is_empty() && self.inner.closed_contexts.contains(&msg.context_id) {
             return Err(A2aError::new(
                 ErrorKind::UnsupportedOperation,
@@ -211,8 +207,32 @@ impl Engine {
         let batch = inline_push_batch(push, &id);
         let events = Some((cfg.history_length, close_on_interrupt));
         let defer = !cfg.return_immediately && ANSWER_WHEN_SETTLED.try_with(|_| ()).is_ok();
-        let (_, events) = self.create_task(start, batch, events, defer).await?;
+        let (_, events) = self.create_task(start, batch, events, defer, claim).await?;
         Ok(SendOutcome::Task(events.ok_or_else(A2aError::internal)?))
+    }
+
+    /// Claims a client-chosen context for `p`'s new task; refuses one that
+    /// is another principal's conversation (operators may join any). The
+    /// claim comes first and the store is asked second, so of two
+    /// principals starting the same context at once only one gets it: the
+    /// other finds the claim, or, once the first task is committed and the
+    /// claim released, that task in the store.
+    async fn claim_context(&self, p: &Principal, context_id: &str) -> Result<Option<ContextClaim>, A2aError> {
+        let foreign = || {
+            A2aError::invalid_field(
+                "message.contextId",
+                "this contextId belongs to a conversation of another principal; omit it to start a new one",
+            )
+        };
+        let claim = match self.inner.claims.claim(context_id, &p.id) {
+            Ok(claim) => Some(claim),
+            Err(_) if p.is_operator() => None,
+            Err(_) => return Err(foreign()),
+        };
+        if !p.is_operator() && self.inner.store.context_foreign(context_id, &p.id).await.map_err(internal)? {
+            return Err(foreign());
+        }
+        Ok(claim)
     }
 
     /// Starts work on the runtime's behalf: creates and commits a SUBMITTED
@@ -225,20 +245,22 @@ impl Engine {
         {
             return Err(A2aError::new(ErrorKind::Internal, format!("task id {id:?} is already taken")));
         }
-        Ok(self.create_task(start, Batch::default(), None, false).await?.0)
+        Ok(self.create_task(start, Batch::default(), None, false, None).await?.0)
     }
 
     /// The one creation path: commit the new task (with `batch`), make it
     /// live, subscribe to it when `events` asks (history length, close on
     /// interrupt), then start its run. With `defer` (a blocking SendMessage,
     /// answered when the task settles), the creation may be left pending,
-    /// to be committed with the run's first change.
+    /// to be committed with the run's first change. `claim` (on the task's
+    /// context) is held until the creation is committed.
     async fn create_task(
         &self,
         start: StartTask,
         mut batch: Batch,
         events: Option<(Option<i32>, bool)>,
         defer: bool,
+        claim: Option<ContextClaim>,
     ) -> Result<(TaskRecord, Option<TaskEvents>), A2aError> {
         let id = start.id.unwrap_or_else(new_id);
         let context_id = start.context_id.filter(|c| !c.is_empty()).unwrap_or_else(new_id);
@@ -278,8 +300,10 @@ impl Engine {
             // Streams and `returnImmediately` answers show the task at once:
             // their tasks are committed first, as ever.
             st.pending = Some(batch);
+            st.claim = claim;
         } else {
             self.commit_record(&rec, &[], batch).await?;
+            drop(claim);
         }
         if let Some(parent) = &rec.meta.parent {
             self.remember_child(parent, &id);
@@ -322,6 +346,14 @@ impl Engine {
             }
             if !st.record.visible_to(p) {
                 return Err(A2aError::task_not_found(&id));
+            }
+            if let Some(row) = &push {
+                // Registering a webhook is the owner's (or an operator's),
+                // inline or not; and it may not take over another's config.
+                if !p.can_see(&st.record.owner) {
+                    return Err(super::answerer_only(p, &id, "watch"));
+                }
+                self.check_config_id(p, &id, &row.config.id, INLINE_ID).await?;
             }
             if !msg.context_id.is_empty() && msg.context_id != st.record.task.context_id {
                 return Err(A2aError::invalid_field(
@@ -415,7 +447,12 @@ impl Engine {
     }
 }
 
+/// The field an inline config's id is reported under.
+const INLINE_ID: &str = "configuration.taskPushNotificationConfig.id";
+
 /// The batch registering a SendMessage's inline push config for `task_id`.
+/// On a new task no config exists yet; on an existing one the caller has
+/// checked the id under the task's lock ([`Engine::check_config_id`]).
 fn inline_push_batch(push: Option<PushConfigRow>, task_id: &str) -> Batch {
     let mut batch = Batch::default();
     if let Some(mut row) = push {

@@ -62,8 +62,9 @@ impl Store for CountingStore {
         let tasks = self.tasks.lock().unwrap();
         Ok(tasks.values().filter(|t| t.task.context_id == context_id).cloned().collect())
     }
-    async fn context_foreign(&self, _: &str, _: &str) -> Result<bool, StoreError> {
-        Ok(false)
+    async fn context_foreign(&self, context_id: &str, owner: &str) -> Result<bool, StoreError> {
+        let tasks = self.tasks.lock().unwrap();
+        Ok(tasks.values().any(|t| t.task.context_id == context_id && t.owner != owner))
     }
     async fn get_push_config(&self, _: &str, _: &str) -> Result<Option<PushConfigRow>, StoreError> {
         Ok(None)
@@ -207,4 +208,43 @@ async fn a_run_reading_its_conversation_finds_its_task_committed() {
     let task = task_of(engine.send_message(&user(), request(false)).await.unwrap());
     assert_eq!(task.status.state, TaskState::Completed);
     assert_eq!(store.commits(), vec![vec![TaskState::Submitted], vec![TaskState::Completed]]);
+}
+
+fn in_context(mut r: SendMessageRequest, context_id: &str) -> SendMessageRequest {
+    r.message.as_mut().expect("message").context_id = context_id.into();
+    r
+}
+
+#[tokio::test]
+async fn a_context_is_claimed_by_a_first_turn_not_committed_yet() {
+    // Alice's blocking first turn is created but not committed (it goes in
+    // with its run's first change, and the run waits): bob's first turn
+    // with the same client-chosen contextId must not join her conversation.
+    let go = Arc::new(Notify::new());
+    let (engine, store) = engine(Completes { go: Some(go.clone()), reads_conversation: false });
+    let bob = Principal::new("user:b", PrincipalRole::User);
+    let alice_turn = tokio::spawn({
+        let engine = engine.clone();
+        async move { engine.send_message(&user(), in_context(request(false), "shared")).await }
+    });
+    while engine.live_tasks() == 0 {
+        tokio::task::yield_now().await;
+    }
+    assert!(store.commits().is_empty(), "alice's task is not committed yet");
+    let e = engine.send_message(&bob, in_context(request(true), "shared")).await.err().expect("bob refused");
+    assert_eq!(e.kind, ErrorKind::InvalidParams, "{e}");
+    assert_eq!(e.violations[0].field, "message.contextId");
+
+    go.notify_one();
+    let first = task_of(alice_turn.await.unwrap().unwrap());
+    assert_eq!((first.context_id.as_str(), first.status.state), ("shared", TaskState::Completed));
+    assert!(engine.inner.claims.is_empty(), "the claim ended with the commit");
+    // Now the store holds the answer: bob is still refused, alice continues.
+    let e = engine.send_message(&bob, in_context(request(true), "shared")).await.err().expect("bob refused");
+    assert_eq!(e.violations[0].field, "message.contextId");
+    go.notify_one();
+    let second = task_of(engine.send_message(&user(), in_context(request(false), "shared")).await.unwrap());
+    assert_eq!(second.context_id, "shared");
+    let owners: Vec<String> = store.tasks.lock().unwrap().values().map(|t| t.owner.clone()).collect();
+    assert_eq!(owners, ["user:a", "user:a"], "only alice's turns are in the conversation");
 }

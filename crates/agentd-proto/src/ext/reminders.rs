@@ -67,7 +67,12 @@ pub struct ReminderInput {
     #[serde(default, alias = "dedupe_key", skip_serializing_if = "Option::is_none")]
     pub dedupe_key: Option<String>,
     /// Model calls the reminder reaches before it expires, 1..=maxTtlTurns (default 1).
-    #[serde(default, alias = "ttl_turns", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "ttl_turns",
+        deserialize_with = "crate::serde_util::opt_u32",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub ttl_turns: Option<u32>,
     #[serde(default, alias = "role_hint", skip_serializing_if = "Option::is_none")]
     pub role_hint: Option<RoleHint>,

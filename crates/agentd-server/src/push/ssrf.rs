@@ -45,10 +45,14 @@ impl SsrfGuard {
         self.allow_private
     }
 
-    /// Refuses an address the URL's host resolved to.
+    /// Refuses an address the URL's host resolved to. The refusal says why
+    /// (loopback, private, …) but never the address: a client must not be
+    /// able to resolve internal names through the daemon.
     pub fn check_resolved(&self, host: &str, ip: IpAddr) -> Result<(), String> {
         match refusal_reason(ip) {
-            Some(why) if !self.allow_private => Err(format!("host {host:?} resolves to {ip}, {why}; {HINT}")),
+            Some(why) if !self.allow_private => {
+                Err(format!("host {host:?} is refused: it resolves to {why}; {HINT}"))
+            }
             _ => Ok(()),
         }
     }
@@ -68,7 +72,7 @@ impl SsrfGuard {
         match &target {
             Target::Ip(ip) => {
                 if let Some(why) = refusal_reason(*ip) {
-                    return Err(format!("{ip} is {why}; {HINT}"));
+                    return Err(format!("{ip} is refused: it is {why}; {HINT}"));
                 }
             }
             Target::Name(name) if is_localhost_name(name) => {
@@ -214,6 +218,22 @@ mod tests {
             g.check_target(&url("https://Hooks.Example.COM./a")),
             Ok(Target::Name("hooks.example.com".into()))
         );
+    }
+
+    #[test]
+    fn a_refused_name_is_not_told_what_it_resolves_to() {
+        let g = SsrfGuard::new(false);
+        for (ip, why) in [
+            ("10.20.30.40", "a private address"),
+            ("127.0.0.53", "a loopback address"),
+            ("fd00::1234", "a unique-local (private) address"),
+            ("169.254.169.254", "a link-local address"),
+        ] {
+            let e = g.check_resolved("db.internal", ip.parse().expect("ip")).expect_err(ip);
+            assert!(e.contains("\"db.internal\" is refused") && e.contains(why), "{ip}: {e}");
+            assert!(!e.contains(ip), "the refusal must not name the address {ip}: {e}");
+        }
+        g.check_resolved("hooks.example.com", "8.8.8.8".parse().expect("ip")).expect("public");
     }
 
     #[test]
