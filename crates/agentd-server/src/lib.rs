@@ -16,6 +16,7 @@ pub mod grpc;
 mod jsonrpc;
 mod params;
 pub mod push;
+pub mod readiness;
 mod rest;
 mod routes;
 mod sse;
@@ -24,6 +25,7 @@ pub mod state;
 pub use auth::{Authenticator, TokenEntry};
 pub use card::{CardConfig, CardService};
 pub use extensions::{DeclaredExtension, ExtensionRegistry};
+pub use readiness::Readiness;
 pub use routes::app;
 pub use state::{AppState, ServerConfig, VersionPolicy};
 

@@ -25,6 +25,8 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Interval of SSE keep-alive comments.
     pub keep_alive: Duration,
+    /// What `/readyz` reports.
+    pub readiness: crate::readiness::Readiness,
 }
 
 impl Default for ServerConfig {
@@ -33,6 +35,7 @@ impl Default for ServerConfig {
             version_policy: VersionPolicy::Lenient,
             max_body_bytes: 4 * 1024 * 1024,
             keep_alive: Duration::from_secs(15),
+            readiness: crate::readiness::Readiness::default(),
         }
     }
 }

@@ -5,6 +5,7 @@
 mod cli;
 mod config;
 mod instruction;
+mod probe;
 mod reminders;
 mod serve;
 mod workflows;
@@ -19,7 +20,7 @@ async fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("agentd: {e:#}");
-            ExitCode::FAILURE
+            ExitCode::from(cli::exit::code_of(&e))
         }
     }
 }
