@@ -131,7 +131,12 @@ async fn run_then_answer_is_the_readme_round_trip() {
     let steps: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("step ")).collect();
     assert_eq!(
         steps,
-        ["step approve (human): done", "step summarize (agent): running", "step summarize (agent): done"],
+        [
+            "step approve (human): done",
+            "step summarize (agent): running",
+            "step summarize (agent): done",
+            "step done (finish): done"
+        ],
         "{}",
         out.stderr
     );

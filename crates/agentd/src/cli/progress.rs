@@ -29,7 +29,8 @@ impl Steps {
     /// daemon does not serve it to this caller.
     pub async fn follow(opts: &ClientOpts, task_id: Option<&str>) -> Option<Steps> {
         let client = Client::new(opts).ok()?.with_extensions(&[URI]);
-        let params = SubscribeParams { from_seq: None, kinds: Some(vec![EventKind::Task, EventKind::Step]) };
+        let kinds = vec![EventKind::Task, EventKind::Step, EventKind::Run, EventKind::Gate];
+        let params = SubscribeParams { from_seq: None, kinds: Some(kinds) };
         let mut frames = client.stream(METHOD, &params).await.ok()?;
         let (task, mut task_rx) = watch::channel(task_id.unwrap_or_default().to_owned());
         let (end, mut end_rx) = watch::channel(None::<TaskState>);
@@ -37,6 +38,11 @@ impl Steps {
             let mut early: Vec<Value> = Vec::new();
             // The run's last state the feed showed.
             let mut last: Option<TaskState> = None;
+            // Run and gate events come from the run's own ordered writer,
+            // after its step events and possibly after the task's change:
+            // once the run showed any, wait for the one that closes the
+            // stretch (the run ended, or a gate opened).
+            let (mut workflow_seen, mut workflow_settled) = (false, false);
             loop {
                 let frame = tokio::select! {
                     f = frames.next() => f,
@@ -56,7 +62,7 @@ impl Steps {
                         if changed.is_err() {
                             return;
                         }
-                        if last.is_some() && last == *end_rx.borrow() {
+                        if settled(last, *end_rx.borrow(), workflow_seen, workflow_settled) {
                             return;
                         }
                         continue;
@@ -67,14 +73,22 @@ impl Steps {
                 let id = task_rx.borrow().clone();
                 match e.kind {
                     EventKind::Step if id.is_empty() && early.len() < EARLY_EVENTS => early.push(e.data),
-                    EventKind::Step if e.data["taskId"] == id.as_str() => print_step(&e.data),
+                    EventKind::Step if e.data["taskId"] == id.as_str() => {
+                        workflow_seen = true;
+                        print_step(&e.data);
+                    }
+                    EventKind::Run | EventKind::Gate if e.data["taskId"] == id.as_str() => {
+                        workflow_seen = true;
+                        let ended = e.data["state"].as_str().is_some_and(|s| s != "started");
+                        workflow_settled = ended || e.data["action"] == "opened";
+                    }
                     EventKind::Task if e.data["id"] == id.as_str() => {
                         last = e.data["status"]["state"].as_str().and_then(TaskState::from_name);
-                        if last.is_some() && last == *end_rx.borrow() {
-                            return;
-                        }
                     }
-                    _ => {}
+                    _ => continue,
+                }
+                if settled(last, *end_rx.borrow(), workflow_seen, workflow_settled) {
+                    return;
                 }
             }
         });
@@ -97,6 +111,16 @@ impl Steps {
             handle.abort();
         }
     }
+}
+
+/// The run reached `end` and the feed showed everything before it.
+fn settled(
+    last: Option<TaskState>,
+    end: Option<TaskState>,
+    workflow_seen: bool,
+    workflow_settled: bool,
+) -> bool {
+    last.is_some() && last == end && (!workflow_seen || workflow_settled)
 }
 
 /// `step summarize (agent): running`, `step fetch (a2a.delegate): failed: <error>`.
