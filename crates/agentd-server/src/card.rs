@@ -30,6 +30,9 @@ pub struct CardConfig {
     pub input_modes: Vec<String>,
     pub output_modes: Vec<String>,
     pub skills: Vec<AgentSkill>,
+    /// Who runs the agent, if the operator says.
+    pub provider: Option<AgentProvider>,
+    pub documentation_url: Option<String>,
     /// `Cache-Control: max-age` in seconds.
     pub max_age_secs: u32,
 }
@@ -74,9 +77,9 @@ impl CardService {
                 // gRPC clients dial `host:port` (no scheme, no path).
                 AgentInterface { url: grpc_target(base), ..interface("", "GRPC") },
             ],
-            provider: Some(AgentProvider { url: "https://agentd.dev".into(), organization: "agentd".into() }),
+            provider: cfg.provider,
             version: cfg.version,
-            documentation_url: Some("https://agentd.dev/docs".into()),
+            documentation_url: cfg.documentation_url,
             capabilities: AgentCapabilities {
                 streaming: Some(cfg.streaming),
                 push_notifications: Some(cfg.push_notifications),

@@ -92,9 +92,32 @@ pub async fn dispatch(
             return Ok(Outcome::Stream(EventSource::Feed(Box::new(e.subscribe_events(p, params).await?))));
         }
         other => {
-            return Err(A2aError::new(ErrorKind::MethodNotFound, format!("method {other:?} not found"))
-                .with_meta("method", other));
+            let mut text = format!("method {other:?} not found");
+            if let Some(v1) = v1_name(other) {
+                text.push_str(&format!(
+                    "; {other:?} is an A2A 0.3 name and this agent speaks A2A 1.0: call {v1:?}"
+                ));
+            }
+            return Err(A2aError::new(ErrorKind::MethodNotFound, text).with_meta("method", other));
         }
     };
     Ok(Outcome::Value(value))
+}
+
+/// The A2A 1.0 method an A2A 0.3 JSON-RPC method name became.
+fn v1_name(v03: &str) -> Option<&'static str> {
+    Some(match v03 {
+        "message/send" => m::SEND_MESSAGE,
+        "message/stream" => m::SEND_STREAMING_MESSAGE,
+        "tasks/get" => m::GET_TASK,
+        "tasks/list" => m::LIST_TASKS,
+        "tasks/cancel" => m::CANCEL_TASK,
+        "tasks/resubscribe" => m::SUBSCRIBE_TO_TASK,
+        "tasks/pushNotificationConfig/set" => m::CREATE_PUSH_CONFIG,
+        "tasks/pushNotificationConfig/get" => m::GET_PUSH_CONFIG,
+        "tasks/pushNotificationConfig/list" => m::LIST_PUSH_CONFIGS,
+        "tasks/pushNotificationConfig/delete" => m::DELETE_PUSH_CONFIG,
+        "agent/getAuthenticatedExtendedCard" => m::GET_EXTENDED_CARD,
+        _ => return None,
+    })
 }

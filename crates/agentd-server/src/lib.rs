@@ -19,6 +19,7 @@ mod jsonrpc;
 mod listen;
 mod params;
 pub mod push;
+pub mod readiness;
 mod rest;
 mod routes;
 mod sse;
@@ -27,6 +28,7 @@ pub mod state;
 pub use auth::{Authenticator, TokenEntry};
 pub use card::{CardConfig, CardService};
 pub use extensions::{DeclaredExtension, ExtensionRegistry};
+pub use readiness::Readiness;
 pub use routes::app;
 pub use state::{Admission, AppState, ConnectionLimits, ServerConfig, VersionPolicy};
 

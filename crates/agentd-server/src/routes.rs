@@ -18,7 +18,23 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 /// One listener for every binding: gRPC by `content-type`, then HTTP by path.
 pub fn app(state: AppState) -> Router {
     let grpc = crate::grpc::router(state.clone());
-    Router::new().fallback_service(crate::grpc::ByContentType { http: http_app(state), grpc })
+    Router::new()
+        .fallback_service(crate::grpc::ByContentType { http: http_app(state), grpc })
+        .layer(axum::middleware::from_fn(log_request))
+}
+
+/// One debug line per request: method, path, status, time to the response
+/// head (a stream's head comes first). Free when debug is off.
+async fn log_request(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    if !tracing::enabled!(tracing::Level::DEBUG) {
+        return next.run(req).await;
+    }
+    let (method, path) = (req.method().clone(), req.uri().path().to_owned());
+    let start = std::time::Instant::now();
+    let resp = next.run(req).await;
+    let ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+    tracing::debug!(%method, %path, status = resp.status().as_u16(), ms, "request");
+    resp
 }
 
 fn http_app(state: AppState) -> Router {
@@ -31,6 +47,7 @@ fn http_app(state: AppState) -> Router {
         .route(REST_PATH, any(rest::handle))
         .route(&format!("{REST_PATH}/"), any(rest::handle))
         .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(crate::readiness::handle))
         .route(&format!("{EXT_PATH}/{{name}}"), get(ext_docs::readme))
         .route(&format!("{EXT_PATH}/{{name}}/schema.json"), get(ext_docs::schema_json))
         .route(&format!("{EXT_PATH}/{{name}}/examples/{{file}}"), get(ext_docs::example))

@@ -38,6 +38,8 @@ pub struct ServerConfig {
     pub max_body_bytes_in_flight: usize,
     /// Streams (SSE and gRPC server streams) open at once.
     pub max_streams: usize,
+    /// What `/readyz` reports.
+    pub readiness: crate::readiness::Readiness,
 }
 
 /// What one client can hold of the listener.
@@ -82,6 +84,7 @@ impl Default for ServerConfig {
             json: JsonLimits::default(),
             max_body_bytes_in_flight: 32 * 1024 * 1024,
             max_streams: 2048,
+            readiness: crate::readiness::Readiness::default(),
         }
     }
 }

@@ -55,6 +55,8 @@ async fn start(policy: VersionPolicy) -> (A2aServiceClient<Channel>, Cancellatio
             input_modes: vec!["text/plain".into()],
             output_modes: vec!["text/plain".into()],
             skills: vec![agentd_server::card::chat_skill()],
+            provider: None,
+            documentation_url: None,
             max_age_secs: 60,
         },
         &extensions,

@@ -78,9 +78,29 @@ pub struct Config {
     pub reminders: RemindersConfig,
     pub a2a: A2aConfig,
     pub bridges: BridgesConfig,
+    pub card: CardSection,
     /// Keys of the document's `!config` that agentd does not use (logged at start).
     #[serde(skip)]
     pub ignored_document_keys: Vec<String>,
+}
+
+/// How the agent presents itself on its card. Unset name and description
+/// come from the instruction document (its title, its first paragraph).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CardSection {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub provider: Option<ProviderSection>,
+    pub documentation_url: Option<String>,
+}
+
+/// The card's `provider`: who runs the agent.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProviderSection {
+    pub organization: String,
+    pub url: String,
 }
 
 /// Bridges of human-gate questions to channels (`docs/bridges.md`).
@@ -415,6 +435,7 @@ impl Default for Config {
             subagents: SubagentsConfig::default(),
             a2a: A2aConfig::default(),
             bridges: BridgesConfig::default(),
+            card: CardSection::default(),
             ignored_document_keys: Vec::new(),
             reminders: RemindersConfig::default(),
             events: EventsConfig::default(),
@@ -591,6 +612,21 @@ pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
     if let Some(v) = env("AGENTD_LOG") {
         cfg.log.level = v;
     }
+    for (name, key) in [
+        ("AGENTD_CARD_NAME", &mut cfg.card.name),
+        ("AGENTD_CARD_DESCRIPTION", &mut cfg.card.description),
+        ("AGENTD_CARD_DOCUMENTATION_URL", &mut cfg.card.documentation_url),
+    ] {
+        if let Some(v) = env(name) {
+            *key = Some(v);
+        }
+    }
+    if let Some(v) = env("AGENTD_CARD_PROVIDER_ORGANIZATION") {
+        cfg.card.provider.get_or_insert_default().organization = v;
+    }
+    if let Some(v) = env("AGENTD_CARD_PROVIDER_URL") {
+        cfg.card.provider.get_or_insert_default().url = v;
+    }
     if let Some(v) = env("AGENTD_INSTRUCTION") {
         cfg.instruction = Some(v.into());
     }
@@ -727,6 +763,19 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
     if !agentd_runtime::model::KINDS.contains(&cfg.model.kind.as_str()) {
         bail!("model.kind {:?} must be one of: {}", cfg.model.kind, agentd_runtime::model::KINDS.join(", "));
     }
+    if cfg.model.kind == "openai" && cfg.model.openai.endpoints.is_empty() {
+        bail!(
+            "the openai model needs the server's base URL: --model-url http://127.0.0.1:8080/v1 \
+             (AGENTD_MODEL_URL, or model.openai.endpoints in the config file)"
+        );
+    }
+    if cfg.model.kind == "openai" && cfg.model.openai.model.trim().is_empty() {
+        bail!(
+            "the openai model needs the model's name: --model-name NAME \
+             (AGENTD_MODEL_NAME, or model.openai.model in the config file)"
+        );
+    }
+    check_log_filter(&cfg.log.level)?;
     let l = &cfg.limits;
     if l.max_steps == 0 || l.max_tokens == 0 || l.deadline_secs == 0 || l.stream_flush_ms == 0 {
         bail!("limits.max_steps, max_tokens, deadline_secs and stream_flush_ms must be at least 1");
@@ -772,6 +821,7 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
     if cfg.a2a.poll_interval_ms == 0 || cfg.a2a.request_timeout_secs == 0 {
         bail!("a2a.poll_interval_ms and a2a.request_timeout_secs must be at least 1");
     }
+    validate_card(&cfg.card)?;
     for t in &cfg.auth.tokens {
         if agentd_core::PrincipalRole::parse(&t.role).is_none() {
             bail!("auth.tokens[{}].role {:?} must be operator, user or agent", t.id, t.role);
@@ -788,4 +838,70 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+fn validate_card(card: &CardSection) -> anyhow::Result<()> {
+    let url = |key: &str, v: &str| -> anyhow::Result<()> {
+        match reqwest::Url::parse(v) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(()),
+            _ => bail!("card.{key} {v:?} must be an http:// or https:// URL"),
+        }
+    };
+    for (key, v) in [("name", &card.name), ("description", &card.description)] {
+        if v.as_deref().is_some_and(|v| v.trim().is_empty()) {
+            bail!("card.{key} must not be empty (leave it out to take it from the instruction document)");
+        }
+    }
+    if let Some(u) = &card.documentation_url {
+        url("documentation_url", u)?;
+    }
+    if let Some(p) = &card.provider {
+        if p.organization.trim().is_empty() {
+            bail!("card.provider.organization must not be empty");
+        }
+        url("provider.url", &p.url)?;
+    }
+    Ok(())
+}
+
+pub fn log_filter_error(level: &str, e: &dyn std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!(
+        "the log filter {level:?} (AGENTD_LOG or log.level) is not valid: {e}; \
+         write a level (`info`, `debug`) or directives such as `agentd=debug,info`"
+    )
+}
+
+const LEVELS: &[&str] = &["off", "error", "warn", "info", "debug", "trace"];
+
+/// A tracing filter that does what it says. `EnvFilter` reads a bare word
+/// (`verbose`) as a target at every level, which silently logs nothing;
+/// here a bare word must be a level, and a target is written `TARGET=LEVEL`.
+fn check_log_filter(level: &str) -> anyhow::Result<()> {
+    if let Err(e) = tracing_subscriber::EnvFilter::try_new(level) {
+        return Err(log_filter_error(level, &e));
+    }
+    for directive in level.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let bare = !directive.contains(['=', '[']);
+        if bare && !LEVELS.contains(&directive.to_ascii_lowercase().as_str()) {
+            return Err(log_filter_error(
+                level,
+                &format!("{directive:?} is not a level ({})", LEVELS.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_log_filter_must_say_something_real() {
+        for ok in ["info", "DEBUG", "agentd=debug,info", "warn,agentd_server=trace"] {
+            assert!(super::check_log_filter(ok).is_ok(), "{ok}");
+        }
+        for bad in ["verbose", "info,lots", "agentd=loud"] {
+            let e = super::check_log_filter(bad).unwrap_err().to_string();
+            assert!(e.contains("AGENTD_LOG") && e.contains(bad), "{bad}: {e}");
+        }
+    }
 }

@@ -12,6 +12,10 @@ pub const DEFAULT_DOCUMENT: &str = include_str!("assets/default-agent.md");
 pub struct Instruction {
     /// The text the model receives (delivery of the document).
     pub system_prompt: String,
+    /// Its title: the front matter's `title`, else its first `# ` heading.
+    pub title: Option<String>,
+    /// Its first paragraph of prose (the card's default description).
+    pub summary: Option<String>,
     /// The channels the document declares (`::!channel{…}`), for bridges.
     pub channels: Vec<agentd_instruction::Channel>,
     /// The `!config` fragments, in document order, with their lines. The
@@ -60,7 +64,21 @@ pub fn load(path: Option<&Path>) -> anyhow::Result<Instruction> {
                     lines.join("\n")
                 )
             })?;
-            Ok(Instruction { system_prompt, config, channels: document.channels(), workflows })
+            let title = document
+                .front_matter
+                .as_ref()
+                .and_then(|f| f.title.clone())
+                .filter(|t| !t.trim().is_empty())
+                .or_else(|| first_heading(&system_prompt));
+            let summary = first_paragraph(&system_prompt);
+            Ok(Instruction {
+                title,
+                summary,
+                system_prompt,
+                config,
+                channels: document.channels(),
+                workflows,
+            })
         }
         Err(refusals) => {
             let lines: Vec<String> = refusals
@@ -78,8 +96,39 @@ pub fn load(path: Option<&Path>) -> anyhow::Result<Instruction> {
     }
 }
 
+fn first_heading(text: &str) -> Option<String> {
+    text.lines().find_map(|l| l.strip_prefix("# ")).map(|t| t.trim().to_owned()).filter(|t| !t.is_empty())
+}
+
+/// The first run of prose lines (not a heading, list, quote, table or
+/// fence), joined into one line.
+fn first_paragraph(text: &str) -> Option<String> {
+    let is_prose = |l: &str| {
+        let t = l.trim_start();
+        !t.is_empty()
+            && !["#", "- ", "* ", "+ ", ">", "|", "```", "~~~", ":::", "<!--"]
+                .iter()
+                .any(|p| t.starts_with(p))
+            && !t.split_once(". ").is_some_and(|(n, _)| n.chars().all(|c| c.is_ascii_digit()))
+    };
+    let para: Vec<&str> =
+        text.lines().skip_while(|l| !is_prose(l)).take_while(|l| is_prose(l)).map(str::trim).collect();
+    (!para.is_empty()).then(|| para.join(" "))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn title_and_first_paragraph_name_the_agent() {
+        let text = "# Triage bot\n\n- a list\n\nSorts incoming\ntickets by urgency.\n\nMore.\n";
+        assert_eq!(super::first_heading(text).as_deref(), Some("Triage bot"));
+        assert_eq!(super::first_paragraph(text).as_deref(), Some("Sorts incoming tickets by urgency."));
+        assert_eq!(super::first_paragraph("# only a heading\n"), None);
+        let i = super::load(None).unwrap();
+        assert_eq!(i.title.as_deref(), Some("agentd"));
+        assert!(i.summary.unwrap().starts_with("You are the default agent of an agentd daemon."));
+    }
+
     #[test]
     fn the_built_in_document_loads_and_delivers_its_prose() {
         let i = super::load(None).unwrap();

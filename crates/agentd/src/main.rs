@@ -6,6 +6,7 @@ mod cli;
 mod config;
 mod data_lock;
 mod instruction;
+mod probe;
 mod reminders;
 mod serve;
 mod workflows;
@@ -20,7 +21,7 @@ async fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("agentd: {e:#}");
-            ExitCode::FAILURE
+            ExitCode::from(cli::exit::code_of(&e))
         }
     }
 }

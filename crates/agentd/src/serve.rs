@@ -3,6 +3,7 @@
 
 use crate::config::{Config, resolve_secret};
 use agentd_core::{Engine, EngineConfig, GateBridge, Principal, PrincipalRole};
+use agentd_proto::AgentProvider;
 use agentd_proto::ext::events::LifecycleEvent;
 use agentd_proto::jsonrpc::methods;
 use agentd_runtime::agent_loop::{Tool, Tools};
@@ -26,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub async fn run(cfg: Config) -> anyhow::Result<()> {
-    init_logging(&cfg);
+    init_logging(&cfg)?;
     for key in &cfg.ignored_document_keys {
         tracing::warn!(key = %key, "the instruction document's !config sets a key agentd does not use; ignored");
     }
@@ -53,6 +54,12 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         Tools::new(tools),
     )
     .context("unknown agent profile")?;
+    if cfg.data_dir.exists() && !cfg.data_dir.is_dir() {
+        anyhow::bail!(
+            "the data directory {} is a file, not a directory: point --data-dir (AGENTD_DATA_DIR) elsewhere",
+            cfg.data_dir.display()
+        );
+    }
     std::fs::create_dir_all(&cfg.data_dir)
         .with_context(|| format!("cannot create data directory {}", cfg.data_dir.display()))?;
     // Before the store is opened (recovery would fail another daemon's
@@ -121,10 +128,18 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let mut skills = vec![agentd_server::card::chat_skill()];
     skills.extend(commands::skills());
     skills.extend(workflows.catalog().skills());
+    // The card names the agent: the config's `card:`, else the document.
+    let card_name = cfg.card.name.clone().or(instruction.title.clone()).unwrap_or_else(|| "agentd".into());
+    let card_description = cfg
+        .card
+        .description
+        .clone()
+        .or(instruction.summary.clone())
+        .unwrap_or_else(|| format!("An agentd agent ({} profile) served over A2A 1.0", cfg.agent));
     let card = CardService::new(
         CardConfig {
-            name: "agentd".into(),
-            description: format!("An agentd agent ({} profile) served over A2A 1.0", cfg.agent),
+            name: card_name.clone(),
+            description: card_description,
             version: env!("CARGO_PKG_VERSION").into(),
             base_url: base_url.clone(),
             streaming: true,
@@ -133,11 +148,19 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
             input_modes,
             output_modes: vec!["text/plain".into(), "application/json".into()],
             skills,
+            provider: cfg
+                .card
+                .provider
+                .as_ref()
+                .map(|p| AgentProvider { organization: p.organization.clone(), url: p.url.clone() }),
+            documentation_url: cfg.card.documentation_url.clone(),
             max_age_secs: 300,
         },
         &extensions,
     );
     let shutdown = CancellationToken::new();
+    let readiness = agentd_server::Readiness::default();
+    crate::probe::spawn(&cfg.model, readiness.clone(), shutdown.clone());
     let config = Arc::new(ServerConfig {
         version_policy: if cfg.a2a_version == "strict" {
             VersionPolicy::Strict
@@ -150,6 +173,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         json: cfg.server.json(),
         max_body_bytes_in_flight: cfg.server.max_body_bytes_in_flight,
         max_streams: cfg.server.max_streams,
+        readiness,
     });
     let state = AppState {
         engine: engine.clone(),
@@ -181,6 +205,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("cannot write the start event: {e}"))?;
     tokio::spawn(signal_shutdown(engine.clone(), shutdown.clone()));
+    log_start(&cfg, &card_name);
     tracing::info!(url = %base_url, agent = %cfg.agent, data = %cfg.data_dir.display(), "agentd listening on {base_url}");
     agentd_server::serve(listener, state, shutdown.clone()).await?;
     let _ = push.await;
@@ -283,9 +308,29 @@ async fn signal_shutdown(engine: Engine, shutdown: CancellationToken) {
     shutdown.cancel();
 }
 
-fn init_logging(cfg: &Config) {
+/// What this daemon runs, in one line: the agent's name and document, the
+/// model and where it is, where the data is.
+fn log_start(cfg: &Config, name: &str) {
+    let document =
+        cfg.instruction.as_ref().map_or_else(|| "built-in".to_owned(), |p| p.display().to_string());
+    let m = &cfg.model;
+    let (endpoints, model_name) = match m.kind.as_str() {
+        "openai" => (m.openai.endpoints.join(", "), m.openai.model.clone()),
+        "scripted" => (m.script.as_ref().map(|p| p.display().to_string()).unwrap_or_default(), String::new()),
+        _ => (String::new(), String::new()),
+    };
+    tracing::info!(
+        agent = %name, instruction = %document, model = %m.kind, endpoints = %endpoints, model_name = %model_name,
+        profile = %cfg.agent, data = %cfg.data_dir.display(),
+        "running {name:?} with the {} model", m.kind
+    );
+}
+
+fn init_logging(cfg: &Config) -> anyhow::Result<()> {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_new(&cfg.log.level).unwrap_or_else(|_| EnvFilter::new("info"));
+    // Checked by config::load too; an invalid filter is never silently `info`.
+    let filter = EnvFilter::try_new(&cfg.log.level)
+        .map_err(|e| crate::config::log_filter_error(&cfg.log.level, &e))?;
     use std::io::IsTerminal;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -296,4 +341,5 @@ fn init_logging(cfg: &Config) {
     } else {
         builder.init();
     }
+    Ok(())
 }

@@ -1,7 +1,13 @@
 //! The client verbs of the `agentd` binary (`send`, `tasks …`) against a
 //! real daemon: what they print on stdout and stderr, and their exit codes.
 
+#[path = "cli/chat.rs"]
+mod chat;
 mod common;
+#[path = "cli/exit_codes.rs"]
+mod exit_codes;
+#[path = "cli/first_hour.rs"]
+mod first_hour;
 use common::*;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
@@ -132,7 +138,7 @@ fn send_streams_deltas_and_no_wait_returns_at_once() {
     let out = ok(agentd(&d.url, &["send", "--no-wait", "--json", "later"]));
     let task = json_of(&out)["task"].clone();
     let id = task["id"].as_str().expect("task id");
-    let out = ok(agentd(&d.url, &["tasks", "get", id]));
+    let out = ok(agentd(&d.url, &["tasks", "get", id, "--json"]));
     assert_eq!(json_of(&out)["id"], id);
 
     // --stream and --no-wait do not go together: a usage error.
@@ -155,47 +161,60 @@ fn tasks_list_and_get() {
     let b = json_of(&ok(agentd(&d.url, &["send", "--json", "two"])))["task"].clone();
     let (a_id, b_id) = (a["id"].as_str().unwrap(), b["id"].as_str().unwrap());
 
+    // A header, then one line per task, newest first, with the start of its reply.
     let out = ok(agentd(&d.url, &["tasks", "list"]));
-    let line = out
-        .stdout
-        .lines()
-        .find(|l| l.starts_with(a_id))
-        .unwrap_or_else(|| panic!("task {a_id} listed: {out:?}"));
-    let cols: Vec<&str> = line.split_whitespace().collect();
-    assert_eq!(cols.len(), 4, "id  state  updated  contextId: {line}");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let header: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(header, ["ID", "STATE", "UPDATED", "CONTEXT", "TEXT"], "{out:?}");
+    assert!(lines[1].starts_with(b_id) && lines[2].starts_with(a_id), "newest first: {out:?}");
+    let cols: Vec<&str> = lines[2].split_whitespace().collect();
+    assert_eq!(cols.len(), 6, "id  state  updated  contextId  text: {}", lines[2]);
     assert_eq!(cols[1], "COMPLETED");
     assert_eq!(cols[2], a["status"]["timestamp"].as_str().unwrap());
     assert_eq!(cols[3], a["contextId"].as_str().unwrap());
+    assert_eq!(cols[4..], ["echo:", "one"], "the reply's text: {}", lines[2]);
+    let at = lines[0].rfind("TEXT").unwrap();
+    assert_eq!(&lines[2][at..], "echo: one", "columns line up under the header: {out:?}");
 
     // Filters: by state (short or full name) and by context.
     let out = ok(agentd(&d.url, &["tasks", "list", "--state", "completed"]));
-    assert_eq!(out.stdout.lines().count(), 2, "{out:?}");
+    assert_eq!(out.stdout.lines().count(), 3, "{out:?}");
     let out = ok(agentd(&d.url, &["tasks", "list", "--state", "TASK_STATE_WORKING"]));
-    assert_eq!(out.stdout, "", "{out:?}");
+    assert_eq!(out.stdout, "", "no header without tasks: {out:?}");
+    assert_eq!(out.stderr, "no tasks\n", "{out:?}");
     let out = ok(agentd(&d.url, &["tasks", "list", "--context", b["contextId"].as_str().unwrap()]));
-    assert_eq!(out.stdout.lines().count(), 1, "{out:?}");
-    assert!(out.stdout.starts_with(b_id), "{out:?}");
+    assert_eq!(out.stdout.lines().count(), 2, "{out:?}");
+    assert!(out.stdout.lines().nth(1).unwrap().starts_with(b_id), "{out:?}");
 
     // One page, with a hint; --all follows the page token.
     let out = ok(agentd(&d.url, &["tasks", "list", "--page-size", "1"]));
-    assert_eq!(out.stdout.lines().count(), 1, "{out:?}");
+    assert_eq!(out.stdout.lines().count(), 2, "{out:?}");
     assert!(out.stderr.contains("--all"), "{out:?}");
     let out = ok(agentd(&d.url, &["tasks", "list", "--page-size", "1", "--all"]));
-    assert_eq!(out.stdout.lines().count(), 2, "{out:?}");
+    assert_eq!(out.stdout.lines().count(), 3, "one header for every page: {out:?}");
     assert!(out.stdout.contains(a_id) && out.stdout.contains(b_id), "{out:?}");
     let v = json_of(&ok(agentd(&d.url, &["tasks", "list", "--page-size", "1", "--all", "--json"])));
     assert_eq!(v["tasks"].as_array().map(Vec::len), Some(2), "{v}");
     assert_eq!(v["nextPageToken"], "");
 
-    // get: the task as JSON, the same with --json.
+    // get: labelled lines, then the reply; the task as JSON with --json.
     let out = ok(agentd(&d.url, &["tasks", "get", a_id]));
+    let ts = a["status"]["timestamp"].as_str().unwrap();
+    let ctx = a["contextId"].as_str().unwrap();
+    assert_eq!(
+        out.stdout,
+        format!(
+            "task     {a_id}\nstate    COMPLETED since {ts}\ncontext  {ctx}\n\
+             holds    1 artifact(s), 2 message(s) of history\n\necho: one\n"
+        ),
+        "{out:?}"
+    );
+    let out = ok(agentd(&d.url, &["tasks", "get", a_id, "--json"]));
     let t = json_of(&out);
     assert_eq!(t["id"], a_id);
     assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED");
     assert!(out.stdout.contains("\n  \"id\""), "pretty JSON: {out:?}");
-    let out2 = ok(agentd(&d.url, &["tasks", "get", a_id, "--json"]));
-    assert_eq!(json_of(&out2), t);
-    let t = json_of(&ok(agentd(&d.url, &["tasks", "get", a_id, "--history", "0"])));
+    let t = json_of(&ok(agentd(&d.url, &["tasks", "get", a_id, "--history", "0", "--json"])));
     assert!(t["history"].as_array().is_none_or(Vec::is_empty), "{t}");
 
     // A bad state is a usage error (exit 2) that names the choices.
@@ -283,11 +302,11 @@ fn watch_prints_events_until_the_task_completes() {
     let events: Vec<Value> = rest.iter().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
     assert_eq!(events.last().and_then(|e| state(e)), Some("TASK_STATE_COMPLETED"), "{events:?}");
 
-    // A finished task has nothing to watch: an error, exit 1.
+    // A finished task has nothing left to watch: its final state, exit 0
+    // for COMPLETED (the code of its state otherwise, see exit_codes).
     let done = tck_task(&d.url, "tck-complete-task");
-    let out = agentd(&d.url, &["tasks", "watch", done["id"].as_str().unwrap()]);
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("UNSUPPORTED_OPERATION"), "{out:?}");
+    let out = ok(agentd(&d.url, &["tasks", "watch", done["id"].as_str().unwrap()]));
+    assert_eq!(out.stdout, "COMPLETED: Hello from TCK\n", "{out:?}");
 }
 
 #[test]
@@ -310,13 +329,14 @@ fn an_unreachable_daemon_is_named_with_a_hint() {
     // A port nothing listens on.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let url = format!("http://127.0.0.1:{port}");
+    // Exit 3: the daemon could not be reached (not a usage error, not a task's end).
     let out = agentd(&url, &["send", "hello"]);
-    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(out.code, 3, "{out:?}");
     assert_eq!(out.stdout, "");
     assert!(out.stderr.starts_with(&format!("agentd: could not reach agentd at {url}")), "{out:?}");
     assert!(out.stderr.contains("agentd serve"), "{out:?}");
     let out = agentd(&url, &["tasks", "list"]);
-    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(out.code, 3, "{out:?}");
     assert!(out.stderr.contains(&url), "{out:?}");
 }
 
@@ -346,5 +366,5 @@ fn a_protected_daemon_wants_the_right_token() {
     let out = ok(agentd_env(&d.url, &["send", "hello"], &[("AGENTD_TOKEN", "s3cret")]));
     assert_eq!(out.stdout, "echo: hello\n");
     let out = ok(agentd(&d.url, &["tasks", "list", "--token", "s3cret"]));
-    assert_eq!(out.stdout.lines().count(), 1, "{out:?}");
+    assert_eq!(out.stdout.lines().count(), 2, "a header and the task: {out:?}");
 }

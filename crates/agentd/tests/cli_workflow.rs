@@ -127,6 +127,19 @@ async fn run_then_answer_is_the_readme_round_trip() {
     let answer = r#"{"approve": true, "note": "ship it"}"#;
     let out = tokio::task::spawn_blocking(move || agentd(&url, &["answer", &task, answer])).await.unwrap();
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    // The steps the answer set going, as they start and end.
+    let steps: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("step ")).collect();
+    assert_eq!(
+        steps,
+        [
+            "step approve (human): done",
+            "step summarize (agent): running",
+            "step summarize (agent): done",
+            "step done (finish): done"
+        ],
+        "{}",
+        out.stderr
+    );
     let t = wait_for_state(&d, &id, "TASK_STATE_COMPLETED", Duration::from_secs(20)).await;
     let result = t["artifacts"][0]["parts"][0]["text"].as_str().unwrap_or_default();
     assert!(result.contains(r#"{"approve":true,"note":"ship it"}"#), "the model saw the typed answer: {t}");

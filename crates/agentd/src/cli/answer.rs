@@ -4,9 +4,11 @@
 
 use super::ClientOpts;
 use super::client::Client;
+use super::exit;
 use super::output::{self, note, state_name};
+use super::progress::Steps;
 use agentd_proto::jsonrpc::methods;
-use agentd_proto::{Message, Part, Role, SendMessageRequest, SendMessageResponse, new_id};
+use agentd_proto::{Message, Part, Role, SendMessageRequest, SendMessageResponse, TaskState, new_id};
 use anyhow::{Context, bail};
 use clap::Args;
 use serde_json::Value;
@@ -44,19 +46,30 @@ pub async fn run(args: AnswerArgs) -> anyhow::Result<()> {
         ..Default::default()
     };
     let req = SendMessageRequest { message: Some(message), ..Default::default() };
+    // The steps the answer sets going, while the run goes on.
+    let steps = if args.client.json { None } else { Steps::follow(&args.client, Some(&args.task)).await };
     let v = client
         .call(methods::SEND_MESSAGE, &req)
         .await
         .with_context(|| format!("the answer to task {} was refused", args.task))?;
+    if let Some(s) = steps
+        && let Some(state) = v["task"]["status"]["state"].as_str().and_then(TaskState::from_name)
+    {
+        s.finish(state).await;
+    }
     if args.client.json {
-        return output::json_pretty(&v);
+        output::json_pretty(&v)?;
     }
     let resp: SendMessageResponse =
         serde_json::from_value(v).context("the daemon's SendMessage answer is not a task or a message")?;
     match resp {
+        SendMessageResponse::Message(_) if args.client.json => Ok(()),
         SendMessageResponse::Message(m) => output::line(&m.text()),
+        SendMessageResponse::Task(t) if args.client.json => exit::check_task(&t),
         SendMessageResponse::Task(t) => {
             output::line(state_name(t.status.state))?;
+            // FAILED, REJECTED, CANCELED: the reason is in the error.
+            exit::check_task(&t)?;
             if let Some(text) = output::status_text(&t.status) {
                 note(&text);
             }

@@ -42,7 +42,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<()> {
         Ok(doc) => doc,
         Err(refusals) => {
             for r in &refusals {
-                note(&r.to_string());
+                note(&with_grant_hint(r));
             }
             std::process::exit(1);
         }
@@ -76,6 +76,20 @@ pub fn run(args: CheckArgs) -> anyhow::Result<()> {
         std::process::exit(1);
     }
     output::line(&format!("ok: {}", summary(&doc, &args.file)))
+}
+
+/// The reader says to add a family to `document_capabilities`, the
+/// specification's name for the operator's grants; here they are flags.
+fn with_grant_hint(r: &agentd_instruction::Refusal) -> String {
+    let text = r.to_string();
+    let family = r.message.split('"').nth(1).unwrap_or("FAMILY");
+    match text.strip_suffix("add it to document_capabilities") {
+        Some(head) if r.code == "ungranted-family" => format!(
+            "{head}check it with `agentd check --grant {family}` (`agentd serve` grants its own \
+             document every family)"
+        ),
+        _ => text,
+    }
 }
 
 fn read(path: &Path) -> anyhow::Result<String> {

@@ -10,6 +10,7 @@
 //! dependency for about forty lines.
 
 use super::ClientOpts;
+use super::exit::{self, Exit};
 use agentd_proto::PROTOCOL_VERSION;
 use anyhow::{Context, anyhow, bail};
 use serde::Serialize;
@@ -54,13 +55,13 @@ impl Client {
     pub async fn call(&self, method: &str, params: &impl Serialize) -> anyhow::Result<Value> {
         let resp = self.post(method, params, false).await?;
         let mut body: Value =
-            resp.json().await.with_context(|| format!("{} did not answer with JSON-RPC", self.endpoint))?;
+            resp.json().await.map_err(|_| self.not_agentd("did not answer with JSON-RPC"))?;
         if let Some(e) = body.get("error") {
             return Err(rpc_error(e));
         }
         match body.get_mut("result") {
             Some(r) => Ok(r.take()),
-            None => bail!("{} answered without a result or an error", self.endpoint),
+            None => Err(self.not_agentd("answered without a JSON-RPC result or error")),
         }
     }
 
@@ -83,10 +84,8 @@ impl Client {
         } else {
             // An error found before the stream opened comes as a plain
             // JSON-RPC response.
-            let mut body: Value = resp
-                .json()
-                .await
-                .with_context(|| format!("{} did not answer with JSON-RPC", self.endpoint))?;
+            let mut body: Value =
+                resp.json().await.map_err(|_| self.not_agentd("did not answer with JSON-RPC"))?;
             if let Some(e) = body.get("error") {
                 return Err(rpc_error(e));
             }
@@ -128,17 +127,27 @@ impl Client {
             return Err(rpc_error(e));
         }
         let snippet: String = text.chars().take(200).collect();
-        bail!("{} answered HTTP {status}: {}", self.endpoint, snippet.trim())
+        Err(self.not_agentd(&format!("answered HTTP {status}: {}", snippet.trim())))
+    }
+
+    /// The answer does not look like agentd's: name the URL and say so.
+    fn not_agentd(&self, what: &str) -> anyhow::Error {
+        anyhow!(
+            "{} {what}\n  {} may not be an agentd daemon: check --url (AGENTD_URL).",
+            self.endpoint,
+            self.base
+        )
     }
 
     fn transport_error(&self, e: &reqwest::Error) -> anyhow::Error {
         let cause = root_cause(e);
         if e.is_connect() || e.is_timeout() {
-            anyhow!(
+            let message = format!(
                 "could not reach agentd at {}: {cause}\n  \
                  Is the daemon running? Start it with `agentd serve`, or point --url (AGENTD_URL) at it.",
                 self.base
-            )
+            );
+            Exit { code: exit::UNREACHABLE, message }.into()
         } else {
             anyhow!("request to {} failed: {cause}", self.endpoint)
         }
@@ -177,7 +186,28 @@ fn rpc_error(e: &Value) -> anyhow::Error {
     if reason == Some("UNAUTHENTICATED") {
         text.push_str("\n  Pass the daemon's bearer token with --token or AGENTD_TOKEN.");
     }
-    anyhow!(text)
+    RpcError { reason: reason.unwrap_or_default().to_owned(), text }.into()
+}
+
+/// An error the daemon answered with; `reason` is its ErrorInfo reason
+/// (`TASK_NOT_FOUND`, …) or empty.
+#[derive(Debug)]
+pub struct RpcError {
+    pub reason: String,
+    text: String,
+}
+
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for RpcError {}
+
+/// Whether the daemon refused with this ErrorInfo reason.
+pub fn is_reason(e: &anyhow::Error, reason: &str) -> bool {
+    e.chain().filter_map(|c| c.downcast_ref::<RpcError>()).any(|r| r.reason == reason)
 }
 
 /// The events of one SSE response, as JSON-RPC `result` values.

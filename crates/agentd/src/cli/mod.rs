@@ -5,14 +5,21 @@
 //! human form for the raw JSON the daemon answered.
 
 mod answer;
+mod chat;
 mod check;
 mod client;
+mod completions;
 mod events;
+pub mod exit;
+mod init;
+mod ops;
 mod output;
+mod progress;
 mod remind;
 mod run;
 mod send;
 mod tasks;
+mod token;
 
 use crate::config::{self, ServeFlags};
 use clap::{Args, Parser, Subcommand};
@@ -22,7 +29,9 @@ use clap::{Args, Parser, Subcommand};
     name = "agentd",
     version,
     about = "An AI agent daemon served over A2A 1.0",
-    arg_required_else_help = true
+    arg_required_else_help = true,
+    after_help = "Exit codes: 0 done (the task completed or waits for input), 1 error, 2 usage, \
+                  3 daemon unreachable, 4 task FAILED, 5 task REJECTED, 6 task CANCELED."
 )]
 pub struct Cli {
     /// Print the schema bundle of one of agentd's extensions and exit
@@ -37,8 +46,14 @@ pub struct Cli {
 pub enum Command {
     /// Run the daemon (defaults: 127.0.0.1:7420, data in ./.agentd, the echo agent).
     Serve(ServeFlags),
+    /// Write a starter instruction document (agent.md) and config (agentd.yaml).
+    Init(init::InitArgs),
     /// Send a message to the agent and print its reply.
     Send(send::SendArgs),
+    /// Talk with the agent in one conversation, line by line.
+    Chat(chat::ChatArgs),
+    /// The daemon's version, uptime, live tasks, model and who you are.
+    Status(ops::StatusArgs),
     /// List, inspect, cancel and watch tasks.
     #[command(subcommand)]
     Tasks(tasks::TasksCommand),
@@ -52,6 +67,20 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Print the daemon's events feed as it happens (agentd.events/SubscribeToEvents).
     Events(events::EventsArgs),
+    /// Spawn, steer, inspect and kill subagents.
+    #[command(subcommand)]
+    Subagents(ops::SubagentsCommand),
+    /// Read or close conversations.
+    #[command(subcommand)]
+    Conversations(ops::ConversationsCommand),
+    /// Inspect, cancel or signal workflow runs (start one with `agentd run`).
+    #[command(subcommand)]
+    Workflows(ops::WorkflowsCommand),
+    /// Make bearer tokens for the daemon's `auth.tokens`.
+    #[command(subcommand)]
+    Token(token::TokenCommand),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(completions::CompletionsArgs),
 }
 
 /// Options shared by every client verb.
@@ -91,7 +120,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let cfg = config::load(&flags)?;
             crate::serve::run(cfg).await
         }
+        Command::Init(args) => init::run(args),
         Command::Send(args) => send::run(args).await,
+        Command::Chat(args) => chat::run(args).await,
+        Command::Status(args) => ops::status(args).await,
+        Command::Subagents(cmd) => ops::subagents(cmd).await,
+        Command::Conversations(cmd) => ops::conversations(cmd).await,
+        Command::Workflows(cmd) => ops::workflows(cmd).await,
+        Command::Token(cmd) => token::run(cmd),
+        Command::Completions(args) => completions::run(args),
         Command::Tasks(cmd) => tasks::run(cmd).await,
         Command::Run(args) => run::run(args).await,
         Command::Answer(args) => answer::run(args).await,

@@ -81,15 +81,66 @@ pub fn artifact_display(a: &Artifact) -> String {
 /// What the agent answered in a task: its artifacts' text, else the text
 /// of its status message, else placeholders for non-text artifacts.
 pub fn reply_text(task: &Task) -> Option<String> {
-    let joined = |f: fn(&Artifact) -> String| {
-        let texts: Vec<String> = task.artifacts.iter().flatten().map(f).filter(|t| !t.is_empty()).collect();
-        (!texts.is_empty()).then(|| texts.join("\n"))
-    };
-    joined(artifact_text).or_else(|| status_text(&task.status)).or_else(|| joined(artifact_display))
+    joined_artifacts(task, artifact_text)
+        .or_else(|| status_text(&task.status))
+        .or_else(|| joined_artifacts(task, artifact_display))
+}
+
+/// What a task's artifacts hold (text, else placeholders), without its status message.
+pub fn artifacts_text(task: &Task) -> Option<String> {
+    joined_artifacts(task, artifact_text).or_else(|| joined_artifacts(task, artifact_display))
+}
+
+fn joined_artifacts(task: &Task, f: fn(&Artifact) -> String) -> Option<String> {
+    let texts: Vec<String> = task.artifacts.iter().flatten().map(f).filter(|t| !t.is_empty()).collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
 }
 
 pub fn status_text(s: &TaskStatus) -> Option<String> {
     s.message.as_ref().map(|m| m.text()).filter(|t| !t.is_empty())
+}
+
+/// Streamed artifact text, printed inline as it arrives (one line per
+/// artifact, not per chunk); any other line closes the open one first.
+#[derive(Default)]
+pub struct Inline {
+    /// The artifact whose text the cursor is on, if its line is still open.
+    open: Option<String>,
+    /// Something was printed.
+    pub printed: bool,
+}
+
+impl Inline {
+    pub fn artifact(&mut self, a: &Artifact) -> anyhow::Result<()> {
+        let mut text = artifact_text(a);
+        if text.is_empty() {
+            // A file or data artifact: show a placeholder.
+            text = artifact_display(a);
+        }
+        if text.is_empty() {
+            return Ok(());
+        }
+        if self.open.as_deref() != Some(a.artifact_id.as_str()) {
+            self.close()?;
+        }
+        emit(&text)?;
+        self.printed = true;
+        self.open = (!text.ends_with('\n')).then(|| a.artifact_id.clone());
+        Ok(())
+    }
+
+    pub fn line(&mut self, text: &str) -> anyhow::Result<()> {
+        self.close()?;
+        self.printed = true;
+        line(text)
+    }
+
+    pub fn close(&mut self) -> anyhow::Result<()> {
+        if self.open.take().is_some() {
+            emit("\n")?;
+        }
+        Ok(())
+    }
 }
 
 /// `task <id>: <STATE> (context <id>)`, with a hint for what to do next.
@@ -106,6 +157,11 @@ pub fn task_summary(task: &Task) -> String {
         ));
     } else if !st.is_terminal() {
         s.push_str(&format!("\n  follow it with: agentd tasks watch {}", task.id));
+    } else if st == TaskState::Completed && !task.context_id.is_empty() {
+        s.push_str(&format!(
+            "\n  continue with: agentd send --continue TEXT (or --context {})",
+            task.context_id
+        ));
     }
     s
 }

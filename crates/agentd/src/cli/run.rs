@@ -3,6 +3,7 @@
 
 use super::ClientOpts;
 use super::client::Client;
+use super::progress::Steps;
 use super::send;
 use agentd_proto::{Message, Part, Role, SendMessageRequest, new_id};
 use anyhow::{Context, bail};
@@ -42,7 +43,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     if args.no_stream || args.client.json {
         send::unary(&client, &req, args.client.json).await
     } else {
-        send::stream(&client, &req, false).await
+        let steps = Steps::follow(&args.client, None).await;
+        send::stream(&client, &req, false, steps).await
     }
 }
 

@@ -3,13 +3,15 @@
 
 use super::ClientOpts;
 use super::client::Client;
+use super::exit;
 use super::output::{self, note};
+use super::progress::Steps;
 use agentd_proto::jsonrpc::methods;
 use agentd_proto::{
-    Message, Part, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, StreamResponse,
-    Task, new_id,
+    GetTaskRequest, ListTasksRequest, ListTasksResponse, Message, Part, Role, SendMessageConfiguration,
+    SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskState, new_id,
 };
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::Args;
 use std::io::Read;
 
@@ -21,6 +23,10 @@ pub struct SendArgs {
     /// Send within this context (contextId).
     #[arg(long, value_name = "ID")]
     pub context: Option<String>,
+    /// Carry on the last conversation: the context of the task updated
+    /// most recently among those you can see.
+    #[arg(long = "continue", conflicts_with_all = ["context", "task"])]
+    pub continue_last: bool,
     /// Continue this task, e.g. one waiting for input (taskId).
     #[arg(long, value_name = "ID")]
     pub task: Option<String>,
@@ -51,9 +57,16 @@ pub async fn run(args: SendArgs) -> anyhow::Result<()> {
     } else {
         args.text.join(" ")
     };
+    let context = match (&args.context, args.continue_last) {
+        (_, true) => Some(last_context(&client).await?),
+        (c, false) => c.clone(),
+    };
+    if let Some(id) = &args.task {
+        queued_hint(&client, id).await;
+    }
     let message = Message {
         message_id: args.message_id.clone().unwrap_or_else(new_id),
-        context_id: args.context.clone().unwrap_or_default(),
+        context_id: context.unwrap_or_default(),
         task_id: args.task.clone().unwrap_or_default(),
         role: Role::User,
         parts: vec![Part::text(text)],
@@ -66,99 +79,113 @@ pub async fn run(args: SendArgs) -> anyhow::Result<()> {
     // document unless they ask for the event stream.
     let streaming = args.stream || (!args.client.json && !args.no_wait && !args.no_stream);
     if streaming {
-        stream(&client, &req, args.client.json).await
+        stream(&client, &req, args.client.json, None).await
     } else {
         unary(&client, &req, args.client.json).await
+    }
+}
+
+/// The context of the most recently updated task the caller can see.
+async fn last_context(client: &Client) -> anyhow::Result<String> {
+    let req = ListTasksRequest { page_size: Some(1), history_length: Some(0), ..Default::default() };
+    let page: ListTasksResponse = serde_json::from_value(client.call(methods::LIST_TASKS, &req).await?)
+        .context("the daemon's ListTasks answer is not a ListTasksResponse")?;
+    match page.tasks.into_iter().next() {
+        Some(t) if !t.context_id.is_empty() => Ok(t.context_id),
+        _ => bail!("--continue: there is no conversation to continue yet; send without it to start one"),
+    }
+}
+
+/// Says on stderr that input to a working task is steering, queued for
+/// its next step. Best effort: a task that cannot be read is left to the
+/// send itself to report.
+async fn queued_hint(client: &Client, id: &str) {
+    let req = GetTaskRequest { id: id.to_owned(), history_length: Some(0), ..Default::default() };
+    let Ok(v) = client.call(methods::GET_TASK, &req).await else { return };
+    let Ok(task) = serde_json::from_value::<Task>(v) else { return };
+    if matches!(task.status.state, TaskState::Working | TaskState::Submitted) {
+        note(&format!(
+            "task {id} is {}: this input is queued for its next step",
+            output::state_name(task.status.state)
+        ));
     }
 }
 
 pub(super) async fn unary(client: &Client, req: &SendMessageRequest, json: bool) -> anyhow::Result<()> {
     let v = client.call(methods::SEND_MESSAGE, req).await?;
     if json {
-        return output::json_pretty(&v);
+        output::json_pretty(&v)?;
     }
     let resp: SendMessageResponse =
         serde_json::from_value(v).context("the daemon's SendMessage answer is not a task or a message")?;
     match resp {
+        SendMessageResponse::Message(_) if json => Ok(()),
         SendMessageResponse::Message(m) => output::line(&m.text()),
+        SendMessageResponse::Task(t) if json => exit::check_task(&t),
         SendMessageResponse::Task(t) => {
-            if let Some(text) = output::reply_text(&t) {
+            // A task that did not succeed: what it produced is the reply,
+            // its status message is the reason (on stderr, with the code).
+            let ended_badly = exit::for_state(t.status.state).is_some();
+            let text = if ended_badly { output::artifacts_text(&t) } else { output::reply_text(&t) };
+            if let Some(text) = text {
                 output::line(&text)?;
             }
+            exit::check_task(&t)?;
             note(&output::task_summary(&t));
             Ok(())
         }
     }
 }
 
-/// What a streamed reply has shown so far.
-#[derive(Default)]
-struct Progress {
-    task: Task,
-    /// Artifact text was printed (the status message is then not repeated).
-    printed: bool,
-    /// The artifact whose text the cursor is on, if its line is still open.
-    open: Option<String>,
-}
-
-impl Progress {
-    fn close_line(&mut self) -> anyhow::Result<()> {
-        if self.open.take().is_some() {
-            output::emit("\n")?;
-        }
-        Ok(())
-    }
-}
-
-pub(super) async fn stream(client: &Client, req: &SendMessageRequest, json: bool) -> anyhow::Result<()> {
+pub(super) async fn stream(
+    client: &Client,
+    req: &SendMessageRequest,
+    json: bool,
+    steps: Option<Steps>,
+) -> anyhow::Result<()> {
     let mut events = client.stream(methods::SEND_STREAMING_MESSAGE, req).await?;
-    let mut p = Progress::default();
+    let mut task = Task::default();
+    let mut out = output::Inline::default();
     while let Some(v) = events.next().await? {
         let ev: StreamResponse = serde_json::from_value(v.clone())
             .context("the daemon sent an event that is not a StreamResponse")?;
-        output::track(&mut p.task, &ev);
+        output::track(&mut task, &ev);
+        if let Some(s) = &steps
+            && !task.id.is_empty()
+        {
+            s.task(&task.id);
+        }
         if json {
             output::json_line(&v)?;
             continue;
         }
         match ev {
             StreamResponse::Task(_) | StreamResponse::StatusUpdate(_) => {}
-            StreamResponse::ArtifactUpdate(u) => {
-                let mut text = output::artifact_text(&u.artifact);
-                if text.is_empty() {
-                    // A file or data artifact: show a placeholder.
-                    text = output::artifact_display(&u.artifact);
-                }
-                if text.is_empty() {
-                    continue;
-                }
-                if p.open.as_deref() != Some(u.artifact.artifact_id.as_str()) {
-                    p.close_line()?;
-                }
-                output::emit(&text)?;
-                p.printed = true;
-                p.open = (!text.ends_with('\n')).then_some(u.artifact.artifact_id);
-            }
-            StreamResponse::Message(m) => {
-                p.close_line()?;
-                output::line(&m.text())?;
-                p.printed = true;
-            }
+            StreamResponse::ArtifactUpdate(u) => out.artifact(&u.artifact)?,
+            StreamResponse::Message(m) => out.line(&m.text())?,
         }
+    }
+    if let Some(s) = steps {
+        out.close()?;
+        s.finish(task.status.state).await;
     }
     if json {
         // A streamed send ends when the task finishes or waits for input.
-        return output::check_stream_end(&p.task, true);
+        output::check_stream_end(&task, true)?;
+        return exit::check_task(&task);
     }
-    p.close_line()?;
-    if !p.printed
-        && let Some(text) = output::status_text(&p.task.status)
+    out.close()?;
+    let ended_badly = exit::for_state(task.status.state).is_some();
+    if !out.printed
+        && !ended_badly
+        && let Some(text) = output::status_text(&task.status)
     {
         output::line(&text)?;
     }
-    output::check_stream_end(&p.task, true)?;
-    if !p.task.id.is_empty() {
-        note(&output::task_summary(&p.task));
+    output::check_stream_end(&task, true)?;
+    exit::check_task(&task)?;
+    if !task.id.is_empty() {
+        note(&output::task_summary(&task));
     }
     Ok(())
 }

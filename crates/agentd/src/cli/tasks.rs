@@ -1,7 +1,8 @@
 //! `agentd tasks list|get|cancel|watch`.
 
 use super::ClientOpts;
-use super::client::Client;
+use super::client::{Client, is_reason};
+use super::exit;
 use super::output::{self, note};
 use agentd_proto::jsonrpc::methods;
 use agentd_proto::{
@@ -14,9 +15,9 @@ use serde_json::{Value, json};
 
 #[derive(Subcommand, Debug)]
 pub enum TasksCommand {
-    /// List tasks, one line each: `id  state  updated  contextId`.
+    /// List tasks, newest first: a header, then `id  state  updated  contextId  text` per task.
     List(ListArgs),
-    /// Print a task as JSON.
+    /// Show a task: its state, reply and counts (the whole task as JSON with --json).
     Get(GetArgs),
     /// Cancel a task and print the state it ended in.
     Cancel(IdArgs),
@@ -70,10 +71,42 @@ pub async fn run(cmd: TasksCommand) -> anyhow::Result<()> {
     }
 }
 
+/// Column titles of `tasks list`, aligned with `task_line`.
+const HEADER: [&str; 5] = ["ID", "STATE", "UPDATED", "CONTEXT", "TEXT"];
+const SNIPPET_CHARS: usize = 48;
+
+fn columns(id: &str, state: &str, updated: &str, context: &str, text: &str) -> String {
+    format!("{id:<36}  {state:<14}  {updated:<24}  {context:<36}  {text}").trim_end().to_owned()
+}
+
 fn task_line(t: &Task) -> String {
     let updated = t.status.timestamp.map_or_else(|| "-".to_owned(), |ts| ts.to_wire());
     let context = if t.context_id.is_empty() { "-" } else { &t.context_id };
-    format!("{}  {:<14}  {}  {}", t.id, output::state_name(t.status.state), updated, context)
+    let text = output::reply_text(t).map(|r| snippet(&r)).unwrap_or_default();
+    columns(&t.id, output::state_name(t.status.state), &updated, context, &text)
+}
+
+/// The start of a reply on one line, `…` when cut.
+fn snippet(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= SNIPPET_CHARS {
+        return flat;
+    }
+    let cut: String = flat.chars().take(SNIPPET_CHARS - 1).collect();
+    format!("{cut}…")
+}
+
+/// Prints the header before the first task line only, so an empty list prints nothing.
+fn print_tasks(tasks: &[Task], header_done: &mut bool) -> anyhow::Result<()> {
+    for t in tasks {
+        if !*header_done {
+            let [a, b, c, d, e] = HEADER;
+            output::line(&columns(a, b, c, d, e))?;
+            *header_done = true;
+        }
+        output::line(&task_line(t))?;
+    }
+    Ok(())
 }
 
 fn parse_page(v: &Value) -> anyhow::Result<ListTasksResponse> {
@@ -82,21 +115,26 @@ fn parse_page(v: &Value) -> anyhow::Result<ListTasksResponse> {
 
 async fn list(a: ListArgs) -> anyhow::Result<()> {
     let client = Client::new(&a.client)?;
+    let json = a.client.json;
     let mut req = ListTasksRequest {
         context_id: a.context.unwrap_or_default(),
         status: a.state.unwrap_or_default(),
         page_size: a.page_size,
+        // The text column shows the start of each reply.
+        include_artifacts: (!json).then_some(true),
+        history_length: (!json).then_some(0),
         ..Default::default()
     };
-    let json = a.client.json;
+    let mut header_done = false;
     if !a.all {
         let v = client.call(methods::LIST_TASKS, &req).await?;
         if json {
             return output::json_pretty(&v);
         }
         let page = parse_page(&v)?;
-        for t in &page.tasks {
-            output::line(&task_line(t))?;
+        print_tasks(&page.tasks, &mut header_done)?;
+        if page.tasks.is_empty() {
+            note("no tasks");
         }
         if !page.next_page_token.is_empty() {
             note(&format!("more tasks follow ({} in all); --all lists every page", page.total_size));
@@ -112,9 +150,7 @@ async fn list(a: ListArgs) -> anyhow::Result<()> {
         if json {
             raw_tasks.extend(v["tasks"].as_array().cloned().unwrap_or_default());
         } else {
-            for t in &page.tasks {
-                output::line(&task_line(t))?;
-            }
+            print_tasks(&page.tasks, &mut header_done)?;
         }
         if page.next_page_token.is_empty() {
             break;
@@ -137,8 +173,38 @@ async fn list(a: ListArgs) -> anyhow::Result<()> {
 async fn get(a: GetArgs) -> anyhow::Result<()> {
     let client = Client::new(&a.client)?;
     let req = GetTaskRequest { id: a.id, history_length: a.history, ..Default::default() };
-    // A task is data: the same JSON with or without --json.
-    output::json_pretty(&client.call(methods::GET_TASK, &req).await?)
+    let v = client.call(methods::GET_TASK, &req).await?;
+    if a.client.json {
+        return output::json_pretty(&v);
+    }
+    let t: Task = serde_json::from_value(v).context("the daemon's GetTask answer is not a task")?;
+    output::emit(&describe(&t))
+}
+
+/// The human form of a task: a few labelled lines, then its reply.
+fn describe(t: &Task) -> String {
+    let mut s = format!("task     {}\n", t.id);
+    let when = t.status.timestamp.map(|ts| format!(" since {}", ts.to_wire())).unwrap_or_default();
+    s.push_str(&format!("state    {}{when}\n", output::state_name(t.status.state)));
+    if !t.context_id.is_empty() {
+        s.push_str(&format!("context  {}\n", t.context_id));
+    }
+    let artifacts = t.artifacts.as_ref().map_or(0, Vec::len);
+    let history = t.history.as_ref().map_or(0, Vec::len);
+    s.push_str(&format!("holds    {artifacts} artifact(s), {history} message(s) of history\n"));
+    let reply = output::artifacts_text(t);
+    // The status message, unless it only repeats the reply.
+    if let Some(status) = output::status_text(&t.status).filter(|s| Some(s) != reply.as_ref()) {
+        s.push_str(&format!("status   {}\n", output::one_line(&status)));
+    }
+    if let Some(reply) = reply {
+        s.push('\n');
+        s.push_str(&reply);
+        if !reply.ends_with('\n') {
+            s.push('\n');
+        }
+    }
+    s
 }
 
 async fn cancel(a: IdArgs) -> anyhow::Result<()> {
@@ -154,9 +220,15 @@ async fn cancel(a: IdArgs) -> anyhow::Result<()> {
 
 async fn watch(a: IdArgs) -> anyhow::Result<()> {
     let client = Client::new(&a.client)?;
-    let req = SubscribeToTaskRequest { id: a.id, ..Default::default() };
-    let mut events = client.stream(methods::SUBSCRIBE_TO_TASK, &req).await?;
+    let req = SubscribeToTaskRequest { id: a.id.clone(), ..Default::default() };
+    let mut events = match client.stream(methods::SUBSCRIBE_TO_TASK, &req).await {
+        Ok(events) => events,
+        // A finished task has nothing left to watch: its final state is the answer.
+        Err(e) if is_reason(&e, "UNSUPPORTED_OPERATION") => return finished(&client, &a).await,
+        Err(e) => return Err(e),
+    };
     let mut task = Task::default();
+    let mut out = output::Inline::default();
     while let Some(v) = events.next().await? {
         let ev: StreamResponse = serde_json::from_value(v.clone())
             .context("the daemon sent an event that is not a StreamResponse")?;
@@ -165,23 +237,37 @@ async fn watch(a: IdArgs) -> anyhow::Result<()> {
             output::json_line(&v)?;
             continue;
         }
-        let text = match ev {
-            StreamResponse::Task(t) => state_line(t.status.state, output::status_text(&t.status)),
-            StreamResponse::StatusUpdate(u) => state_line(u.status.state, output::status_text(&u.status)),
-            StreamResponse::ArtifactUpdate(u) => {
-                format!(
-                    "artifact {}: {}",
-                    u.artifact.artifact_id,
-                    output::one_line(&output::artifact_display(&u.artifact))
-                )
+        match ev {
+            StreamResponse::Task(t) => {
+                out.line(&state_line(t.status.state, output::status_text(&t.status)))?
             }
-            StreamResponse::Message(m) => format!("message: {}", output::one_line(&m.text())),
-        };
-        output::line(&text)?;
+            StreamResponse::StatusUpdate(u) => {
+                out.line(&state_line(u.status.state, output::status_text(&u.status)))?;
+            }
+            StreamResponse::ArtifactUpdate(u) => out.artifact(&u.artifact)?,
+            StreamResponse::Message(m) => out.line(&format!("message: {}", output::one_line(&m.text())))?,
+        }
     }
+    out.close()?;
     // A subscription stays open while the task waits for input; it ends
     // when the task does.
-    output::check_stream_end(&task, false)
+    output::check_stream_end(&task, false)?;
+    exit::check_task(&task)
+}
+
+/// `tasks watch` on a task that already ended: its final state line (the
+/// task with --json), and the exit code of that state.
+async fn finished(client: &Client, a: &IdArgs) -> anyhow::Result<()> {
+    let req = GetTaskRequest { id: a.id.clone(), history_length: Some(0), ..Default::default() };
+    let v = client.call(methods::GET_TASK, &req).await?;
+    let task: Task =
+        serde_json::from_value(v.clone()).context("the daemon's GetTask answer is not a task")?;
+    if a.client.json {
+        output::json_line(&json!({"task": v}))?;
+    } else {
+        output::line(&state_line(task.status.state, output::status_text(&task.status)))?;
+    }
+    exit::check_task(&task)
 }
 
 /// `COMPLETED`, or `INPUT_REQUIRED: <status message>`.

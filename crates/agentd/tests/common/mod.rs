@@ -47,10 +47,12 @@ impl Daemon {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentd"));
         cmd.arg("serve").arg("--listen").arg("127.0.0.1:0").arg("--data-dir").arg(dir);
         cmd.args(args);
+        // `info` unless the test asks for another filter.
+        cmd.env("AGENTD_LOG", "info");
         for (k, v) in env {
             cmd.env(k, v);
         }
-        cmd.env("AGENTD_LOG", "info").stdout(Stdio::null()).stderr(Stdio::piped());
+        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn agentd");
         let stderr = child.stderr.take().expect("stderr");
         let log = Arc::new(Mutex::new(String::new()));

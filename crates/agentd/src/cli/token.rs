@@ -1,0 +1,55 @@
+//! `agentd token new`: a fresh bearer token and the `auth.tokens` entry
+//! that admits it. The daemon's config keeps only the token's SHA-256, so
+//! the token itself is shown once, here.
+
+use super::output;
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+#[derive(Subcommand, Debug)]
+pub enum TokenCommand {
+    /// Make a token: prints it (once) and the config entry with its digest.
+    New(NewArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct NewArgs {
+    /// Who the token stands for: `user:alice`, `operator:ops`, `agent:ci`…
+    #[arg(long, value_name = "ID", default_value = "user:me")]
+    pub id: String,
+    /// `operator`, `user` or `agent`.
+    #[arg(long, value_name = "ROLE", default_value = "user")]
+    pub role: String,
+    /// Print `{token, id, role, sha256}` as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(cmd: TokenCommand) -> anyhow::Result<()> {
+    let TokenCommand::New(a) = cmd;
+    if agentd_core::PrincipalRole::parse(&a.role).is_none() {
+        bail!("--role {:?} must be operator, user or agent", a.role);
+    }
+    if a.id.trim().is_empty() || a.id.contains(['"', '\n']) {
+        bail!("--id {:?} must be a non-empty name without quotes or newlines", a.id);
+    }
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("{e}")).context("no system randomness")?;
+    let token = format!("agentd_{}", hex::encode(bytes));
+    let sha256 = hex::encode(Sha256::digest(token.as_bytes()));
+    if a.json {
+        return output::json_pretty(&json!({"token": token, "id": a.id, "role": a.role, "sha256": sha256}));
+    }
+    // Valid YAML as a whole: the token is in a comment, so this output
+    // can be the config file (or merged into it).
+    output::emit(&format!(
+        "# The token; clients pass it with --token or AGENTD_TOKEN. It is shown only now:\n\
+         #   {token}\n\
+         # The daemon's config admits it by its SHA-256 (put this under auth.tokens):\n\
+         auth:\n  tokens:\n    - id: \"{id}\"\n      role: {role}\n      sha256: {sha256}\n",
+        id = a.id,
+        role = a.role,
+    ))
+}

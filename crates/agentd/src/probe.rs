@@ -1,0 +1,101 @@
+//! The start-up check of the model: an OpenAI-compatible server is asked
+//! for `GET {endpoint}/models` (what every such server answers cheaply),
+//! and what it said goes to the log and to `/readyz`. A server that is not
+//! up yet is asked again every 30 s until it answers, so readiness follows
+//! it; requests are never refused because of the probe.
+
+use agentd_runtime::model::ModelConfig;
+use agentd_server::Readiness;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+const CHECK: &str = "model";
+const RETRY: Duration = Duration::from_secs(30);
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Probes in the background: now, then every 30 s while it fails.
+pub fn spawn(cfg: &ModelConfig, readiness: Readiness, shutdown: CancellationToken) {
+    if cfg.kind != "openai" {
+        readiness.set(CHECK, true, format!("{} (built in, nothing to reach)", cfg.kind));
+        return;
+    }
+    readiness.set(CHECK, false, "not probed yet");
+    let cfg = cfg.clone();
+    tokio::spawn(async move {
+        while !probe_once(&cfg, &readiness).await {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(RETRY) => {}
+            }
+        }
+    });
+}
+
+/// One round over the endpoints; true when one answered.
+async fn probe_once(cfg: &ModelConfig, readiness: &Readiness) -> bool {
+    let o = &cfg.openai;
+    let key = o.api_key.as_ref().and_then(|k| k.resolve().ok());
+    let Ok(http) = reqwest::Client::builder().timeout(TIMEOUT).build() else {
+        return false;
+    };
+    let mut problems = Vec::new();
+    for endpoint in &o.endpoints {
+        let url = format!("{}/models", endpoint.trim_end_matches('/'));
+        let mut rb = http.get(&url);
+        if let Some(k) = &key {
+            rb = rb.bearer_auth(k.expose());
+        }
+        match rb.send().await {
+            Ok(r) if r.status().is_success() => {
+                let listed = r.json::<serde_json::Value>().await.ok().map(|v| model_ids(&v));
+                let detail = match listed {
+                    Some(ids) if !ids.is_empty() && !ids.iter().any(|id| id == &o.model) => {
+                        tracing::warn!(endpoint = %endpoint, model = %o.model, offered = %ids.join(", "),
+                            "the model server answers but does not list the configured model; requests may fail");
+                        format!("{endpoint} answers; it lists {} but not {:?}", ids.join(", "), o.model)
+                    }
+                    _ => {
+                        tracing::info!(endpoint = %endpoint, model = %o.model, "the model server answers");
+                        format!("{endpoint} answers")
+                    }
+                };
+                readiness.set(CHECK, true, detail);
+                return true;
+            }
+            // Up, without a model list: as good as it gets from here.
+            Ok(r) if matches!(r.status().as_u16(), 404 | 405) => {
+                tracing::info!(endpoint = %endpoint, "the model server answers (it has no /models)");
+                readiness.set(CHECK, true, format!("{endpoint} answers (no /models)"));
+                return true;
+            }
+            Ok(r) if matches!(r.status().as_u16(), 401 | 403) => {
+                problems.push(format!(
+                    "{url} refused the credentials (HTTP {}): check model.openai.api_key",
+                    r.status()
+                ));
+            }
+            Ok(r) => problems.push(format!("{url} answered HTTP {}", r.status())),
+            Err(e) => problems.push(format!("{url}: {}", root_cause(&e))),
+        }
+    }
+    let detail = problems.join("; ");
+    tracing::warn!(
+        "the model server cannot be reached ({detail}); turns will fail until it is up. Retrying every {}s; /readyz reports it",
+        RETRY.as_secs()
+    );
+    readiness.set(CHECK, false, detail);
+    false
+}
+
+/// The `id`s of a `{"data": [{"id": …}]}` model list.
+fn model_ids(v: &serde_json::Value) -> Vec<String> {
+    v["data"].as_array().into_iter().flatten().filter_map(|m| m["id"].as_str().map(str::to_owned)).collect()
+}
+
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
