@@ -82,7 +82,7 @@ test('a task page: timeline, a reminder injected and emitted, cancel', async () 
     await page.locator('#reminder-body').fill('CI is green again.');
     await page.locator('form.reminder-form button[type=submit]').click();
     await page.locator('#reminder-events li[data-event="deduped"]').waitFor();
-    await shot(page, 'task');
+    await shot(page, 'task', { fullPage: true });
 
     await page.locator('#cancel').click();
     await page.locator('.task-head .badge', { hasText: 'canceled' }).waitFor();
