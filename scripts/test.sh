@@ -28,3 +28,5 @@ scripts/fuzz.sh
 echo "== interop (official A2A Python SDK)"
 scripts/interop-venv.sh
 AGENTD_BIN="$PWD/target/debug/agentd" .venv/bin/python -m pytest -q tests/interop
+echo "== web console (headless Chromium)"
+scripts/console-tests.sh

@@ -169,13 +169,13 @@ export async function finish(page) {
 }
 
 /** A screenshot into the artifacts directory (and docs/console with CONSOLE_DOC_SHOTS=1). */
-export async function shot(page, name) {
+export async function shot(page, name, { fullPage = false } = {}) {
   mkdirSync(ARTIFACTS, { recursive: true });
   await page.evaluate(() => window.scrollTo(0, 0));
-  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: false });
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage });
   if (DOC_SHOTS) {
     mkdirSync(DOC_SHOTS, { recursive: true });
-    await page.screenshot({ path: join(DOC_SHOTS, `${name}.png`), fullPage: false });
+    await page.screenshot({ path: join(DOC_SHOTS, `${name}.png`), fullPage });
   }
 }
 

@@ -55,8 +55,8 @@ test('the task list updates while another client creates tasks, across a daemon 
 });
 
 test('a task page: timeline, a reminder injected and emitted, cancel', async () => {
-  const slow = Array.from({ length: 40 }, (_, i) => ({ tool_calls: [{ id: `c${i}`, name: 'wait_a_moment' }], delay_ms: 250 }));
-  const d = await startDaemon({ script: [...slow, { text: 'done' }], yaml: 'limits:\n  max_steps: 64\n' });
+  const slow = Array.from({ length: 80 }, (_, i) => ({ tool_calls: [{ id: `c${i}`, name: 'wait_a_moment' }], delay_ms: 250 }));
+  const d = await startDaemon({ script: [...slow, { text: 'done' }], yaml: 'limits:\n  max_steps: 100\n' });
   try {
     const task = await d.send('Fix the build.');
     const page = await openConsole(d, { path: `#/task/${task.id}` });
@@ -72,8 +72,8 @@ test('a task page: timeline, a reminder injected and emitted, cancel', async () 
     await page.locator('#reminder-events li[data-event="expired"]').waitFor();
     assert.match(await page.locator('#reminder-events li[data-event="emitted"]').first().textContent(), /turn \d+, 1 left/);
 
-    // A second reminder with the same key displaces nothing active any more;
-    // one with a new key while another is active is deduped by a third.
+    // A reminder that stays active (16 turns), then a newer one with its
+    // dedupe key: the first is displaced (deduped).
     await page.locator('#reminder-body').fill('CI is red.');
     await page.locator('#reminder-dedupe').fill('ci');
     await page.locator('#reminder-ttl').fill('16');
@@ -82,7 +82,7 @@ test('a task page: timeline, a reminder injected and emitted, cancel', async () 
     await page.locator('#reminder-body').fill('CI is green again.');
     await page.locator('form.reminder-form button[type=submit]').click();
     await page.locator('#reminder-events li[data-event="deduped"]').waitFor();
-    await shot(page, 'task');
+    await shot(page, 'task', { fullPage: true });
 
     await page.locator('#cancel').click();
     await page.locator('.task-head .badge', { hasText: 'canceled' }).waitFor();

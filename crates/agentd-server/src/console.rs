@@ -124,7 +124,7 @@ mod tests {
         routes::<()>().oneshot(req.body(Body::empty()).unwrap()).await.unwrap()
     }
 
-    fn header_of<'a>(r: &'a Response, name: header::HeaderName) -> &'a str {
+    fn header_of(r: &Response, name: header::HeaderName) -> &str {
         r.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
     }
 

@@ -5,6 +5,8 @@
 import { annotations } from './a2a.js';
 
 const PAGE = 100;
+/** Tasks kept in memory: a console left open for days stays small. */
+const KEEP = 2000;
 const TERMINAL = new Set(['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED']);
 
 export function isTerminal(state) {
@@ -52,7 +54,18 @@ export class TaskStore {
     if (old && stamp(old) > stamp(task)) return;
     if (!old) this.total += 1;
     this.byId.set(task.id, task);
+    if (this.byId.size > KEEP) this.forgetOldest();
     if (notify) this.changed();
+  }
+
+  /** Drops the least recently updated task that waits for nobody. */
+  forgetOldest() {
+    let oldest = null;
+    for (const t of this.byId.values()) {
+      if (t.status && t.status.state === 'TASK_STATE_INPUT_REQUIRED') continue;
+      if (!oldest || stamp(t) < stamp(oldest)) oldest = t;
+    }
+    if (oldest) this.byId.delete(oldest.id);
   }
 
   async reload() {
