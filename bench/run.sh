@@ -27,8 +27,20 @@
 #   BENCH_TARGET=/tmp/bench-target            cargo target dir for bare-axum (outside the repo)
 #   BENCH_SHARED=/work/shared/bench           reference peer and bare-axum sources
 #   BENCH_NO_BUILD=1         skip the builds (use what is there)
+#   BENCH_BIN_DIR=target/release  where agentd and agentd-bench are (with BENCH_NO_BUILD=1,
+#                            say target/debug for a quick look; figures then are of debug builds)
 #   BENCH_WRK=auto           cross-check SendMessage with wrk (as in shared/bench/README.md)
 #                            when wrk is installed: auto | 0; concurrency BENCH_WRK_CONCURRENCY="1 64"
+#   BENCH_HOSTILE=1          the hostile-client scenarios (agentd and agentd-base only):
+#                            `conns` (one peer holds idle sockets; another client is served?) with
+#                            BENCH_CONNS_SOCKETS=3000 BENCH_CONNS_HOLD=15 and the server's open-file
+#                            limit BENCH_CONNS_NOFILE=2048; `bigbody` (one body alone, then
+#                            BENCH_BIG_CONCURRENCY=32 at once beside GetTask clients: small numbers,
+#                            BENCH_BIG_NUMBERS_BYTES=1200000, and long strings just under the 4 MiB
+#                            limit, BENCH_BIG_STRINGS_BYTES=4190000), the server's address space
+#                            capped at BENCH_BIG_VMEM_MIB=8192 (a build that expands bodies without
+#                            bound fails rather than take the machine)
+#   BENCH_ONLY=hostile       only the hostile-client scenarios (no floor or reference peer needed)
 #
 # Output: $BENCH_OUT/results.jsonl (one JSON line per run), report.md
 # (tables, ratios, targets), machine.txt, logs/. Only 127.0.0.1 is used.
@@ -57,9 +69,20 @@ VENV=${BENCH_VENV:-/tmp/agentd-bench-venv}
 BARE_TARGET=${BENCH_TARGET:-/tmp/bench-target}
 WRK=${BENCH_WRK:-auto}
 WRK_CONCS=${BENCH_WRK_CONCURRENCY:-"1 64"}
+HOSTILE=${BENCH_HOSTILE:-1}
+ONLY=${BENCH_ONLY:-}
+CONNS_SOCKETS=${BENCH_CONNS_SOCKETS:-3000}
+CONNS_HOLD=${BENCH_CONNS_HOLD:-15}
+CONNS_NOFILE=${BENCH_CONNS_NOFILE:-2048}
+BIG_CONC=${BENCH_BIG_CONCURRENCY:-32}
+BIG_NUMBERS_BYTES=${BENCH_BIG_NUMBERS_BYTES:-1200000}
+BIG_STRINGS_BYTES=${BENCH_BIG_STRINGS_BYTES:-4190000}
+BIG_VMEM_MIB=${BENCH_BIG_VMEM_MIB:-8192}
+if [[ $ONLY == hostile ]]; then SERVERS="agentd${BASE:+ agentd-base}"; HOSTILE=1; fi
 
-AGENTD=$REPO/target/release/agentd
-BENCH=$REPO/target/release/agentd-bench
+BIN_DIR=${BENCH_BIN_DIR:-$REPO/target/release}
+AGENTD=$BIN_DIR/agentd
+BENCH=$BIN_DIR/agentd-bench
 BARE=$BARE_TARGET/release/bare
 PEER=$SHARED/python_sdk_reference_peer.py
 RESULTS=$OUT/results.jsonl
@@ -72,6 +95,8 @@ if [[ "${BENCH_NO_BUILD:-0}" != 1 ]]; then
   log "building agentd and agentd-bench (release)"
   (cd "$REPO" && cargo build --release -p agentd -p agentd-bench) >"$OUT/logs/build.log" 2>&1 \
     || { tail -30 "$OUT/logs/build.log"; exit 1; }
+fi
+if [[ "${BENCH_NO_BUILD:-0}" != 1 && $ONLY != hostile ]]; then
   log "building the bare-axum floor into $BARE_TARGET (outside the repo)"
   mkdir -p "$BARE_TARGET/bare-axum-src"
   cp -r "$SHARED/bare-axum/." "$BARE_TARGET/bare-axum-src/"
@@ -81,13 +106,15 @@ if [[ "${BENCH_NO_BUILD:-0}" != 1 ]]; then
      --target-dir "$BARE_TARGET") >>"$OUT/logs/build.log" 2>&1 \
     || { tail -30 "$OUT/logs/build.log"; exit 1; }
 fi
-if ! "$VENV/bin/python" -c 'import a2a, uvicorn' 2>/dev/null; then
+if [[ $ONLY != hostile ]] && ! "$VENV/bin/python" -c 'import a2a, uvicorn' 2>/dev/null; then
   log "creating the reference peer venv at $VENV (pip, PyPI)"
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q "a2a-sdk[http-server,grpc,sqlite]==1.3.0" uvicorn >"$OUT/logs/pip.log" 2>&1 \
     || { tail -30 "$OUT/logs/pip.log"; exit 1; }
 fi
-for f in "$AGENTD" "$BENCH" "$BARE" "$PEER" ${BASE:+"$BASE"}; do [[ -e $f ]] || { echo "missing $f" >&2; exit 1; }; done
+needed=("$AGENTD" "$BENCH" ${BASE:+"$BASE"})
+[[ $ONLY == hostile ]] || needed+=("$BARE" "$PEER")
+for f in "${needed[@]}"; do [[ -e $f ]] || { echo "missing $f" >&2; exit 1; }; done
 
 # Latency of one 4 KiB synchronous write on the disk agentd's data goes to:
 # what an fsync costs right now (other I/O on the machine raises it).
@@ -111,7 +138,7 @@ fsync_ms() {
   echo "agentd: $(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null)$(cd "$REPO" && git diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)')"
   [[ -n $BASE ]] && echo "agentd-base: $BASE"
   echo "rustc: $(cd "$REPO" && rustc --version)"
-  echo "python: $("$VENV/bin/python" --version) a2a-sdk $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("a2a-sdk"))')"
+  [[ $ONLY == hostile ]] || echo "python: $("$VENV/bin/python" --version) a2a-sdk $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("a2a-sdk"))')"
   echo "settings: SECS=$SECS WARMUP=$WARMUP REPS=$REPS CONCS='$CONCS' COUNT=$COUNT GET_TASKS=$GET_TASKS FAN=$FAN_SUBS x $FAN_ROUNDS THREADS=$THREADS"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt" >&2
@@ -170,6 +197,7 @@ bench() {   # SCENARIO LABEL ARGS...: one run against the running server, append
 
 has() { [[ " $SERVERS " == *" $1 "* ]]; }
 
+if [[ $ONLY != hostile ]]; then
 # ---------------------------------------------------------------- cold start + idle RSS
 # agentd twice: with a fresh data directory (first start: creates the
 # database, switches it to WAL, runs the migrations, all fsynced) and with an
@@ -271,6 +299,45 @@ for ((r = 1; r <= REPS; r++)); do
     stop_server
   done
 done
+
+fi
+
+# ---------------------------------------------------------------- hostile clients
+# conns: the server runs with a lower open-file limit (BENCH_CONNS_NOFILE),
+# so that one peer can reach it within this machine's limits.
+# bigbody: the server's address space is capped (BENCH_BIG_VMEM_MIB), so a
+# build that expands bodies without bound fails instead of taking the machine.
+start_server_limited() {   # LABEL ULIMIT-OPTION VALUE
+  local port; port=$(next_port)
+  local dir=$OUT/data/$1-$RUN bin=$AGENTD
+  [[ $1 == agentd-base ]] && bin=$BASE
+  (ulimit "$2" "$3"; exec "$bin" serve --listen "127.0.0.1:$port" --data-dir "$dir" --agent tck 2>>"$OUT/logs/$1.log") &
+  SRV_PID=$!
+  SRV_URL=http://127.0.0.1:$port
+  "$BENCH" wait --url "$SRV_URL" --timeout-secs 60 2>/dev/null || { echo "$1 did not start (see $OUT/logs/$1.log)" >&2; exit 1; }
+}
+if [[ $HOSTILE == 1 ]]; then
+  for ((r = 1; r <= REPS; r++)); do
+    for s in $SERVERS; do
+      [[ $s == agentd || $s == agentd-base ]] || continue
+      log "conns: $CONNS_SOCKETS idle sockets from one peer, nofile $CONNS_NOFILE: $s (run $r/$REPS)"
+      start_server_limited "$s" -n "$CONNS_NOFILE"
+      "$BENCH" conns --url "$SRV_URL" --label "$s" --pid "$SRV_PID" --sockets "$CONNS_SOCKETS" \
+        --hold-secs "$CONNS_HOLD" 2>>"$OUT/logs/bench.log" | tee -a "$RESULTS" | sed 's/^/    /' >&2 \
+        || log "conns against $s failed (see $OUT/logs/bench.log)"
+      stop_server
+      for shape in numbers strings; do
+        bytes=$BIG_STRINGS_BYTES
+        [[ $shape == numbers ]] && bytes=$BIG_NUMBERS_BYTES
+        log "bigbody $shape $bytes bytes, 1 then $BIG_CONC at once: $s (run $r/$REPS)"
+        start_server_limited "$s" -v $((BIG_VMEM_MIB * 1024))
+        bench bigbody "$s" --shape "$shape" --bytes "$bytes" -c "$BIG_CONC" --timeout-secs 300 \
+          || log "bigbody against $s failed (see $OUT/logs/bench.log)"
+        stop_server
+      done
+    done
+  done
+fi
 
 echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
 echo "fsync at end: $(fsync_ms)" >>"$OUT/machine.txt"

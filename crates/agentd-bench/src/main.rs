@@ -5,7 +5,9 @@
 //! (GetTask on random ids of tasks created first), `fanout` (S concurrent
 //! SubscribeToTask streams on an INPUT_REQUIRED task, then the message that
 //! completes it), `coldstart` (exec a server, poll its card), `wait` (poll a
-//! card until it answers) and `report` (tables and ratios from JSON lines).
+//! card until it answers), the hostile-client scenarios `conns` (idle
+//! sockets from one peer) and `bigbody` (max-size bodies), and `report`
+//! (tables and ratios from JSON lines).
 //!
 //! Every run prints one JSON line on stdout and a human table on stderr.
 //! Every loop is bounded by a count or a deadline, and only loopback
@@ -13,6 +15,7 @@
 
 mod coldstart;
 mod fanout;
+mod hostile;
 mod load;
 mod report;
 mod stats;
@@ -46,6 +49,12 @@ enum Command {
     Coldstart(ColdstartArgs),
     /// Polls the agent card until it answers 200 (or the timeout passes).
     Wait(WaitArgs),
+    /// One peer holds as many idle sockets as it can; another client
+    /// fetches the card meanwhile.
+    Conns(hostile::ConnsArgs),
+    /// Max-size SendMessage bodies, one alone and many at once, beside
+    /// GetTask clients.
+    Bigbody(hostile::BigBodyArgs),
     /// Reads JSON lines written by the other subcommands; prints markdown tables.
     Report(report::ReportArgs),
 }
@@ -227,6 +236,14 @@ fn main() -> anyhow::Result<()> {
         Command::Wait(a) => {
             check_loopback(&a.url)?;
             coldstart::wait(&a)
+        }
+        Command::Conns(a) => {
+            check_loopback(&a.target.url)?;
+            runtime(a.target.threads)?.block_on(hostile::conns(&a))
+        }
+        Command::Bigbody(a) => {
+            check_loopback(&a.target.url)?;
+            runtime(a.target.threads)?.block_on(hostile::bigbody(&a))
         }
         Command::Report(a) => report::run(&a),
     }

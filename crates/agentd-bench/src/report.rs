@@ -28,7 +28,13 @@ type Groups = BTreeMap<(String, String, u64), Vec<Value>>;
 
 fn kind(v: &Value) -> String {
     let s = v["scenario"].as_str().unwrap_or("?");
-    if v.get("count").is_some() { format!("{s}-count") } else { s.to_owned() }
+    if let Some(shape) = v["shape"].as_str() {
+        format!("{s}-{shape}")
+    } else if v.get("count").is_some() {
+        format!("{s}-count")
+    } else {
+        s.to_owned()
+    }
 }
 
 fn level(v: &Value) -> u64 {
@@ -178,8 +184,91 @@ fn render(d: &Data, loads: &[f64]) -> String {
     memory_table(d, &mut s);
     get_table(d, &mut s);
     fanout_table(d, &mut s);
+    conns_table(d, &mut s);
+    bigbody_table(d, &mut s);
     targets(d, &mut s);
     s
+}
+
+fn conns_table(d: &Data, s: &mut String) {
+    let labels = d.labels("conns");
+    if labels.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "### Connection exhaustion: one peer opens idle sockets; a new client from another address fetches the card, median of runs\n"
+    );
+    let _ = writeln!(
+        s,
+        "| server | sockets tried | connected | held at the end of the hold | closed by the server | other client ok / failed | its p50 / p99 ms |"
+    );
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
+    for l in labels {
+        let Some(lv) = d.only_level("conns", &l) else { continue };
+        let m = |f: &str| d.med("conns", &l, lv, f);
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} / {} | {} / {} |",
+            display(&l),
+            int(m("sockets")),
+            int(m("connected")),
+            int(m("held_at_end")),
+            int(m("closed_by_server")),
+            int(m("probe_ok")),
+            int(m("probe_errors")),
+            num(m("probe_p50_ms")),
+            num(m("probe_p99_ms")),
+        );
+    }
+    let _ = writeln!(s);
+}
+
+fn bigbody_table(d: &Data, s: &mut String) {
+    let kinds: BTreeSet<String> =
+        d.groups.keys().filter(|k| k.0.starts_with("bigbody-")).map(|k| k.0.clone()).collect();
+    if kinds.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "### Max-size bodies: one alone, then C at once beside 4 GetTask clients, median of runs\n"
+    );
+    let _ = writeln!(
+        s,
+        "| body | server | bytes | one: answer | one: peak RSS growth MiB (× body) | C | C: ok / refused / failed | C: wall s | peak RSS MiB | GetTask p50 / p99 / max ms |"
+    );
+    let _ = writeln!(s, "|---|---|---:|---|---:|---:|---|---:|---:|---:|");
+    for k in kinds {
+        for l in d.labels(&k) {
+            let Some(lv) = d.only_level(&k, &l) else { continue };
+            let runs = d.runs(&k, &l, lv).map(Vec::as_slice).unwrap_or(&[]);
+            let m = |f: &str| d.med(&k, &l, lv, f);
+            let outcome =
+                |o: &str| median(runs.iter().map(|v| v["outcomes"][o].as_f64().unwrap_or(0.0)).collect());
+            let one = runs.first().and_then(|v| v["one"].as_str()).unwrap_or("–");
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} ({}) | {} | {} / {} / {} | {} | {} | {} / {} / {} |",
+                k.trim_start_matches("bigbody-"),
+                display(&l),
+                int(m("body_bytes")),
+                one,
+                num(m("one_growth_mib")),
+                num(m("one_growth_x_body")),
+                lv,
+                int(outcome("ok")),
+                int(outcome("refused")),
+                int(outcome("failed")),
+                num(m("wall_s")),
+                num(m("hwm_mib")),
+                num(m("get_p50_ms")),
+                num(m("get_p99_ms")),
+                num(m("get_max_ms")),
+            );
+        }
+    }
+    let _ = writeln!(s);
 }
 
 fn send_tables(d: &Data, s: &mut String, kind: &str, title: &str) {

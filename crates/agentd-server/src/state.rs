@@ -48,7 +48,8 @@ pub struct ConnectionLimits {
     /// A request head (and, before the first request, anything at all)
     /// must arrive within this time of the connection waiting for it.
     pub header_read_timeout: Duration,
-    /// A request body must be read completely within this time of its head.
+    /// A request body must be read completely within this time of the
+    /// server starting to read it.
     pub body_read_timeout: Duration,
     /// A connection with no request in flight is closed after this time
     /// (HTTP/1.1 waits at most `header_read_timeout` for its next request).

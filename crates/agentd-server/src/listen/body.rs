@@ -1,7 +1,8 @@
 //! A request body with a deadline: the whole body must arrive within the
-//! body read timeout of the request head. tower-http's `TimeoutBody` times
-//! each frame, which a client sending a byte at a time never trips; this
-//! bounds the total.
+//! body read timeout of the first read of it (not of the head: a request
+//! waiting for its share of the body budget is held up by the server, not
+//! by the client). tower-http's `TimeoutBody` times each frame, which a
+//! client sending a byte at a time never trips; this bounds the total.
 
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use std::pin::Pin;
@@ -23,13 +24,14 @@ impl std::error::Error for BodyTimedOut {}
 
 pub struct DeadlineBody {
     inner: Incoming,
-    deadline: Pin<Box<Sleep>>,
+    /// Set at the first read.
+    deadline: Option<Pin<Box<Sleep>>>,
     limit: Duration,
 }
 
 impl DeadlineBody {
     pub fn new(inner: Incoming, limit: Duration) -> Self {
-        Self { inner, deadline: Box::pin(tokio::time::sleep(limit)), limit }
+        Self { inner, deadline: None, limit }
     }
 }
 
@@ -44,8 +46,10 @@ impl Body for DeadlineBody {
         if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
             return Poll::Ready(frame.map(|r| r.map_err(Into::into)));
         }
-        match self.deadline.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimedOut(self.limit))))),
+        let limit = self.limit;
+        let deadline = self.deadline.get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimedOut(limit))))),
             Poll::Pending => Poll::Pending,
         }
     }
