@@ -477,15 +477,11 @@ async fn grpc_call(ch: Channel, who: &Daemon, method: &str, params: Value) -> Go
 async fn check_success(f: &Fixture, case: &str, op: Op, want: Expect, s: &Subject, got: &str) -> Vec<String> {
     let mut failures = Vec::new();
     match op {
-        Op::ListTasks => {
-            if got.contains(&s.task) != (want == Yes) {
-                failures.push(format!("{case}: the listing, want {want:?}: {got}"));
-            }
+        Op::ListTasks if got.contains(&s.task) != (want == Yes) => {
+            failures.push(format!("{case}: the listing, want {want:?}: {got}"));
         }
-        Op::ListConfigs | Op::ListConfigsRcName => {
-            if got.contains("owner-hook") != (want == Yes) {
-                failures.push(format!("{case}: config listing, want {want:?}: {got}"));
-            }
+        Op::ListConfigs | Op::ListConfigsRcName if got.contains("owner-hook") != (want == Yes) => {
+            failures.push(format!("{case}: the config listing, want {want:?}: {got}"));
         }
         Op::DeleteConfig if want == Yes => {
             let params = json!({"taskId": s.task, "id": "owner-hook"});
