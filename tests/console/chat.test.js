@@ -14,7 +14,7 @@ before(async () => {
     script: [
       { deltas: ['Durable queues ', 'keep work ', 'across crashes.'], delay_ms: 250 },
       { deltas: ['Yes: ', 'what was acknowledged ', 'is committed.'], delay_ms: 250 },
-      { deltas: ['Working ', 'on it', '.'], delay_ms: 1000 },
+      { deltas: ['Working ', 'on it', '.'], delay_ms: 1500 },
     ],
   });
 });
@@ -79,15 +79,19 @@ test('two turns on one conversation, each reply streaming in', async () => {
   await finish(page);
 });
 
-test('a message sent while a turn works is steering input to that turn', async () => {
+test('a message sent while a turn works is steering input to that turn, and a reload rejoins it', async () => {
   const page = await openConsole(d, { path: '#/chat' });
   await page.locator('#chat-input').waitFor();
   await say(page, 'Start a long job');
   await until('the first piece of the reply', async () => (await lastReply(page)).startsWith('Working'));
   assert.equal(await page.locator('#chat-send').textContent(), 'Steer');
   await say(page, 'Be brief, please.');
-  await page.locator('#transcript .msg.user .badge', { hasText: 'steering' }).waitFor();
+  await page.locator('#transcript .msg.user .badge', { hasText: 'steering (sent)' }).waitFor();
+  // Reopened while the turn works, the conversation shows both messages
+  // and the reply goes on where it was.
+  await page.reload();
   await until('the reply', async () => (await lastReply(page)) === 'Working on it.');
+  assert.deepEqual(await page.locator('#transcript .msg.user .bubble-text').allTextContents(), ['Start a long job', 'Be brief, please.']);
   const context = /#\/chat\/(.+)$/.exec(page.url())[1];
   const [turn] = (await d.rpc('ListTasks', { contextId: context }, { extensions: [EXT.annotations] })).tasks;
   const history = (turn.history || []).map((m) => m.parts.map((p) => p.text).join(''));

@@ -78,6 +78,9 @@ export function mount(main, ctx, contextId) {
     for await (const ev of events) {
       if (ev.task) {
         setRunning({ id: ev.task.id, state: ev.task.status.state });
+        // Joining a turn already under way: what it has written so far.
+        const written = (ev.task.artifacts || []).find((a) => a.name === 'reply');
+        if (written) reply.textContent = text = partsText(written.parts);
         if (!contextId) {
           contextId = ev.task.contextId;
           // The address names the conversation without reloading the page.
@@ -121,13 +124,16 @@ export function mount(main, ctx, contextId) {
   }
 
   async function steer(text) {
-    bubble('user', text, h('span', { class: 'badge' }, 'steering'));
+    const badge = h('span', { class: 'badge' }, 'steering');
+    bubble('user', text, badge);
     try {
       await ctx.client.call('SendMessage', {
         message: userMessage([{ text }], { taskId: running.id, contextId }),
         configuration: { returnImmediately: true },
       });
+      badge.textContent = 'steering (sent)';
     } catch (e) {
+      badge.textContent = 'steering (refused)';
       replace(status, notice('error', `Steering refused: ${e.message}`));
     }
   }
