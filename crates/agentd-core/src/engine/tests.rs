@@ -231,7 +231,7 @@ async fn a_context_is_claimed_by_a_first_turn_not_committed_yet() {
         tokio::task::yield_now().await;
     }
     assert!(store.commits().is_empty(), "alice's task is not committed yet");
-    let e = engine.send_message(&bob, in_context(request(true), "shared")).await.err().expect("bob refused");
+    let e = engine.send_message(&bob, in_context(request(true), "shared")).await.expect_err("bob refused");
     assert_eq!(e.kind, ErrorKind::InvalidParams, "{e}");
     assert_eq!(e.violations[0].field, "message.contextId");
 
@@ -240,7 +240,7 @@ async fn a_context_is_claimed_by_a_first_turn_not_committed_yet() {
     assert_eq!((first.context_id.as_str(), first.status.state), ("shared", TaskState::Completed));
     assert!(engine.inner.claims.is_empty(), "the claim ended with the commit");
     // Now the store holds the answer: bob is still refused, alice continues.
-    let e = engine.send_message(&bob, in_context(request(true), "shared")).await.err().expect("bob refused");
+    let e = engine.send_message(&bob, in_context(request(true), "shared")).await.expect_err("bob refused");
     assert_eq!(e.violations[0].field, "message.contextId");
     go.notify_one();
     let second = task_of(engine.send_message(&user(), in_context(request(false), "shared")).await.unwrap());

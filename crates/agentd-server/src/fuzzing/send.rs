@@ -132,16 +132,20 @@ impl SendHarness {
                 input_modes: vec!["text/plain".into()],
                 output_modes: vec!["text/plain".into()],
                 skills: vec![crate::card::chat_skill()],
+                provider: None,
+                documentation_url: None,
                 max_age_secs: 0,
             },
             &extensions,
         );
+        let config = Arc::new(ServerConfig::default());
         let state = AppState {
             engine,
             auth: Arc::new(auth),
             card: Arc::new(card),
             extensions: Arc::new(extensions),
-            config: Arc::new(ServerConfig::default()),
+            admission: Arc::new(crate::admission::Admission::new(&config)),
+            config,
             shutdown: CancellationToken::new(),
         };
         Self { router: crate::app(state) }
@@ -496,7 +500,7 @@ fn check_details(
     must_name_field: bool,
     doc: &Value,
 ) -> Result<(), String> {
-    if !message.and_then(Value::as_str).is_some_and(|m| !m.is_empty()) {
+    if message.and_then(Value::as_str).is_none_or(|m| m.is_empty()) {
         return Err(format!("an error without a message: {doc}"));
     }
     let details = details.as_array().ok_or_else(|| format!("details are not a list: {doc}"))?;
@@ -508,7 +512,7 @@ fn check_details(
         .filter(|d| d["@type"] == "type.googleapis.com/google.rpc.BadRequest")
         .flat_map(|d| d["fieldViolations"].as_array().into_iter().flatten())
         .collect();
-    if named.iter().any(|v| !v["field"].as_str().is_some_and(|f| !f.is_empty())) {
+    if named.iter().any(|v| v["field"].as_str().is_none_or(|f| f.is_empty())) {
         return Err(format!("a field violation names no field: {doc}"));
     }
     if must_name_field && named.is_empty() {
