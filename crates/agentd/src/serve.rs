@@ -66,6 +66,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     // running tasks); held until this function returns.
     let _data_dir = crate::data_lock::lock(&cfg.data_dir)?;
     let db = cfg.data_dir.join("agentd.db");
+    check_writable(&cfg.data_dir, &db)?;
     let store = SqliteStore::open(&db, SqliteOptions { synchronous_full: cfg.store.sync == "full" })
         .with_context(|| format!("cannot open the store at {}", db.display()))?;
     let reminder_limits = cfg.reminders.limits()?;
@@ -210,6 +211,23 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     agentd_server::serve(listener, state, shutdown.clone()).await?;
     let _ = push.await;
     tracing::info!("agentd stopped");
+    Ok(())
+}
+
+/// The store must be written to (recovery, every commit); the engine
+/// reports a failed write as an internal error without its cause, so a
+/// read-only directory or database is named here, with the system's reason.
+fn check_writable(dir: &std::path::Path, db: &std::path::Path) -> anyhow::Result<()> {
+    let probe = dir.join(".agentd-write-check");
+    std::fs::write(&probe, b"")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .with_context(|| format!("the data directory {} is not writable", dir.display()))?;
+    if db.exists() {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(db)
+            .with_context(|| format!("the database {} is not writable", db.display()))?;
+    }
     Ok(())
 }
 

@@ -341,3 +341,32 @@ async fn each_request_is_logged_at_debug() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Unmounts a bind mount when the test ends, whatever happens.
+struct Mounted(std::path::PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_read_only_data_directory_is_named_with_its_cause() {
+    // A read-only view of a data directory that holds a database (a bind
+    // mount: as root, file modes would not stop the writes).
+    let tmp = tempfile::tempdir().unwrap();
+    let (rw, ro) = (tmp.path().join("rw"), tmp.path().join("ro"));
+    std::fs::create_dir_all(&ro).unwrap();
+    drop(Daemon::start_in(&rw, &[]));
+    let mount = |args: &[&str]| Command::new("mount").args(args).status().is_ok_and(|s| s.success());
+    assert!(mount(&["--bind", rw.to_str().unwrap(), ro.to_str().unwrap()]), "this test needs mount (root)");
+    let _guard = Mounted(ro.clone());
+    assert!(mount(&["-o", "remount,ro,bind", ro.to_str().unwrap()]), "remount read-only");
+    let out = local(&["serve", "--data-dir", ro.to_str().unwrap(), "--listen", "127.0.0.1:0"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("is not writable") && out.stderr.contains("Read-only file system"),
+        "the cause reaches the user: {out:?}"
+    );
+}
