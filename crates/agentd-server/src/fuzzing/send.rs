@@ -500,7 +500,7 @@ fn check_details(
     must_name_field: bool,
     doc: &Value,
 ) -> Result<(), String> {
-    if message.and_then(Value::as_str).is_none_or(|m| m.is_empty()) {
+    if message.and_then(Value::as_str).is_none_or(str::is_empty) {
         return Err(format!("an error without a message: {doc}"));
     }
     let details = details.as_array().ok_or_else(|| format!("details are not a list: {doc}"))?;
@@ -512,7 +512,7 @@ fn check_details(
         .filter(|d| d["@type"] == "type.googleapis.com/google.rpc.BadRequest")
         .flat_map(|d| d["fieldViolations"].as_array().into_iter().flatten())
         .collect();
-    if named.iter().any(|v| v["field"].as_str().is_none_or(|f| f.is_empty())) {
+    if named.iter().any(|v| v["field"].as_str().is_none_or(str::is_empty)) {
         return Err(format!("a field violation names no field: {doc}"));
     }
     if must_name_field && named.is_empty() {
