@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs each fuzz target for a bounded time (docs/fuzzing.md). The CI
-# command (scripts/test.sh) runs it with the default budget; a nightly run
+# Runs each fuzz target for a bounded time (docs/fuzzing.md). Meant for the CI
+# command (scripts/test.sh) with the default budget; a nightly run
 # gives each target longer:
 #
 #   scripts/fuzz.sh                          # every target, FUZZ_SECONDS (25) each
