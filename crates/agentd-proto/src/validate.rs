@@ -13,7 +13,7 @@ use serde_json::Value;
 pub fn decode<T: DeserializeOwned>(params: Value) -> Result<T, A2aError> {
     serde_path_to_error::deserialize::<_, T>(ObjectsOnly(params)).map_err(|e| {
         let path = e.path().to_string();
-        let field = if path == "." { "params".to_owned() } else { path };
+        let field = if path == "." || path.is_empty() { "params".to_owned() } else { path };
         A2aError::invalid_field(&field, e.inner().to_string())
     })
 }
