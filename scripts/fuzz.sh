@@ -3,9 +3,17 @@
 # command (scripts/test.sh) with the default budget; a nightly run
 # gives each target longer:
 #
+#   scripts/fuzz.sh --decoders               # CI: the decoder targets, FUZZ_SECONDS (25) each
 #   scripts/fuzz.sh                          # every target, FUZZ_SECONDS (25) each
 #   FUZZ_SECONDS=1800 scripts/fuzz.sh        # the nightly profile
 #   scripts/fuzz.sh send_message rest_route  # only these
+#
+# `--decoders` runs the targets that need only agentd-proto
+# (jsonrpc_request, wire_types), built without the server feature: their
+# instrumented build takes a couple of minutes. The router targets build
+# the whole server stack instrumented in release (far longer than CI's
+# budget on two cores), so they belong to the nightly profile; their seeds
+# and regressions are replayed by `cargo test` in every CI run.
 #
 # Each target starts from its checked-in seeds and regressions
 # (fuzz/seeds/<target>, fuzz/regressions/<target>) plus what earlier runs on
@@ -22,6 +30,12 @@ cd "$(dirname "$0")/../fuzz"
 seconds=${FUZZ_SECONDS:-25}
 cargo_fuzz_version=0.13.2
 all_targets=(jsonrpc_request wire_types rest_route send_message)
+features=()
+if [ "${1:-}" = "--decoders" ]; then
+  shift
+  set -- jsonrpc_request wire_types "$@"
+  features=(--no-default-features)
+fi
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
@@ -34,7 +48,7 @@ fi
 # 16 codegen units build much faster for a slightly slower run. The
 # project forbids `unsafe`: AddressSanitizer would find nothing Rust's own
 # checks do not, and would double build and run time.
-fuzz=(cargo fuzz run --sanitizer none --codegen-units 16)
+fuzz=(cargo fuzz run --sanitizer none --codegen-units 16 "${features[@]}")
 
 for t in "${targets[@]}"; do
   echo "== fuzz: $t for ${seconds}s"

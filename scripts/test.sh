@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The project's one test command (README quick start; CI runs exactly this):
 # formatting, lints, every Rust test (unit, store conformance, end-to-end
-# against the real daemon), then the interop tests that drive the daemon
-# with the official A2A Python SDK. It installs what it needs by itself.
+# against the real daemon), a bounded run of the decoder fuzz targets, the
+# interop tests that drive the daemon with the official A2A Python SDK, and
+# the web console's browser tests. It installs what it needs by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +23,8 @@ for published in docs/ext/*/schema.json; do
   fi
 done
 cargo test --workspace --locked
+echo "== fuzz: the decoder targets for a bounded time (docs/fuzzing.md)"
+scripts/fuzz.sh --decoders
 echo "== interop (official A2A Python SDK)"
 scripts/interop-venv.sh
 AGENTD_BIN="$PWD/target/debug/agentd" .venv/bin/python -m pytest -q tests/interop
