@@ -24,13 +24,16 @@ pub struct DataDirLock {
 /// the lock file; refuses when another process holds it.
 pub fn lock(dir: &Path) -> anyhow::Result<DataDirLock> {
     let path = dir.join(LOCK_FILE);
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .with_context(|| format!("cannot open the lock file {}", path.display()))?;
+    let mut file =
+        OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).with_context(
+            || {
+                format!(
+                    "the data directory {} is not writable: cannot open its lock file {}",
+                    dir.display(),
+                    path.display()
+                )
+            },
+        )?;
     match file.try_lock() {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => anyhow::bail!(refusal(dir, &path, holder(&mut file))),
