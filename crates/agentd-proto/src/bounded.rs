@@ -45,19 +45,19 @@ pub enum BoundedError {
 }
 
 impl BoundedError {
-    /// The wire error: ParseError for bad JSON, InvalidParams naming the
-    /// limit (and the configuration key that raises it) for one exceeded.
+    /// The wire error: ParseError for bad JSON, InvalidParams on the
+    /// `body` naming the limit (and the configuration key that raises it) for one exceeded.
     pub fn to_a2a(&self) -> A2aError {
         match self {
             BoundedError::Syntax(e) => A2aError::new(ErrorKind::ParseError, format!("Invalid JSON payload: {e}")),
-            BoundedError::Limit(Exceeded::Depth(n)) => A2aError::new(
-                ErrorKind::InvalidParams,
+            BoundedError::Limit(Exceeded::Depth(n)) => A2aError::invalid_field(
+                "body",
                 format!("the request nests JSON deeper than this server accepts ({n} levels, server.max_json_depth)"),
             )
             .with_meta("limit", "server.max_json_depth")
             .with_meta("limitValue", n.to_string()),
-            BoundedError::Limit(Exceeded::Values(n)) => A2aError::new(
-                ErrorKind::InvalidParams,
+            BoundedError::Limit(Exceeded::Values(n)) => A2aError::invalid_field(
+                "body",
                 format!("the request holds more JSON values than this server accepts ({n}, server.max_json_values)"),
             )
             .with_meta("limit", "server.max_json_values")

@@ -433,7 +433,16 @@ fn payload(step: &Step, status: StatusCode, doc: &Value, in_stream: bool) -> Res
                 return Err(format!("not a JSON-RPC 2.0 response: {doc}"));
             }
             let valid_id = matches!(step.id, Value::String(_) | Value::Number(_) | Value::Null);
-            let id_ok = doc["id"] == step.id || (!valid_id && doc["id"].is_null());
+            // A body refused by the JSON bounds is refused before its
+            // envelope is read, so its id was never detected: null, as
+            // JSON-RPC 2.0 says for an id that could not be detected.
+            let refused_unread = doc["id"].is_null()
+                && doc["error"]["data"].as_array().is_some_and(|d| {
+                    d.iter().any(|e| {
+                        e["metadata"]["limit"].as_str().is_some_and(|l| l.starts_with("server.max_json"))
+                    })
+                });
+            let id_ok = doc["id"] == step.id || (!valid_id && doc["id"].is_null()) || refused_unread;
             if !id_ok {
                 return Err(format!("the response id is not the request's {}: {doc}", step.id));
             }
