@@ -152,7 +152,9 @@ pub trait Store: Send + Sync + 'static {
     /// The tasks of a context in creation order (oldest first, ties by id):
     /// a conversation's turns.
     async fn context_tasks(&self, context_id: &str) -> Result<Vec<TaskRecord>, StoreError>;
-    /// Whether any task of `context_id` is owned by someone other than `owner`.
+    /// Whether the conversation `context_id` belongs to someone other than
+    /// `owner`: the owner of its first task (oldest, ties by id). Turns an
+    /// operator adds to it do not make it the operator's.
     async fn context_foreign(&self, context_id: &str, owner: &str) -> Result<bool, StoreError>;
     async fn get_push_config(&self, task_id: &str, id: &str) -> Result<Option<PushConfigRow>, StoreError>;
     /// A task's push configs, oldest first.

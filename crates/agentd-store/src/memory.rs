@@ -235,7 +235,12 @@ impl Store for MemoryStore {
 
     async fn context_foreign(&self, context_id: &str, owner: &str) -> Result<bool, StoreError> {
         let inner = self.lock()?;
-        Ok(inner.tasks.values().any(|r| r.task.context_id == context_id && r.owner != owner))
+        let first = inner
+            .tasks
+            .values()
+            .filter(|r| r.task.context_id == context_id)
+            .min_by(|a, b| (a.created_at, a.id()).cmp(&(b.created_at, b.id())));
+        Ok(first.is_some_and(|r| r.owner != owner))
     }
 
     async fn get_push_config(&self, task_id: &str, id: &str) -> Result<Option<PushConfigRow>, StoreError> {

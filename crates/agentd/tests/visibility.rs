@@ -198,6 +198,54 @@ async fn another_users_context_cannot_be_joined() {
     }
 }
 
+#[tokio::test]
+async fn an_operator_adding_a_turn_does_not_take_the_conversation() {
+    let p = start();
+    for b in BINDINGS {
+        let (_, ctx) = alice_task(&p, b).await;
+        let mut params = tck("tck-complete-task");
+        params["message"]["contextId"] = json!(ctx);
+        let r = p.ops.ok(b, "SendMessage", params.clone()).await;
+        assert_eq!(r["task"]["contextId"], json!(ctx), "{b:?}: an operator may add a turn");
+        let r = p.alice.ok(b, "SendMessage", params.clone()).await;
+        assert_eq!(r["task"]["contextId"], json!(ctx), "{b:?}: and the conversation stays hers");
+        expect_error(p.bob.op(b, "SendMessage", params).await, -32602).assert_field("message.contextId");
+    }
+}
+
+#[tokio::test]
+async fn push_configs_racing_for_one_id_leave_it_one_owner() {
+    // Alice (the task's owner) and an operator register a config with the
+    // same new id at the same moment, 20 times over: one of them gets it,
+    // the other is refused, and the config is the winner's.
+    let p = start();
+    let b = Binding::JsonRpc;
+    let (id, _) = alice_task(&p, b).await;
+    for n in 0..20 {
+        let cfg_id = format!("race-{n}");
+        let mut mine = with_task(hook("alice-race", "a"), &id);
+        mine["id"] = json!(cfg_id);
+        let mut theirs = with_task(hook("ops-race", "o"), &id);
+        theirs["id"] = json!(cfg_id);
+        let (a, o) = tokio::join!(
+            p.alice.op(b, "CreateTaskPushNotificationConfig", mine.clone()),
+            p.ops.op(b, "CreateTaskPushNotificationConfig", theirs.clone())
+        );
+        let stored = p.ops.ok(b, "GetTaskPushNotificationConfig", json!({"taskId": id, "id": cfg_id})).await;
+        match (a, o) {
+            (Ok(a), Err(_)) => assert_eq!(stored, a, "{cfg_id}: alice's stands"),
+            (Err(e), Ok(o)) => {
+                expect_error(Err(e), -32602).assert_field("id");
+                assert_eq!(stored, o, "{cfg_id}: the operator's stands");
+            }
+            // An operator may replace alice's config (it sees it): then the
+            // later write is the operator's, and alice's answer was hers.
+            (Ok(_), Ok(o)) => assert_eq!(stored, o, "{cfg_id}: the operator replaced it after alice"),
+            (Err(a), Err(o)) => panic!("{cfg_id}: both refused: {a:?} {o:?}"),
+        }
+    }
+}
+
 /// A first turn in context `ctx`.
 async fn first_turn(d: &Daemon, ctx: &str) -> Result<Value, WireError> {
     let mut params = tck("tck-complete-task");

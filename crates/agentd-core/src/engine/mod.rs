@@ -81,6 +81,9 @@ struct Inner {
     /// Contexts whose first task is being created (see `claims.rs`).
     claims: Arc<ContextClaims>,
     push_wakeup: Notify,
+    /// Held by CreateTaskPushNotificationConfig from its config-id check to
+    /// its commit (see `push.rs`).
+    push_config_writes: tokio::sync::Mutex<()>,
     /// Runs the command extension's ops; without one, commands are refused.
     commands: OnceLock<Arc<dyn CommandHandler>>,
     /// Told about every task that reached a terminal state.
@@ -127,6 +130,7 @@ impl Engine {
                 conversations: Conversations::default(),
                 claims: Arc::default(),
                 push_wakeup: Notify::new(),
+                push_config_writes: tokio::sync::Mutex::new(()),
                 commands: OnceLock::new(),
                 observers: RwLock::new(Vec::new()),
                 task_agents: DashMap::new(),

@@ -41,6 +41,16 @@ impl Engine {
         if cfg.id.is_empty() {
             cfg.id = new_id();
         }
+        // The id check and the write are one step: under the engine's lock
+        // on config writes, and under the task's lock while it is live (the
+        // lock an inline config is checked and committed under), so two
+        // principals writing one id cannot both pass the check.
+        let _writes = self.inner.push_config_writes.lock().await;
+        let live = self.slot(&cfg.task_id).await?;
+        let _task = match &live {
+            Some(slot) => Some(slot.state.lock().await),
+            None => None,
+        };
         self.check_config_id(p, &cfg.task_id, &cfg.id, "id").await?;
         cfg.tenant.clear();
         let batch = Batch {

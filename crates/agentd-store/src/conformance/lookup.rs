@@ -28,19 +28,26 @@ pub async fn tasks_in_states(store: &dyn Store) {
     }
 }
 
-/// `context_foreign` is true iff another owner has a task in the context.
+/// `context_foreign` is true iff the context's first task (oldest, ties by
+/// id) has another owner: a later task of someone else (an operator's turn)
+/// does not take the conversation over.
 pub async fn context_foreign(store: &dyn Store) {
     let specs = [
+        ("t2", "operator", "shared", Working, 2_000),
         ("t1", "alice", "shared", Working, 1_000),
-        ("t2", "bob", "shared", Working, 2_000),
         ("t3", "alice", "mine", Working, 3_000),
+        ("b", "bob", "tie", Working, 4_000),
+        ("a", "carol", "tie", Working, 4_000),
     ];
-    commit(store, tasks_batch(records(&specs)), "three tasks").await;
+    commit(store, tasks_batch(records(&specs)), "five tasks").await;
     let cases = [
-        ("shared", "alice", true),
+        ("shared", "alice", false),
+        ("shared", "operator", true),
         ("shared", "bob", true),
         ("mine", "alice", false),
         ("mine", "bob", true),
+        ("tie", "carol", false),
+        ("tie", "bob", true),
         ("unknown", "alice", false),
     ];
     for (context, owner, expected) in cases {

@@ -162,9 +162,10 @@ pub(crate) fn context_foreign(
     context_id: &str,
     owner: &str,
 ) -> Result<bool, StoreError> {
-    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM tasks WHERE context_id = ?1 AND owner <> ?2)")
-        .and_then(|mut s| s.query_row(params![context_id, owner], |row| row.get(0)))
-        .map_err(err("query context owners"))
+    conn.prepare_cached("SELECT owner <> ?2 FROM tasks WHERE context_id = ?1 ORDER BY created_ms, id LIMIT 1")
+        .and_then(|mut s| s.query_row(params![context_id, owner], |row| row.get(0)).optional())
+        .map(Option::unwrap_or_default)
+        .map_err(err("query context owner"))
 }
 
 fn push_from_row(row: &Row<'_>) -> rusqlite::Result<(String, String)> {
