@@ -478,3 +478,30 @@ async fn an_open_stream_ends_with_unavailable_when_the_daemon_stops() {
     let status = stopped.await.expect("join");
     assert!(status.success(), "a clean exit with a gRPC stream open: {status:?}");
 }
+
+#[tokio::test]
+async fn data_values_are_bounded_as_in_json() {
+    // Each null costs 4 bytes on the wire and far more converted: a gRPC
+    // message is held to the JSON bindings' value limit (20,000 by default).
+    let d = Daemon::start(&["--agent", "tck"]);
+    let mut c = client(&d).await;
+    let nulls = |n: usize| {
+        let null = prost_types::Value { kind: Some(prost_types::value::Kind::NullValue(0)) };
+        let list = prost_types::ListValue { values: vec![null; n] };
+        pb::Part {
+            content: Some(Content::Data(prost_types::Value {
+                kind: Some(prost_types::value::Kind::ListValue(list)),
+            })),
+            ..Default::default()
+        }
+    };
+    let mut m = msg("tck-complete-task", "");
+    m.parts.push(nulls(100_000));
+    let e = c.send_message(req(&d, send(m))).await.expect_err("over the value limit");
+    assert_status(&e, Code::InvalidArgument, "INVALID_PARAMS");
+    assert!(e.message().contains("server.max_json_values"), "names the limit: {e:?}");
+    let mut m = msg("tck-complete-task", "");
+    m.parts.push(nulls(19_000));
+    let t = task_of(c.send_message(req(&d, send(m))).await.expect("within the limit").into_inner());
+    assert_eq!(state(&t), pb::TaskState::Completed);
+}

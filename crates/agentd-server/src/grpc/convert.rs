@@ -13,6 +13,7 @@ use agentd_proto::{
 };
 use pb::part::Content;
 use pb::stream_response::Payload;
+use std::sync::Arc;
 
 pub fn role_in(n: i32) -> Result<Role, FieldError> {
     Role::from_number(i64::from(n)).ok_or_else(|| FieldError::new("role", format!("unknown Role value {n}")))
@@ -35,10 +36,10 @@ impl TryFrom<pb::Part> for Part {
                     "a part must have exactly one of `text`, `raw`, `url`, `data`",
                 ));
             }
-            Some(Content::Text(t)) => PartContent::Text(t),
-            Some(Content::Raw(b)) => PartContent::Raw(b),
+            Some(Content::Text(t)) => PartContent::Text(Arc::new(t)),
+            Some(Content::Raw(b)) => PartContent::Raw(Arc::new(b)),
             Some(Content::Url(u)) => PartContent::Url(u),
-            Some(Content::Data(v)) => PartContent::Data(value_in(v).map_err(|e| e.under("data"))?),
+            Some(Content::Data(v)) => PartContent::Data(Arc::new(value_in(v).map_err(|e| e.under("data"))?)),
         };
         Ok(Part {
             content,
@@ -52,10 +53,10 @@ impl TryFrom<pb::Part> for Part {
 impl From<Part> for pb::Part {
     fn from(p: Part) -> Self {
         let content = match p.content {
-            PartContent::Text(t) => Content::Text(t),
-            PartContent::Raw(b) => Content::Raw(b),
+            PartContent::Text(t) => Content::Text(Arc::unwrap_or_clone(t)),
+            PartContent::Raw(b) => Content::Raw(Arc::unwrap_or_clone(b)),
             PartContent::Url(u) => Content::Url(u),
-            PartContent::Data(v) => Content::Data(value_out(v)),
+            PartContent::Data(v) => Content::Data(value_out(Arc::unwrap_or_clone(v))),
         };
         pb::Part {
             content: Some(content),

@@ -8,6 +8,7 @@
 
 mod card;
 mod convert;
+mod limits;
 mod requests;
 mod service;
 mod status;
@@ -35,11 +36,14 @@ use std::task::{Context, Poll};
 
 /// The tonic service as a router of its own (unknown methods answer
 /// UNIMPLEMENTED), accepting messages up to the HTTP bindings' body limit.
+/// Each call first takes its share of the body budget (`limits.rs`).
 pub fn router(state: AppState) -> Router {
     let limit = state.config.max_body_bytes;
-    let svc =
-        pb::a2a_service_server::A2aServiceServer::new(A2aGrpc::new(state)).max_decoding_message_size(limit);
-    tonic::service::Routes::new(svc).into_axum_router()
+    let svc = pb::a2a_service_server::A2aServiceServer::new(A2aGrpc::new(state.clone()))
+        .max_decoding_message_size(limit);
+    tonic::service::Routes::new(svc)
+        .into_axum_router()
+        .layer(axum::middleware::from_fn_with_state(state, limits::admit))
 }
 
 /// Whether a request speaks gRPC (`application/grpc`, `application/grpc+proto`, …).

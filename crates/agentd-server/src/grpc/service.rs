@@ -131,7 +131,11 @@ fn events(src: EventSource, shutdown: CancellationToken, slot: StreamSlot) -> Ev
 impl A2aService for A2aGrpc {
     async fn send_message(&self, req: Request<pb::SendMessageRequest>) -> Result<pb::SendMessageResponse> {
         let (ctx, msg) = self.begin(req, m::SEND_MESSAGE)?;
-        let r = async { self.engine(&ctx).send_message(&ctx.principal, msg.try_into()?).await }.await;
+        let r = async {
+            super::limits::check_send(&msg, self.state.config.json)?;
+            self.engine(&ctx).send_message(&ctx.principal, msg.try_into()?).await
+        }
+        .await;
         finish(&ctx, r)
     }
 
@@ -141,6 +145,7 @@ impl A2aService for A2aGrpc {
         let (ctx, msg) = self.begin(req, m::SEND_STREAMING_MESSAGE)?;
         let slot = self.state.admission.stream().map_err(|e| to_status(&e))?;
         let r = async {
+            super::limits::check_send(&msg, self.state.config.json)?;
             Ok(match self.engine(&ctx).send(&ctx.principal, msg.try_into()?, true).await? {
                 SendOutcome::Message(msg) => EventSource::One(Box::new(StreamResponse::Message(msg))),
                 SendOutcome::Task(evs) => {

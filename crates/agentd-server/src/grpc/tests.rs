@@ -32,7 +32,7 @@ fn meta(v: serde_json::Value) -> Option<agentd_proto::Metadata> {
 }
 
 fn message() -> Message {
-    let mut file = Part::new(PartContent::Raw(vec![0, 1, 2, 255]));
+    let mut file = Part::raw(vec![0, 1, 2, 255]);
     file.filename = "output.txt".into();
     file.media_type = "text/plain".into();
     let mut url = Part::new(PartContent::Url("https://example.com/output.txt".into()));

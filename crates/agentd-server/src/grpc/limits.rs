@@ -1,0 +1,161 @@
+//! What a gRPC request may cost, as the HTTP bindings bound JSON bodies:
+//! the `google.protobuf.Value`s of a SendMessage (its data parts and
+//! metadata) counted in depth and number against the same limits before
+//! they are converted (a value costs a few bytes on the wire and tens of
+//! bytes converted), and a share of the body budget taken from the
+//! message's length as its frame header declares it, before the message is
+//! read and decoded.
+
+use super::pb;
+use crate::admission::charge;
+use crate::state::AppState;
+use agentd_proto::JsonLimits;
+use agentd_proto::bounded::{BoundedError, Exceeded};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use futures::StreamExt as _;
+use prost_types::value::Kind;
+
+/// Decoded, a message costs up to this many times its wire length: a
+/// `google.protobuf.Value` of a null or a bool takes 4 bytes on the wire
+/// and some 32 decoded.
+const DECODED_BYTES_PER_WIRE_BYTE: usize = 8;
+
+/// Refuses a SendMessage with more values, or deeper ones, than `limits`.
+pub fn check_send(req: &pb::SendMessageRequest, limits: JsonLimits) -> Result<(), agentd_proto::A2aError> {
+    let mut count = Count { limits, left: limits.max_values };
+    let structs = req.metadata.iter().chain(
+        req.message
+            .iter()
+            .flat_map(|m| m.metadata.iter().chain(m.parts.iter().flat_map(|p| p.metadata.iter()))),
+    );
+    for s in structs {
+        count.object(s, 1)?;
+    }
+    for part in req.message.iter().flat_map(|m| m.parts.iter()) {
+        if let Some(pb::part::Content::Data(v)) = &part.content {
+            count.value(v, 1)?;
+        }
+    }
+    Ok(())
+}
+
+struct Count {
+    limits: JsonLimits,
+    left: usize,
+}
+
+impl Count {
+    fn one(&mut self, depth: usize) -> Result<(), agentd_proto::A2aError> {
+        if depth > self.limits.max_depth {
+            return Err(BoundedError::Limit(Exceeded::Depth(self.limits.max_depth)).to_a2a());
+        }
+        self.left = self
+            .left
+            .checked_sub(1)
+            .ok_or_else(|| BoundedError::Limit(Exceeded::Values(self.limits.max_values)).to_a2a())?;
+        Ok(())
+    }
+
+    fn object(&mut self, s: &prost_types::Struct, depth: usize) -> Result<(), agentd_proto::A2aError> {
+        self.one(depth)?;
+        s.fields.values().try_for_each(|v| self.value(v, depth + 1))
+    }
+
+    fn value(&mut self, v: &prost_types::Value, depth: usize) -> Result<(), agentd_proto::A2aError> {
+        match &v.kind {
+            Some(Kind::StructValue(s)) => self.object(s, depth),
+            Some(Kind::ListValue(l)) => {
+                self.one(depth)?;
+                l.values.iter().try_for_each(|v| self.value(v, depth + 1))
+            }
+            _ => self.one(depth),
+        }
+    }
+}
+
+/// Middleware of the gRPC router: reads the first message's frame header
+/// (compressed flag and length), waits for that message's share of the
+/// body budget, then lets the call read it. The share is held until the
+/// answer is made. A2A has no client-streaming calls, so the first message
+/// is the request.
+pub async fn admit(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let (parts, body) = req.into_parts();
+    let mut stream = body.into_data_stream();
+    let mut head = Vec::with_capacity(5);
+    let mut rest = Vec::new();
+    while head.len() < 5 {
+        match stream.next().await {
+            Some(Ok(chunk)) => {
+                let take = (5 - head.len()).min(chunk.len());
+                head.extend_from_slice(&chunk[..take]);
+                if take < chunk.len() {
+                    rest.push(Ok(chunk.slice(take..)));
+                }
+            }
+            // The call sees the error (or the short body) and answers it.
+            Some(Err(e)) => {
+                rest.push(Err(e));
+                break;
+            }
+            None => break,
+        }
+    }
+    let declared = match head.get(1..5) {
+        Some(len) => u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize,
+        None => 0,
+    };
+    // Over the limit, the call refuses it when it decodes the frame; it
+    // must not wait for a share it could never get.
+    let bytes = declared.min(state.config.max_body_bytes);
+    let share = state
+        .admission
+        .body(
+            charge(bytes, state.config.json.max_values)
+                .max(bytes.saturating_mul(DECODED_BYTES_PER_WIRE_BYTE)),
+        )
+        .await;
+    let replay = futures::stream::iter(std::iter::once(Ok(axum::body::Bytes::from(head))).chain(rest));
+    let body = Body::from_stream(replay.chain(stream));
+    let response = next.run(Request::from_parts(parts, body)).await;
+    drop(share);
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost_types::{ListValue, Struct, Value};
+
+    fn list(values: Vec<Value>) -> Value {
+        Value { kind: Some(Kind::ListValue(ListValue { values })) }
+    }
+
+    fn null() -> Value {
+        Value { kind: Some(Kind::NullValue(0)) }
+    }
+
+    fn send(data: Value, metadata: Option<Struct>) -> pb::SendMessageRequest {
+        let part = pb::Part { content: Some(pb::part::Content::Data(data)), ..Default::default() };
+        pb::SendMessageRequest {
+            message: Some(pb::Message { parts: vec![part], ..Default::default() }),
+            metadata,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn values_are_counted_across_data_and_metadata_and_nesting_is_bounded() {
+        let limits = JsonLimits { max_depth: 4, max_values: 10 };
+        assert!(check_send(&send(list(vec![null(); 9]), None), limits).is_ok(), "1 list + 9 values");
+        let e = check_send(&send(list(vec![null(); 10]), None), limits).expect_err("11 values");
+        assert!(e.message.contains("server.max_json_values"), "{}", e.message);
+        let meta = Struct { fields: [("k".to_owned(), null())].into_iter().collect() };
+        assert!(check_send(&send(list(vec![null(); 8]), Some(meta)), limits).is_err(), "metadata counts too");
+        let deep = list(vec![list(vec![list(vec![list(vec![null()])])])]);
+        let e = check_send(&send(deep, None), limits).expect_err("5 levels");
+        assert!(e.message.contains("server.max_json_depth"), "{}", e.message);
+    }
+}
