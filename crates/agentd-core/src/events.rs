@@ -11,6 +11,11 @@ use serde_json::Value;
 /// dropped; GetTask has them all).
 pub const TASK_EVENT_HISTORY: usize = 10;
 
+/// At most this much of those messages, as JSON: an event is a
+/// notification, and a message of megabytes would otherwise be copied into
+/// every event of its task (and the log, and every feed).
+pub const TASK_EVENT_HISTORY_BYTES: usize = 64 * 1024;
+
 /// An event to append; the store gives it its `seq` at commit.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewEvent {

@@ -7,6 +7,7 @@ use agentd_proto::{
     Artifact, Message, Part, PartContent, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus,
     TaskStatusUpdateEvent, Timestamp,
 };
+use std::sync::Arc;
 
 /// One change to a task.
 #[derive(Clone, Debug)]
@@ -96,7 +97,8 @@ fn append_parts(parts: &mut Vec<Part>, new: &[Part], merge_text: bool) {
             && let (Some(PartContent::Text(last)), Some(text)) =
                 (parts.last_mut().filter(|p| is_plain(p)).map(|p| &mut p.content), plain_text(part))
         {
-            last.push_str(text);
+            // In place when no copy of the record shares the text.
+            Arc::make_mut(last).push_str(text);
         } else {
             parts.push(part.clone());
         }

@@ -13,6 +13,7 @@
 pub mod bounded;
 pub mod card;
 pub mod error;
+pub mod exact;
 pub mod ext;
 pub mod fuzzing;
 pub mod jsonrpc;

@@ -6,6 +6,7 @@ use chrono::{DateTime, Datelike as _, SecondsFormat, Timelike as _, Utc};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// `google.protobuf.Struct`: a JSON object.
 pub type Metadata = Map<String, Value>;
@@ -147,13 +148,16 @@ proto_enum!(
     }
 );
 
-/// The `content` oneof of a Part.
+/// The `content` oneof of a Part. The contents a client can make big are
+/// shared, not copied, when a message is cloned: a message lives in the
+/// task's history, its stream events, its store batch and its answer at
+/// once, and each of those is a clone.
 #[derive(Clone, Debug, PartialEq)]
 pub enum PartContent {
-    Text(String),
-    Raw(Vec<u8>),
+    Text(Arc<String>),
+    Raw(Arc<Vec<u8>>),
     Url(String),
-    Data(Value),
+    Data(Arc<Value>),
 }
 
 /// `Part` (§4.1.6): exactly one of `text`, `raw`, `url`, `data`.
@@ -167,17 +171,20 @@ pub struct Part {
 
 impl Part {
     pub fn text(t: impl Into<String>) -> Self {
-        Self::new(PartContent::Text(t.into()))
+        Self::new(PartContent::Text(Arc::new(t.into())))
     }
     pub fn data(v: Value) -> Self {
-        Self::new(PartContent::Data(v))
+        Self::new(PartContent::Data(Arc::new(v)))
+    }
+    pub fn raw(bytes: Vec<u8>) -> Self {
+        Self::new(PartContent::Raw(Arc::new(bytes)))
     }
     pub fn new(content: PartContent) -> Self {
         Self { content, metadata: None, filename: String::new(), media_type: String::new() }
     }
     pub fn as_text(&self) -> Option<&str> {
         match &self.content {
-            PartContent::Text(t) => Some(t),
+            PartContent::Text(t) => Some(t.as_str()),
             _ => None,
         }
     }
@@ -188,7 +195,7 @@ impl Serialize for Part {
         use serde::ser::SerializeMap;
         let mut m = s.serialize_map(None)?;
         match &self.content {
-            PartContent::Text(t) => m.serialize_entry("text", t)?,
+            PartContent::Text(t) => m.serialize_entry("text", t.as_str())?,
             PartContent::Raw(b) => {
                 struct B64<'a>(&'a [u8]);
                 impl Serialize for B64<'_> {
@@ -196,10 +203,10 @@ impl Serialize for Part {
                         b64_serialize(self.0, s)
                     }
                 }
-                m.serialize_entry("raw", &B64(b))?
+                m.serialize_entry("raw", &B64(b.as_slice()))?
             }
             PartContent::Url(u) => m.serialize_entry("url", u)?,
-            PartContent::Data(v) => m.serialize_entry("data", v)?,
+            PartContent::Data(v) => m.serialize_entry("data", &**v)?,
         }
         if let Some(md) = &self.metadata {
             m.serialize_entry("metadata", md)?;
@@ -240,21 +247,21 @@ impl<'de> Deserialize<'de> for Part {
         let r = Raw::deserialize(d)?;
         let mut found = Vec::new();
         if let Some(t) = r.text {
-            found.push(PartContent::Text(t));
+            found.push(PartContent::Text(Arc::new(t)));
         }
         if let Some(b) = r.raw {
-            found.push(PartContent::Raw(b64_decode(&b).map_err(D::Error::custom)?));
+            found.push(PartContent::Raw(Arc::new(b64_decode(&b).map_err(D::Error::custom)?)));
         }
         if let Some(u) = r.url {
             found.push(PartContent::Url(u));
         }
         if let Some(v) = r.data {
-            found.push(PartContent::Data(v));
+            found.push(PartContent::Data(Arc::new(v)));
         }
         if found.len() != 1 {
             return Err(D::Error::custom("a part must have exactly one of `text`, `raw`, `url`, `data`"));
         }
-        let content = found.pop().unwrap_or(PartContent::Text(String::new()));
+        let content = found.pop().unwrap_or_else(|| PartContent::Text(Arc::default()));
         Ok(Part { content, metadata: r.metadata, filename: r.filename, media_type: r.media_type })
     }
 }

@@ -6,6 +6,7 @@
 use agentd_proto::validate::decode;
 use agentd_proto::*;
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 fn roundtrip<T: serde::Serialize + serde::de::DeserializeOwned>(v: Value) -> Value {
     let t: T = decode(v).expect("decodes");
@@ -47,7 +48,7 @@ fn parts_are_a_oneof_by_member() {
 fn raw_accepts_every_base64_flavour_and_writes_standard_padded() {
     for input in ["+/8=", "+/8", "-_8=", "-_8"] {
         let p: Part = decode(json!({"raw": input})).unwrap();
-        assert_eq!(p.content, PartContent::Raw(vec![0xfb, 0xff]), "{input}");
+        assert_eq!(p.content, PartContent::Raw(Arc::new(vec![0xfb, 0xff])), "{input}");
         assert_eq!(serde_json::to_value(&p).unwrap(), json!({"raw":"+/8="}));
     }
 }
@@ -305,5 +306,5 @@ fn message_typed_members_must_be_objects_not_arrays() {
         "configuration": {"acceptedOutputModes":["text/plain"]}
     }))
     .unwrap();
-    assert_eq!(r.message.unwrap().parts[0].content, PartContent::Data(json!([1, [2]])));
+    assert_eq!(r.message.unwrap().parts[0].content, PartContent::Data(Arc::new(json!([1, [2]]))));
 }

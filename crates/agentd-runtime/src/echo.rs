@@ -13,7 +13,7 @@ pub fn echo_reply(input: &Message) -> String {
     let mut out = Vec::new();
     for part in &input.parts {
         match &part.content {
-            PartContent::Text(t) => out.push(t.clone()),
+            PartContent::Text(t) => out.push(t.to_string()),
             PartContent::Data(v) => out.push(v.to_string()),
             PartContent::Url(u) => out.push(format!("<file {u}>")),
             PartContent::Raw(b) => out.push(format!("<{} bytes>", b.len())),

@@ -5,6 +5,7 @@ use agentd_core::{Agent, TaskControl, Turn};
 use agentd_proto::{A2aError, Artifact, Message, Part, PartContent, new_id};
 use async_trait::async_trait;
 use serde_json::json;
+use std::sync::Arc;
 
 pub struct TckAgent;
 
@@ -61,7 +62,8 @@ async fn scenario(c: &TaskControl, id: &str) -> Result<(), A2aError> {
         streamed(c, "Streamed text content").await
     } else if has("tck-stream-artifact-file") {
         c.working(None).await?;
-        c.artifact(artifact(vec![file_part(PartContent::Raw(b"tck".to_vec()))]), false, true).await?;
+        c.artifact(artifact(vec![file_part(PartContent::Raw(Arc::new(b"tck".to_vec())))]), false, true)
+            .await?;
         c.complete(None).await
     } else if has("tck-stream-ordering-001") {
         streamed(c, "Ordered output").await
@@ -76,7 +78,8 @@ async fn scenario(c: &TaskControl, id: &str) -> Result<(), A2aError> {
         c.artifact(artifact(vec![part]), false, true).await?;
         c.complete(None).await
     } else if has("tck-artifact-file") {
-        c.artifact(artifact(vec![file_part(PartContent::Raw(b"tck".to_vec()))]), false, true).await?;
+        c.artifact(artifact(vec![file_part(PartContent::Raw(Arc::new(b"tck".to_vec())))]), false, true)
+            .await?;
         c.complete(None).await
     } else if has("tck-artifact-text") {
         c.artifact(artifact(vec![Part::text("Generated text content")]), false, true).await?;

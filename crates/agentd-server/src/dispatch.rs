@@ -13,10 +13,34 @@ use serde_json::Value;
 
 /// The result of an operation.
 pub enum Outcome {
-    /// A unary result (`Value::Null` for DeleteTaskPushNotificationConfig).
-    Value(Value),
+    /// A unary result.
+    Value(Reply),
+    /// A unary operation with no result (DeleteTaskPushNotificationConfig).
+    Done,
     /// A streaming result.
     Stream(EventSource),
+}
+
+/// A unary result kept typed until the binding writes it, so it becomes
+/// bytes once, straight into the response (no `Value` copy, exact size):
+/// a task holding a big message is otherwise copied twice more on its way out.
+pub struct Reply(Box<WriteFramed>);
+
+/// Writes a result between a prefix and a suffix.
+type WriteFramed = dyn FnOnce(&[u8], &[u8]) -> serde_json::Result<Vec<u8>> + Send;
+
+impl Reply {
+    fn of<T: serde::Serialize + Send + 'static>(v: T) -> Self {
+        Self(Box::new(move |prefix, suffix| agentd_proto::exact::to_vec_framed(prefix, &v, suffix)))
+    }
+
+    /// The result's JSON between `prefix` and `suffix` (a binding's envelope).
+    pub fn into_json(self, prefix: &[u8], suffix: &[u8]) -> Result<Vec<u8>, A2aError> {
+        (self.0)(prefix, suffix).map_err(|e| {
+            tracing::error!(error = %e, "could not serialize a result");
+            A2aError::internal()
+        })
+    }
 }
 
 /// What a stream carries: a single direct message, a task's events, or
@@ -25,13 +49,6 @@ pub enum EventSource {
     One(Box<StreamResponse>),
     Task(Box<TaskEvents>),
     Feed(Box<EventFeed>),
-}
-
-fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, A2aError> {
-    serde_json::to_value(v).map_err(|e| {
-        tracing::error!(error = %e, "could not serialize a result");
-        A2aError::internal()
-    })
 }
 
 pub async fn dispatch(
@@ -45,8 +62,8 @@ pub async fn dispatch(
     let p = &ctx.principal;
     // Reminder lifecycle events reach only streams that activated the extension.
     let reminder_events = ctx.activated.contains(reminders::URI);
-    let value = match method {
-        m::SEND_MESSAGE => to_value(&e.send_message(p, decode(params)?).await?)?,
+    let reply = match method {
+        m::SEND_MESSAGE => Reply::of(e.send_message(p, decode(params)?).await?),
         m::SEND_STREAMING_MESSAGE => {
             return Ok(Outcome::Stream(match e.send(p, decode(params)?, true).await? {
                 SendOutcome::Message(msg) => EventSource::One(Box::new(StreamResponse::Message(msg))),
@@ -55,26 +72,26 @@ pub async fn dispatch(
                 }
             }));
         }
-        m::GET_TASK => to_value(&e.get_task(p, decode(params)?).await?)?,
-        m::LIST_TASKS => to_value(&e.list_tasks(p, decode(params)?).await?)?,
-        m::CANCEL_TASK => to_value(&e.cancel_task(p, decode(params)?).await?)?,
+        m::GET_TASK => Reply::of(e.get_task(p, decode(params)?).await?),
+        m::LIST_TASKS => Reply::of(e.list_tasks(p, decode(params)?).await?),
+        m::CANCEL_TASK => Reply::of(e.cancel_task(p, decode(params)?).await?),
         m::SUBSCRIBE_TO_TASK => {
             let events = e.subscribe(p, decode(params)?).await?.with_reminder_events(reminder_events);
             return Ok(Outcome::Stream(EventSource::Task(Box::new(events))));
         }
-        m::CREATE_PUSH_CONFIG => to_value(&e.create_push_config(p, decode(params)?).await?)?,
-        m::GET_PUSH_CONFIG => to_value(&e.get_push_config(p, decode(params)?).await?)?,
+        m::CREATE_PUSH_CONFIG => Reply::of(e.create_push_config(p, decode(params)?).await?),
+        m::GET_PUSH_CONFIG => Reply::of(e.get_push_config(p, decode(params)?).await?),
         m::LIST_PUSH_CONFIGS | m::LIST_PUSH_CONFIGS_RC => {
-            to_value(&e.list_push_configs(p, decode(params)?).await?)?
+            Reply::of(e.list_push_configs(p, decode(params)?).await?)
         }
         m::DELETE_PUSH_CONFIG => {
             e.delete_push_config(p, decode(params)?).await?;
-            Value::Null
+            return Ok(Outcome::Done);
         }
-        reminders::METHOD => to_value(&e.inject_reminder(p, decode(params)?).await?)?,
+        reminders::METHOD => Reply::of(e.inject_reminder(p, decode(params)?).await?),
         m::GET_EXTENDED_CARD => {
             let _: agentd_proto::GetExtendedAgentCardRequest = decode(params)?;
-            to_value(&state.card.card)?
+            Reply::of(state.card.card.clone())
         }
         events::METHOD => {
             if !ctx.activated.contains(events::URI) {
@@ -101,7 +118,7 @@ pub async fn dispatch(
             return Err(A2aError::new(ErrorKind::MethodNotFound, text).with_meta("method", other));
         }
     };
-    Ok(Outcome::Value(value))
+    Ok(Outcome::Value(reply))
 }
 
 /// The A2A 1.0 method an A2A 0.3 JSON-RPC method name became.

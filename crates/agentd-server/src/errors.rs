@@ -11,8 +11,12 @@ use serde_json::Value;
 pub const JSON: &str = "application/json";
 
 pub fn json_response<T: serde::Serialize + ?Sized>(status: StatusCode, body: &T) -> Response {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
-    (status, [(header::CONTENT_TYPE, HeaderValue::from_static(JSON))], bytes).into_response()
+    json_bytes_response(status, serde_json::to_vec(body).unwrap_or_default())
+}
+
+/// A body already serialized as JSON.
+pub fn json_bytes_response(status: StatusCode, json: Vec<u8>) -> Response {
+    (status, [(header::CONTENT_TYPE, HeaderValue::from_static(JSON))], json).into_response()
 }
 
 pub fn jsonrpc_error(id: &Value, e: &A2aError) -> Response {

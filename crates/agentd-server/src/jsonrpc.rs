@@ -4,7 +4,7 @@
 //! error object before that.
 
 use crate::dispatch::{Outcome, dispatch};
-use crate::errors::{json_response, jsonrpc_error, unauthenticated};
+use crate::errors::{json_bytes_response, json_response, jsonrpc_error, unauthenticated};
 use crate::params::{authenticate, service_params};
 use crate::routes::{read_body, with_extensions};
 use crate::sse::{self, Framing};
@@ -45,7 +45,14 @@ pub async fn handle(State(state): State<AppState>, uri: Uri, headers: HeaderMap,
     };
     let params = req.params.unwrap_or_else(|| Value::Object(Default::default()));
     let response = match dispatch(&state, &ctx, &req.method, params).await {
-        Ok(Outcome::Value(v)) => json_response(StatusCode::OK, &rpc::Success::new(&req.id, &v)),
+        Ok(Outcome::Value(reply)) => {
+            let prefix = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, req.id);
+            match reply.into_json(prefix.as_bytes(), b"}") {
+                Ok(json) => json_bytes_response(StatusCode::OK, json),
+                Err(e) => jsonrpc_error(&req.id, &e),
+            }
+        }
+        Ok(Outcome::Done) => json_response(StatusCode::OK, &rpc::Success::new(&req.id, &Value::Null)),
         Ok(Outcome::Stream(src)) => sse::response(&state, src, Framing::JsonRpc { id: req.id }, slot),
         Err(e) => jsonrpc_error(&req.id, &e),
     };

@@ -4,7 +4,7 @@
 //! percent-decoding, and every route also exists under a `/{tenant}` prefix.
 
 use crate::dispatch::{Outcome, dispatch};
-use crate::errors::{json_response, rest_error, unauthenticated};
+use crate::errors::{json_bytes_response, json_response, rest_error, unauthenticated};
 use crate::params::{authenticate, service_params};
 use crate::routes::{read_body, with_extensions};
 use crate::sse::{self, Framing};
@@ -162,6 +162,7 @@ pub async fn handle(
                 Err(e) => return rest_error(&e.to_a2a()),
             }
         }
+        drop(bytes);
     } else {
         query_params(uri.query(), &mut params);
     }
@@ -170,8 +171,11 @@ pub async fn handle(
         params.insert(k.to_owned(), Value::String(v));
     }
     let response = match dispatch(&state, &ctx, route.method, Value::Object(params)).await {
-        Ok(Outcome::Value(Value::Null)) => json_response(StatusCode::OK, &Value::Object(Map::new())),
-        Ok(Outcome::Value(v)) => json_response(StatusCode::OK, &v),
+        Ok(Outcome::Done) => json_response(StatusCode::OK, &Value::Object(Map::new())),
+        Ok(Outcome::Value(reply)) => match reply.into_json(b"", b"") {
+            Ok(json) => json_bytes_response(StatusCode::OK, json),
+            Err(e) => rest_error(&e),
+        },
         Ok(Outcome::Stream(src)) => sse::response(&state, src, Framing::Rest, slot),
         Err(e) => rest_error(&e),
     };

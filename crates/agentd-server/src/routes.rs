@@ -106,10 +106,10 @@ pub async fn read_body(
     // An unknown length may be anything up to the limit.
     let bytes = declared.map_or(limit, |n| n as usize);
     let share = state.admission.body(crate::admission::charge(bytes, state.config.json.max_values)).await;
-    match axum::body::to_bytes(body, limit).await {
+    match collect(body, limit, declared).await {
         Ok(bytes) => Ok((bytes, share)),
-        Err(e) if caused_by::<http_body_util::LengthLimitError>(&e) => Err(too_large(limit)),
-        Err(e) => match cause::<BodyTimedOut>(&e) {
+        Err(e) if caused_by::<http_body_util::LengthLimitError>(&*e) => Err(too_large(limit)),
+        Err(e) => match cause::<BodyTimedOut>(&*e) {
             Some(t) => Err(A2aError::new(ErrorKind::RequestTimeout, t.to_string())
                 .with_meta("limit", "server.body_read_timeout_ms")
                 .with_meta("limitValue", t.0.as_millis().to_string())),
@@ -119,6 +119,21 @@ pub async fn read_body(
             )),
         },
     }
+}
+
+/// The body's bytes, at most `limit`. With a declared length they go
+/// straight into one buffer of that size: collecting the frames first and
+/// joining them after (what `to_bytes` does) holds the body twice.
+async fn collect(body: Body, limit: usize, declared: Option<u64>) -> Result<Bytes, axum::BoxError> {
+    use http_body_util::BodyExt as _;
+    let mut body = http_body_util::Limited::new(body, limit);
+    let mut buf = Vec::with_capacity(declared.map_or(0, |n| usize::try_from(n).unwrap_or(limit).min(limit)));
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame?.into_data() {
+            buf.extend_from_slice(&data);
+        }
+    }
+    Ok(Bytes::from(buf))
 }
 
 fn too_large(limit: usize) -> A2aError {

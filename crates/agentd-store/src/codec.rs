@@ -35,8 +35,8 @@ pub(crate) fn encode_task(record: &TaskRecord) -> Result<EncodedTask, StoreError
         state: state_number(record.state()),
         updated_ms: record.updated_ms(),
         created_ms: record.created_at.millis(),
-        task_json: serde_json::to_string(&record.task).map_err(err("encode task"))?,
-        status_history_json: serde_json::to_string(&record.status_history)
+        task_json: agentd_proto::exact::to_string(&record.task).map_err(err("encode task"))?,
+        status_history_json: agentd_proto::exact::to_string(&record.status_history)
             .map_err(err("encode status history"))?,
         meta_json: serde_json::to_string(&record.meta).map_err(err("encode task meta"))?,
     })

@@ -47,7 +47,7 @@ pub(crate) fn encode(e: &NewEvent) -> Result<EventColumns, StoreError> {
         e.kind.as_str().to_owned(),
         e.task_id.clone(),
         e.owner.clone(),
-        serde_json::to_string(&e.data).map_err(err("encode event data"))?,
+        agentd_proto::exact::to_string(&e.data).map_err(err("encode event data"))?,
         annotations,
     ))
 }

@@ -71,7 +71,8 @@ impl Command {
 pub(super) fn find(msg: &Message) -> Result<Option<Command>, A2aError> {
     let mut found: Option<Command> = None;
     for (i, part) in msg.parts.iter().enumerate() {
-        let PartContent::Data(Value::Object(data)) = &part.content else { continue };
+        let PartContent::Data(data) = &part.content else { continue };
+        let Value::Object(data) = &**data else { continue };
         let Some(cmd) = data.get(COMMAND_KEY) else { continue };
         let field = format!("message.parts[{i}].data.{COMMAND_KEY}");
         if found.is_some() {

@@ -7,24 +7,42 @@
 //! already commits a change adds `NewEvent::for_task(…)` to that batch.
 
 use super::{Engine, internal};
-use crate::events::{EventRetention, NewEvent, TASK_EVENT_HISTORY};
+use crate::events::{EventRetention, NewEvent, TASK_EVENT_HISTORY, TASK_EVENT_HISTORY_BYTES};
 use crate::record::{LinkKind, TaskRecord};
 use crate::store::Batch;
 use agentd_proto::ext::events::{
     ConversationData, ConversationEvent, EventKind, LifecycleData, LifecycleEvent, SubagentData,
     SubagentEvent,
 };
-use agentd_proto::{A2aError, StreamResponse, Timestamp};
+use agentd_proto::{A2aError, Message, StreamResponse, Timestamp};
 use serde_json::Value;
 
 /// The `task` event of a record: the Task with its last messages and no
 /// artifacts, and its annotations for subscribers that activated them.
 pub(super) fn task_event(rec: &TaskRecord, ts: Timestamp) -> NewEvent {
     let history = i32::try_from(TASK_EVENT_HISTORY).unwrap_or(i32::MAX);
-    let task = super::read::view(rec, Some(history), false);
+    let mut task = super::read::view(rec, Some(history), false);
+    if let Some(h) = task.history.as_mut() {
+        keep_recent_within(h, TASK_EVENT_HISTORY_BYTES);
+    }
     let mut ev = NewEvent::for_task(EventKind::Task, rec, ts, to_value(&task));
     ev.annotations = Some(to_value(&crate::annotations::of(rec)));
     ev
+}
+
+/// Drops the oldest messages until the rest, newest first, fit in `budget`
+/// bytes of JSON; a newest message over the budget alone leaves none.
+fn keep_recent_within(history: &mut Vec<Message>, budget: usize) {
+    let mut used = 0usize;
+    let mut keep = 0;
+    for m in history.iter().rev() {
+        used = used.saturating_add(agentd_proto::exact::json_len(m).unwrap_or(usize::MAX)).saturating_add(1);
+        if used > budget {
+            break;
+        }
+        keep += 1;
+    }
+    history.drain(..history.len() - keep);
 }
 
 /// The events of a task just created: the task itself, a turn of its
@@ -139,5 +157,43 @@ impl Engine {
 
     async fn commit_events(&self, events: Vec<NewEvent>) -> Result<(), A2aError> {
         self.inner.store.commit(Batch { events, ..Batch::default() }).await.map_err(internal)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::keep_recent_within;
+    use agentd_proto::{Message, Part, Role};
+
+    fn msg(id: &str, text_len: usize) -> Message {
+        Message {
+            message_id: id.into(),
+            role: Role::User,
+            parts: vec![Part::text("x".repeat(text_len))],
+            ..Default::default()
+        }
+    }
+
+    fn ids(h: &[Message]) -> Vec<&str> {
+        h.iter().map(|m| m.message_id.as_str()).collect()
+    }
+
+    #[test]
+    fn task_events_keep_the_newest_messages_that_fit() {
+        let mut h = vec![msg("a", 10), msg("b", 10), msg("c", 10)];
+        keep_recent_within(&mut h, 10_000);
+        assert_eq!(ids(&h), ["a", "b", "c"], "all fit");
+
+        let mut h = vec![msg("old", 5_000), msg("b", 10), msg("c", 10)];
+        keep_recent_within(&mut h, 1_000);
+        assert_eq!(ids(&h), ["b", "c"], "the old big one goes, and nothing older than it");
+
+        let mut h = vec![msg("a", 10), msg("big", 5_000), msg("c", 10)];
+        keep_recent_within(&mut h, 1_000);
+        assert_eq!(ids(&h), ["c"], "no gap: older than a dropped message is dropped too");
+
+        let mut h = vec![msg("a", 10), msg("huge", 5_000)];
+        keep_recent_within(&mut h, 1_000);
+        assert!(h.is_empty(), "a newest message over the budget leaves none");
     }
 }

@@ -17,7 +17,7 @@ pub fn message_text(m: &Message) -> String {
         .parts
         .iter()
         .map(|p| match &p.content {
-            PartContent::Text(t) => t.clone(),
+            PartContent::Text(t) => t.to_string(),
             PartContent::Data(v) => v.to_string(),
             PartContent::Url(u) => format!("[file {u}]"),
             PartContent::Raw(b) => {

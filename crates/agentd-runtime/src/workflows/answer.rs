@@ -54,7 +54,7 @@ fn located(e: A2aError) -> A2aError {
 /// unless the schema asks for a string.
 fn answer_value(m: &Message, schema: Option<&Value>) -> Result<Value, A2aError> {
     if let Some(v) = m.parts.iter().find_map(|p| match &p.content {
-        PartContent::Data(v) => Some(v.clone()),
+        PartContent::Data(v) => Some(Value::clone(v)),
         _ => None,
     }) {
         return Ok(v);

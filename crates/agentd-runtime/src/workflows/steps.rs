@@ -175,7 +175,7 @@ fn parts_value(parts: &[&Part]) -> Option<Value> {
     if let [p] = parts
         && let PartContent::Data(v) = &p.content
     {
-        return Some(v.clone());
+        return Some(Value::clone(v));
     }
     let texts: Vec<&str> = parts.iter().filter_map(|p| p.as_text()).collect();
     (!texts.is_empty()).then(|| Value::String(texts.join("\n")))

@@ -386,7 +386,7 @@ const COMMAND_KEY: &str = "agentd";
 /// A task started by a command has no history entry of the command message.
 fn is_command(msg: &Message) -> bool {
     msg.parts.iter().any(|p| {
-        matches!(&p.content, agentd_proto::PartContent::Data(Value::Object(o)) if o.contains_key(COMMAND_KEY))
+        matches!(&p.content, agentd_proto::PartContent::Data(d) if matches!(&**d, Value::Object(o) if o.contains_key(COMMAND_KEY)))
     })
 }
 

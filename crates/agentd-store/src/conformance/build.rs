@@ -5,8 +5,8 @@ use agentd_core::{
     Batch, LinkKind, PushConfigRow, StatusEntry, Store, TaskLink, TaskMeta, TaskPage, TaskQuery, TaskRecord,
 };
 use agentd_proto::{
-    Artifact, AuthenticationInfo, Message, Part, PartContent, Role, Task, TaskPushNotificationConfig,
-    TaskState, TaskStatus, Timestamp,
+    Artifact, AuthenticationInfo, Message, Part, Role, Task, TaskPushNotificationConfig, TaskState,
+    TaskStatus, Timestamp,
 };
 use serde_json::json;
 
@@ -54,7 +54,7 @@ pub fn full_record(id: &str, owner: &str, context_id: &str, ms: i64) -> TaskReco
     user.metadata = json!({"client": "conformance"}).as_object().cloned();
     user.extensions = vec!["https://example.com/ext/1".into()];
     user.reference_task_ids = vec!["other-task".into()];
-    let mut raw = Part::new(PartContent::Raw(vec![0, 1, 2, 250, 255]));
+    let mut raw = Part::raw(vec![0, 1, 2, 250, 255]);
     raw.filename = "blob.bin".into();
     raw.media_type = "application/octet-stream".into();
     let mut data = Part::data(json!({"n": 1, "list": [true, null, "x"], "nested": {"k": "v"}}));

@@ -5,7 +5,7 @@
 
 use crate::codec::{encode_config, encode_reminder, encode_task, err};
 use crate::event_log::Announcer;
-use agentd_core::{Batch, EventRecord, StoreError};
+use agentd_core::{Batch, EventRecord, StoreError, TaskRecord};
 use agentd_proto::Timestamp;
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 use std::cell::Cell;
@@ -149,27 +149,35 @@ fn fan_out_needed(tx: &Transaction<'_>, batch: &Batch) -> Result<bool, StoreErro
     Ok(may)
 }
 
+/// Upserts one task. The JSON is dropped once bound, before the insert
+/// runs: SQLite copied it when binding (rusqlite binds text as transient)
+/// and builds its row from that copy, so keeping ours would hold a third
+/// copy of a task that carries a big message.
+fn write_task(tx: &Transaction<'_>, record: &TaskRecord) -> Result<(), StoreError> {
+    let t = encode_task(record)?;
+    let mut s = tx.prepare_cached(UPSERT_TASK).map_err(err("write task"))?;
+    let bind = |s: &mut rusqlite::CachedStatement<'_>, i, v: &dyn rusqlite::ToSql| {
+        s.raw_bind_parameter(i, v).map_err(err("write task"))
+    };
+    bind(&mut s, 1, &t.id)?;
+    bind(&mut s, 2, &t.context_id)?;
+    bind(&mut s, 3, &t.owner)?;
+    bind(&mut s, 4, &t.state)?;
+    bind(&mut s, 5, &t.updated_ms)?;
+    bind(&mut s, 6, &t.created_ms)?;
+    bind(&mut s, 7, &t.task_json)?;
+    bind(&mut s, 8, &t.status_history_json)?;
+    bind(&mut s, 9, &t.meta_json)?;
+    drop(t);
+    s.raw_execute().map(|_| ()).map_err(err("write task"))
+}
+
 /// Writes one batch inside `tx`, in the order: tasks, push upserts, push
 /// deletes (their outbox rows go by cascade), push events, bridge
 /// deliveries, outbox done, outbox retry, closed conversations, reminders.
 fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
     for record in &batch.tasks {
-        let t = encode_task(record)?;
-        tx.prepare_cached(UPSERT_TASK)
-            .and_then(|mut s| {
-                s.execute(params![
-                    t.id,
-                    t.context_id,
-                    t.owner,
-                    t.state,
-                    t.updated_ms,
-                    t.created_ms,
-                    t.task_json,
-                    t.status_history_json,
-                    t.meta_json
-                ])
-            })
-            .map_err(err("write task"))?;
+        write_task(tx, record)?;
     }
     for row in &batch.push_upserts {
         let json = encode_config(&row.config)?;

@@ -82,13 +82,13 @@ pub async fn run(args: AnswerArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::answer_part;
-    use agentd_proto::PartContent;
+    use agentd_proto::Part;
     use serde_json::json;
 
     #[test]
     fn json_answers_are_data_and_the_rest_is_text() {
-        assert_eq!(answer_part(r#"{"approve":true}"#).content, PartContent::Data(json!({"approve": true})));
-        assert_eq!(answer_part("42").content, PartContent::Data(json!(42)));
-        assert_eq!(answer_part("yes, ship it").content, PartContent::Text("yes, ship it".into()));
+        assert_eq!(answer_part(r#"{"approve":true}"#), Part::data(json!({"approve": true})));
+        assert_eq!(answer_part("42"), Part::data(json!(42)));
+        assert_eq!(answer_part("yes, ship it"), Part::text("yes, ship it"));
     }
 }

@@ -374,7 +374,7 @@ mod tests {
     fn run_lines_become_workflow_commands() {
         let m = workflow_command("demo {\"n\": 1}").unwrap();
         let agentd_proto::PartContent::Data(d) = &m.parts[0].content else { panic!("{m:?}") };
-        assert_eq!(d, &json!({"agentd": {"op": "workflow.run", "workflow": "demo", "inputs": {"n": 1}}}));
+        assert_eq!(**d, json!({"agentd": {"op": "workflow.run", "workflow": "demo", "inputs": {"n": 1}}}));
         assert!(workflow_command("").is_err());
         assert!(workflow_command("demo {bad").is_err());
     }

@@ -211,7 +211,7 @@ async fn op(
         }
         SendMessageResponse::Message(m) => {
             let data = m.parts.iter().find_map(|p| match &p.content {
-                PartContent::Data(d) => Some(d.clone()),
+                PartContent::Data(d) => Some(Value::clone(d)),
                 _ => None,
             });
             match data {

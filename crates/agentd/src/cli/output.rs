@@ -69,7 +69,7 @@ pub fn artifact_display(a: &Artifact) -> String {
     a.parts
         .iter()
         .map(|p| match &p.content {
-            PartContent::Text(t) => t.clone(),
+            PartContent::Text(t) => t.to_string(),
             PartContent::Raw(b) if p.filename.is_empty() => format!("<{} bytes>", b.len()),
             PartContent::Raw(b) => format!("<{}: {} bytes>", p.filename, b.len()),
             PartContent::Url(u) => format!("<{u}>"),
@@ -228,7 +228,7 @@ mod tests {
             ..Default::default()
         }]);
         assert_eq!(reply_text(&t).as_deref(), Some("echo: hi"));
-        let file = Part { filename: "out.txt".into(), ..Part::new(PartContent::Raw(b"abc".to_vec())) };
+        let file = Part { filename: "out.txt".into(), ..Part::raw(b"abc".to_vec()) };
         let t = Task {
             artifacts: Some(vec![Artifact { parts: vec![file], ..Default::default() }]),
             ..Default::default()

@@ -245,31 +245,76 @@ fn peak_rss(pid: u32) -> u64 {
     kib * 1024
 }
 
+/// Sends a message of `part` (near `limit` bytes) to the tck agent; returns
+/// the body's size and the answer.
+async fn send_big(d: &Daemon, limit: usize, part: serde_json::Value) -> (u64, String) {
+    let params = json!({"message": {"messageId": uid("tck-complete-task"), "role": "ROLE_USER",
+        "parts": [{"text": "big"}, part]}});
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params});
+    let bytes = serde_json::to_vec(&body).expect("json");
+    assert!(bytes.len() <= limit, "{} bytes", bytes.len());
+    let size = bytes.len() as u64;
+    let r = d.raw(Method::POST, &d.jsonrpc_url(), Some(bytes), &[("A2A-Version", "1.0")]).await;
+    assert_eq!(r.status, 200, "{}", &r.text[..r.text.len().min(300)]);
+    (size, r.text)
+}
+
 /// The bodies a client can send just under the 4 MiB limit that cost the
-/// daemon most: small numbers (most values per byte; before the bounds,
-/// 4 MiB of them cost about 880 MB), as many as the value limit lets
-/// through, and long strings (most bytes). The `tck` agent completes the
-/// task without echoing it, so this is the cost of the request path.
+/// daemon most: long strings (most bytes), one long text part, small
+/// numbers (most values per byte; before the bounds, 4 MiB of them cost
+/// about 880 MB) as many as the value limit lets through, and over it. The
+/// `tck` agent completes the task without echoing it, so this is the cost
+/// of the request path: parse, history, store, answer.
 #[tokio::test]
 async fn max_size_bodies_cost_a_bounded_multiple_of_their_size() {
     let d = Daemon::start(&["--agent", "tck"]);
     let limit: usize = 4 * 1024 * 1024;
+    // Warm: the first request's own costs (threads, store pages) are not the body's.
+    let r = d.ok(Binding::JsonRpc, "SendMessage", tck("tck-complete-task")).await;
+    assert_eq!(task_state(&r["task"]), "TASK_STATE_COMPLETED");
     let before = peak_rss(d.pid());
-    let numbers = |n: usize| json!(vec![0u8; n]);
-    let strings = json!(vec!["s".repeat(limit / 64 - 1024); 64]);
-    for data in [numbers(limit / 2 - 1024), numbers(19_000), strings] {
+    // Copies of the message are shared, not made, on its way through
+    // history, stream events, store batch and answer; a `task` event
+    // carries no message that big. Before that, this body cost 11 times
+    // its size; now about 3.2 (the benchmark measures it against its
+    // target of 4, docs/benchmarks.md). Which threads' allocator arenas
+    // keep freed buffers varies from run to run, hence the margin here.
+    let (size, answer) = send_big(&d, limit, json!({"data": vec!["s".repeat(limit / 64 - 1024); 64]})).await;
+    assert!(answer.contains(r#""state":"TASK_STATE_COMPLETED""#), "{}", &answer[..answer.len().min(300)]);
+    let grown = peak_rss(d.pid()).saturating_sub(before);
+    assert!(
+        grown < 5 * size,
+        "one body of long strings: peak RSS grew {:.2} times its size",
+        grown as f64 / size as f64
+    );
+    // One text part, on a daemon of its own: the same copies, but in one
+    // buffer, which the allocator keeps per thread (about 4 times, measured).
+    {
+        let d = Daemon::start(&["--agent", "tck"]);
+        let r = d.ok(Binding::JsonRpc, "SendMessage", tck("tck-complete-task")).await;
+        assert_eq!(task_state(&r["task"]), "TASK_STATE_COMPLETED");
+        let before = peak_rss(d.pid());
+        let (size, _) = send_big(&d, limit, json!({"text": "t".repeat(limit - 1024)})).await;
+        let grown = peak_rss(d.pid()).saturating_sub(before);
+        let x = grown as f64 / size as f64;
+        assert!(grown < 6 * size, "one long text part: peak RSS grew {x:.2} times its size");
+    }
+    for data in [json!(vec![0u8; 19_000]), json!(vec![0u8; limit / 2 - 1024])] {
         let params = json!({"message": {"messageId": uid("tck-complete-task"), "role": "ROLE_USER",
             "parts": [{"text": "big"}, {"data": data}]}});
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params});
-        let bytes = serde_json::to_vec(&body).expect("json");
-        assert!(bytes.len() <= limit, "{} bytes", bytes.len());
-        let r = d.raw(Method::POST, &d.jsonrpc_url(), Some(bytes), &[("A2A-Version", "1.0")]).await;
+        let r = d
+            .raw(
+                Method::POST,
+                &d.jsonrpc_url(),
+                Some(serde_json::to_vec(&body).expect("json")),
+                &[("A2A-Version", "1.0")],
+            )
+            .await;
         assert_eq!(r.status, 200, "{}", &r.text[..r.text.len().min(300)]);
     }
     let grown = peak_rss(d.pid()).saturating_sub(before);
-    // The benchmark follows the target; this is the generous bound a
-    // regression to the old expansion crosses many times over.
-    assert!(grown < 24 * limit as u64, "peak RSS grew by {} MiB", grown >> 20);
+    assert!(grown < 5 * limit as u64, "peak RSS grew by {} MiB", grown >> 20);
     let r = d.ok(Binding::JsonRpc, "SendMessage", tck("tck-complete-task")).await;
     assert_eq!(task_state(&r["task"]), "TASK_STATE_COMPLETED");
 }
