@@ -113,7 +113,11 @@ if [[ $ONLY != hostile ]] && ! "$VENV/bin/python" -c 'import a2a, uvicorn' 2>/de
     || { tail -30 "$OUT/logs/pip.log"; exit 1; }
 fi
 needed=("$AGENTD" "$BENCH" ${BASE:+"$BASE"})
-[[ $ONLY == hostile ]] || needed+=("$BARE" "$PEER")
+if [[ $ONLY != hostile ]]; then
+  # Only the servers this run starts.
+  [[ " $SERVERS " == *" floor "* ]] && needed+=("$BARE")
+  [[ " $SERVERS " == *" ref "* ]] && needed+=("$PEER")
+fi
 for f in "${needed[@]}"; do [[ -e $f ]] || { echo "missing $f" >&2; exit 1; }; done
 
 # Latency of one 4 KiB synchronous write on the disk agentd's data goes to:
