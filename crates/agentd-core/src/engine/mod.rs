@@ -97,7 +97,8 @@ struct Inner {
     /// Checks answers to human gates; without one, any message answers.
     gates: OnceLock<Arc<dyn GateKeeper>>,
     /// Conversations closed by `conversation.close`: new turns are refused.
-    /// In memory only: a restart reopens them.
+    /// Each is a row committed with its closing, so `recover` loads them
+    /// again: a restart keeps them closed.
     closed_contexts: DashSet<String>,
     /// Live child tasks (subagents) by parent task id, for reminders that
     /// propagate. In memory only: after a restart only waiting children
