@@ -2,13 +2,13 @@
 //! `docs/ext/reminders/schema.json` is what the types generate, and every
 //! golden example validates against its definition and decodes into the
 //! Rust type. Regenerate the published copy with
-//! `AGENTD_BLESS=1 cargo test -p agentd-proto --test ext_reminders_schema`.
+//! `AGENTD_BLESS=1 cargo test -p agentd-proto --test suite ext_reminders_schema`.
 
 use agentd_proto::ext::reminders::{self as ext, schema_bundle};
 use serde_json::Value;
 use std::path::PathBuf;
 
-const REGENERATE: &str = "AGENTD_BLESS=1 cargo test -p agentd-proto --test ext_reminders_schema";
+const REGENERATE: &str = "AGENTD_BLESS=1 cargo test -p agentd-proto --test suite ext_reminders_schema";
 
 fn docs() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/ext/reminders")
