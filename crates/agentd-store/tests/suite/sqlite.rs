@@ -134,41 +134,53 @@ async fn a_bad_batch_fails_alone() {
 
 const CHILD_ENV: &str = "AGENTD_STORE_CHILD";
 
-/// Not a test on its own: when `AGENTD_STORE_CHILD` names a database, this
-/// process becomes the writer that `kill9_loses_no_acknowledged_commit`
-/// kills. It commits from 8 tasks and prints `ACK <id>` after each commit.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill9_child() {
-    let Some(path) = std::env::var_os(CHILD_ENV) else {
-        return;
-    };
-    let store = Arc::new(open(Path::new(&path)));
-    let mut handles = Vec::new();
-    for w in 0..8 {
-        let store = Arc::clone(&store);
-        handles.push(tokio::spawn(async move {
-            for n in 0..100_000 {
-                let id = format!("w{w}-{n:06}");
-                let rec = record((&id, "alice", "ctx", Working, 1_000 + n));
-                store.commit(tasks_batch(vec![rec])).await.expect("child commit");
-                let mut out = std::io::stdout().lock();
-                if writeln!(out, "ACK {id}").and_then(|()| out.flush()).is_err() {
-                    return; // the parent is gone
+/// The child's side of [`kill9_loses_no_acknowledged_commit`]: the writer
+/// that test kills. It commits from 8 tasks and prints `ACK <id>` after
+/// each commit.
+fn write_until_killed(path: &Path) {
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    rt.block_on(async {
+        let store = Arc::new(open(path));
+        let mut handles = Vec::new();
+        for w in 0..8 {
+            let store = Arc::clone(&store);
+            handles.push(tokio::spawn(async move {
+                for n in 0..100_000 {
+                    let id = format!("w{w}-{n:06}");
+                    let rec = record((&id, "alice", "ctx", Working, 1_000 + n));
+                    store.commit(tasks_batch(vec![rec])).await.expect("child commit");
+                    let mut out = std::io::stdout().lock();
+                    if writeln!(out, "ACK {id}").and_then(|()| out.flush()).is_err() {
+                        return; // the parent is gone
+                    }
                 }
-            }
-        }));
-    }
-    for h in handles {
-        let _ = h.await;
-    }
+            }));
+        }
+        for h in handles {
+            let _ = h.await;
+        }
+    });
 }
 
+/// This module's path as the test harness names it (without the crate).
+fn module() -> &'static str {
+    module_path!().split_once("::").map_or("", |(_, m)| m)
+}
+
+/// The test runs itself again as a child process, with `AGENTD_STORE_CHILD`
+/// naming the database in that child's environment only: there it is the
+/// writer that gets killed.
 #[test]
 fn kill9_loses_no_acknowledged_commit() {
+    if let Some(path) = std::env::var_os(CHILD_ENV) {
+        return write_until_killed(Path::new(&path));
+    }
     let dir = TempDir::new().expect("temp dir");
     let path = dir.path().join("agentd.db");
+    let name = format!("{}::kill9_loses_no_acknowledged_commit", module());
     let mut child = Command::new(std::env::current_exe().expect("current exe"))
-        .args(["kill9_child", "--exact", "--nocapture", "--test-threads", "1"])
+        .args([&name, "--exact", "--nocapture", "--test-threads", "1"])
         .env(CHILD_ENV, &path)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

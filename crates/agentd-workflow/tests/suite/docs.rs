@@ -3,7 +3,7 @@
 //! that field. (The example document is run end to end by the daemon's
 //! tests.)
 
-const DOC: &str = include_str!("../../../docs/workflows.md");
+const DOC: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/workflows.md"));
 
 /// (marker, fenced body) for every fenced block right after a marker.
 fn marked_blocks() -> Vec<(String, String)> {
