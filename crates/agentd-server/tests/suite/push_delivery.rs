@@ -179,6 +179,19 @@ fn assert_echo_sequence(events: &[StreamResponse], task_id: &str) {
     );
 }
 
+/// Waits until an outbox row records `n` failed attempts.
+async fn wait_attempts(engine: &Engine, n: u32) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let rows = engine.store().due_outbox(i64::MAX, 100).await.expect("store");
+        if rows.iter().any(|r| r.attempts >= n) {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no delivery failed {n} times: {rows:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 async fn wait_outbox_empty(engine: &Engine) {
     let deadline = tokio::time::Instant::now() + WAIT;
     while engine.store().next_outbox_due().await.expect("store").is_some() {
@@ -271,7 +284,7 @@ async fn a_receiver_that_comes_up_later_still_gets_everything() {
     let _worker = spawn_push_worker(engine.clone(), fast(true), stop.clone());
 
     let task_id = run_task(&engine, Some(webhook(format!("http://{addr}/hook")))).await;
-    tokio::time::sleep(Duration::from_millis(300)).await; // a few refused connects
+    wait_attempts(&engine, 2).await; // a few refused connects
     let listener = {
         let mut tries = 0;
         loop {
@@ -339,10 +352,12 @@ async fn a_retry_pending_at_shutdown_is_delivered_after_restart() {
     let task_id = run_task(&engine, Some(webhook(format!("http://{addr}/hook")))).await;
     let first = next_hit(&mut rx).await;
     assert_eq!(first.status, StatusCode::SERVICE_UNAVAILABLE);
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(rx.try_recv().is_err(), "the failed event holds back the rest");
+    // The failure is recorded (its retry an hour away); once the worker has
+    // stopped, nothing else was sent.
+    wait_attempts(&engine, 1).await;
     stop.cancel();
     tokio::time::timeout(WAIT, worker).await.expect("worker stops").expect("worker ends cleanly");
+    assert!(rx.try_recv().is_err(), "the failed event holds back the rest");
     assert!(engine.store().next_outbox_due().await.expect("store").is_some(), "rows stay queued");
 
     let stop = CancellationToken::new();

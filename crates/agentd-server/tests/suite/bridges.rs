@@ -5,7 +5,7 @@
 //! announces while the receiver is down and is killed; the parent restarts
 //! the worker on the same database with the receiver up).
 
-use agentd_core::{Engine, EngineConfig, GateAnnouncement, GateBridge};
+use agentd_core::{Engine, EngineConfig, GateAnnouncement, GateBridge, OutboxItem};
 use agentd_proto::ErrorKind;
 use agentd_runtime::EchoAgent;
 use agentd_server::bridges::{BridgeSecrets, ChannelBridge, DeclaredChannel, SigningKey, sign};
@@ -141,12 +141,12 @@ async fn webhook_announcements_arrive_signed_with_the_documented_body() {
     let key = SigningKey::new(SECRET);
     assert_eq!(sign::verify(&key, ts, sig, &hit.body, now_secs(), 300), Ok(()));
     assert!(sign::verify(&SigningKey::new("wrong"), ts, sig, &hit.body, now_secs(), 300).is_err());
-    // Exactly once, and the row is gone.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(rx.try_recv().is_err(), "delivered once");
-    assert!(e.store().due_outbox(i64::MAX, 10).await.unwrap().is_empty(), "the delivered row is removed");
+    // The row is gone; once the worker has stopped, nothing else arrived:
+    // delivered exactly once.
+    wait_for_outbox(&e, "the delivered row is removed", |rows| rows.is_empty()).await;
     stop.cancel();
     worker.await.unwrap();
+    assert!(rx.try_recv().is_err(), "delivered once");
 }
 
 #[tokio::test]
@@ -233,46 +233,38 @@ async fn unknown_channels_kinds_and_refused_targets_are_clear_errors_and_queue_n
     assert!(e.store().due_outbox(i64::MAX, 10).await.unwrap().is_empty(), "nothing was queued");
 }
 
-/// The child side of the restart test: announces to a receiver that is
-/// down, with the worker retrying, says so on stdout, then waits to be
-/// killed. Does nothing unless started by that test.
-#[tokio::test]
-async fn child_announces_and_waits_to_be_killed() {
-    let (Ok(db), Ok(url)) =
-        (std::env::var("AGENTD_BRIDGE_CHILD_DB"), std::env::var("AGENTD_BRIDGE_CHILD_URL"))
-    else {
-        return;
-    };
-    let e = engine(Path::new(&db));
-    let _worker = spawn_push_worker(e.clone(), worker_config(), CancellationToken::new());
-    let bridge = ChannelBridge::new(e.clone(), &[channel("ops", "webhook", &url)], SsrfGuard::new(true));
-    bridge.announce(announcement("task-k9", "ops")).await.expect("announce");
-    println!("ANNOUNCED");
-    tokio::time::sleep(Duration::from_secs(600)).await;
-}
+const CHILD_DB: &str = "AGENTD_BRIDGE_CHILD_DB";
+const CHILD_URL: &str = "AGENTD_BRIDGE_CHILD_URL";
 
+/// Run by the test process as a child of its own (the variables are set
+/// only in that child's environment): the same test, as the process that
+/// is killed.
 #[tokio::test]
 async fn an_announcement_survives_kill_9_and_is_delivered_after_restart() {
+    if let (Ok(db), Ok(url)) = (std::env::var(CHILD_DB), std::env::var(CHILD_URL)) {
+        return announce_and_wait_to_be_killed(Path::new(&db), &url).await;
+    }
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("agentd.db");
     // A port with nobody listening: the receiver is down.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let url = format!("http://127.0.0.1:{port}/hook");
+    let name = format!("{}::an_announcement_survives_kill_9_and_is_delivered_after_restart", module());
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_announces_and_waits_to_be_killed", "--nocapture", "--test-threads=1"])
-        .env("AGENTD_BRIDGE_CHILD_DB", &db)
-        .env("AGENTD_BRIDGE_CHILD_URL", &url)
+        .args(["--exact", &name, "--nocapture", "--test-threads=1"])
+        .env(CHILD_DB, &db)
+        .env(CHILD_URL, &url)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn the child");
     let stdout = child.stdout.take().unwrap();
-    let announced = tokio::task::spawn_blocking(move || {
-        BufReader::new(stdout).lines().map_while(Result::ok).any(|l| l.contains("ANNOUNCED"))
+    let attempted = tokio::task::spawn_blocking(move || {
+        BufReader::new(stdout).lines().map_while(Result::ok).any(|l| l.contains("ATTEMPTED"))
     });
-    assert!(tokio::time::timeout(WAIT, announced).await.unwrap().unwrap(), "the child never announced");
-    // Let the child's worker fail a few attempts against the closed port.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The child announced and its worker failed an attempt against the
+    // closed port (a committed attempt count).
+    assert!(tokio::time::timeout(WAIT, attempted).await.unwrap().unwrap(), "the child never attempted");
     child.kill().expect("kill -9");
     child.wait().unwrap();
 
@@ -292,4 +284,31 @@ async fn an_announcement_survives_kill_9_and_is_delivered_after_restart() {
     assert_eq!(sign::verify(&SigningKey::new(SECRET), ts, sig, &hit.body, now_secs(), 300), Ok(()));
     stop.cancel();
     worker.await.unwrap();
+}
+
+/// The child's side of the kill -9 test: announces to a receiver that is
+/// down, with the worker retrying; once a failed attempt is committed, says
+/// so on stdout and waits to be killed.
+async fn announce_and_wait_to_be_killed(db: &Path, url: &str) {
+    let e = engine(db);
+    let _worker = spawn_push_worker(e.clone(), worker_config(), CancellationToken::new());
+    let bridge = ChannelBridge::new(e.clone(), &[channel("ops", "webhook", url)], SsrfGuard::new(true));
+    bridge.announce(announcement("task-k9", "ops")).await.expect("announce");
+    wait_for_outbox(&e, "a failed attempt", |rows| rows.iter().any(|r| r.attempts >= 1)).await;
+    println!("ATTEMPTED");
+    std::future::pending::<()>().await;
+}
+
+/// Polls the outbox until `done` holds for its rows (panics after [`WAIT`]).
+async fn wait_for_outbox(e: &Engine, what: &str, done: impl Fn(&[OutboxItem]) -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !done(&e.store().due_outbox(i64::MAX, 10).await.expect("outbox")) {
+        assert!(tokio::time::Instant::now() < deadline, "the outbox never showed {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// This module's path as the test harness names it (without the crate).
+fn module() -> &'static str {
+    module_path!().split_once("::").map_or("", |(_, m)| m)
 }
