@@ -100,6 +100,7 @@ async fn complete(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
     };
     let mut reply = (shared.handler)(n, &received);
     while let Reply::After(d, next) = reply {
+        // The delay is the subject: a slow server, for timeouts and failover.
         tokio::time::sleep(d).await;
         reply = *next;
     }
@@ -159,6 +160,7 @@ fn sse_body(pieces: VecDeque<String>, gap: Duration, hang: bool, shared: Arc<Sha
             match pieces.pop_front() {
                 Some(p) => {
                     if !first {
+                        // The gap is the subject: a server streaming slowly.
                         tokio::time::sleep(gap).await;
                     }
                     Some((Ok::<_, Infallible>(Bytes::from(p)), (pieces, guard, false)))
