@@ -1,6 +1,6 @@
 //! The daemon the `send_message` target sends to, wired as `agentd serve`
 //! wires it by default. The stable replay of the saved scripts
-//! (`crates/agentd-server/tests/fuzz_regressions.rs`) includes this very
+//! (`crates/agentd-server/tests/suite/fuzz_regressions.rs`) includes this very
 //! file, so a script is replayed against the daemon the fuzzer ran.
 
 use agentd_core::{Engine, EngineConfig};

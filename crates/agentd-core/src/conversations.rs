@@ -74,7 +74,8 @@ mod tests {
     use super::*;
     use std::sync::{Arc, Mutex};
 
-    #[tokio::test]
+    // Paused time: the sleeps below stagger the runs deterministically.
+    #[tokio::test(start_paused = true)]
     async fn runs_of_a_context_take_turns_in_admission_order() {
         let conv = Arc::new(Conversations::default());
         let log = Arc::new(Mutex::new(Vec::new()));

@@ -1,5 +1,5 @@
 //! The properties the fuzz targets check (`fuzz/`), shared with the stable
-//! regression tests (`tests/fuzz_regressions.rs`) so that a saved input is
+//! regression tests (`tests/suite/fuzz_regressions.rs`) so that a saved input is
 //! replayed through exactly the code the fuzzer ran.
 //!
 //! Every function takes arbitrary input and panics when a property fails:
@@ -16,6 +16,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::fmt::Debug;
+
+/// Replaying saved inputs in the test suites; test support, hence hidden.
+#[doc(hidden)]
+pub mod replay;
 
 /// Every JSON-RPC method name the server dispatches (the core ones and
 /// the extensions' methods).

@@ -8,7 +8,7 @@
 //! `a2a.proto`: ProtoJSON needs camelCase out, camelCase *and* snake_case in,
 //! `.sssZ` timestamps, always-present REQUIRED members and member-based oneofs,
 //! and generated pbjson code gets the last three wrong for A2A. The tests in
-//! `tests/protojson.rs` pin every one of those rules.
+//! `tests/suite/protojson.rs` pin every one of those rules.
 
 pub mod bounded;
 pub mod card;

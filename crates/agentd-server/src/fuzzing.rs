@@ -1,5 +1,5 @@
 //! The properties the `rest_route` fuzz target checks (`fuzz/`), shared
-//! with the stable regression test (`tests/fuzz_regressions.rs`); those of
+//! with the stable regression test (`tests/suite/fuzz_regressions.rs`); those of
 //! `send_message` are in [`send`].
 //!
 //! An input is text, one item a line (bytes that are not UTF-8 are

@@ -1,5 +1,5 @@
 //! The `send_message` fuzz target's check (`fuzz/`), shared with the stable
-//! regression test (`tests/fuzz_regressions.rs`).
+//! regression test (`tests/suite/fuzz_regressions.rs`).
 //!
 //! An input is a [`Script`]: a few SendMessage (or SendStreamingMessage)
 //! requests, each from one caller over one binding, sent through the real

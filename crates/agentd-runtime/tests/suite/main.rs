@@ -1,0 +1,13 @@
+//! The integration tests of `agentd-runtime`: one test binary, one module per area.
+//!
+//! Tests share this process: none may change its environment, working
+//! directory or other process-wide state.
+
+// A scripted OpenAI-compatible model server (also used by `agentd`'s suite).
+mod model_support;
+
+mod model_echo;
+mod model_openai;
+mod model_openai_failures;
+mod model_scripted;
+mod reminders_waiting_task;

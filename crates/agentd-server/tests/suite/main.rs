@@ -1,0 +1,12 @@
+//! The integration tests of `agentd-server`: one test binary, one module per area,
+//! each driving the library in process (engine, router, push worker) against
+//! real sockets and real SQLite files.
+//!
+//! Tests share this process: none may change its environment, working
+//! directory or other process-wide state.
+
+mod bridges;
+mod events_feed;
+mod fuzz_regressions;
+mod grpc_extensions;
+mod push_delivery;

@@ -1,0 +1,46 @@
+//! The end-to-end suite of the `agentd` binary: one test binary, one module
+//! per area. Most tests start the real daemon as a process on
+//! `127.0.0.1:0` with its own data directory (`common::Daemon`) and talk to
+//! it as a client would; the harness lives in `common/`.
+//!
+//! Tests share this process: none may change its environment, working
+//! directory or other process-wide state. What a daemon needs goes to its
+//! own process (`Daemon::start_with_env`).
+
+mod common;
+// The scripted OpenAI-compatible model server of `agentd-runtime`'s suite:
+// one copy, shared across the two crates' test binaries.
+#[path = "../../../agentd-runtime/tests/suite/model_support.rs"]
+mod model_support;
+
+mod agent_loop;
+mod annotations;
+mod auth;
+mod bridges;
+mod check;
+mod cli;
+mod cli_workflow;
+mod commands;
+mod delegate;
+mod durability;
+mod errors;
+mod events;
+mod ext_contract;
+mod grpc;
+mod grpc_annotations;
+mod instruction;
+mod openai_model;
+mod operations;
+mod push;
+mod reminders;
+mod smoke;
+mod streams;
+mod subagents;
+mod visibility;
+mod workflow_annotations;
+mod workflow_bridge;
+mod workflow_checkpoint_private;
+mod workflow_delegate;
+mod workflow_events;
+mod workflow_gates;
+mod workflows;
