@@ -13,7 +13,7 @@ use harness::*;
 use serde_json::{Value, json};
 
 const URI: &str = "https://agentd.dev/a2a/ext/command";
-const OPS_LIST: [&str; 11] = [
+const OPS_LIST: [&str; 12] = [
     "status",
     "subagent.spawn",
     "subagent.send",
@@ -23,6 +23,7 @@ const OPS_LIST: [&str; 11] = [
     "workflow.status",
     "workflow.cancel",
     "workflow.signal",
+    "gate.list",
     "conversation.get",
     "conversation.close",
 ];
