@@ -91,7 +91,7 @@ async fn gate_list_shows_the_addressed_principal_its_gate_until_answered() {
                 "step": "ask",
                 "question": "Ship v2?",
                 "askSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
-                "askChannel": "ops",
+                "askChannel": "@channel/ops",
                 "openedAt": t["status"]["timestamp"],
             }], "truncated": false}),
             "{b:?}"
