@@ -1,7 +1,8 @@
 // Runs and gates: start a workflow from a form built from its inputs
 // schema, watch its steps as a graph, answer its gate from the inbox
 // (inline errors, then the daemon's violations at their fields), watch it
-// complete; cancel a run.
+// complete; cancel a run; a gate addressed to another user on someone
+// else's run, found in that user's inbox and answered there.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -33,18 +34,43 @@ steps:
 :::
 `;
 
+const REVIEW = `---
+spec: "1"
+---
+# Review agent
+
+You run reviews.
+
+:::!workflow{name=review}
+steps:
+  ask:
+    kind: human
+    question: "Ship {{inputs.what}}?"
+    schema: {type: object, properties: {ok: {type: boolean}}, required: [ok]}
+    to: "@human/approver"
+  done: {kind: finish, depends_on: ask, output: "{{steps.ask.output.ok}}"}
+:::
+
+::!human{name=approver role=approver channel=@channel/ops principal=user:bob}
+
+::!channel{name=ops kind=webhook}
+`;
+
 let demo;
 let release;
+let review;
 
 before(async () => {
   await launch();
   demo = await startDaemon({ script: [{ text: 'They approved: ship it.' }] });
   release = await startDaemon({ instruction: RELEASE });
+  review = await startDaemon({ instruction: REVIEW, tokens: { alice: 'user:alice', bob: 'user:bob' } });
 });
 
 after(async () => {
   await demo?.cleanup();
   await release?.cleanup();
+  await review?.cleanup();
   await close();
 });
 
@@ -140,5 +166,35 @@ test('the start form is built from the inputs schema and shows every error at it
   assert.equal(await page.locator('#graph path.edge').count(), 3, 'record → check, record → done, check → done');
   assert.match(await page.locator('#result').textContent(), /"version": "v2"/);
   assert.match(await page.locator('#result').textContent(), /"first cut"/);
+  await finish(page);
+});
+
+test("a gate addressed to another user on alice's run is in that user's inbox and answered there", async () => {
+  const startReview = async (what) => {
+    const message = { messageId: `start-${what}`, role: 'ROLE_USER', parts: [{ data: { agentd: { op: 'workflow.run', workflow: 'review', inputs: { what } } } }] };
+    const { task } = await review.rpc('SendMessage', { message, configuration: { returnImmediately: true } }, { token: 'alice-secret' });
+    await until(`the ${what} run at its gate`, async () => (await review.rpc('GetTask', { id: task.id }, { token: 'alice-secret' })).status.state === 'TASK_STATE_INPUT_REQUIRED');
+    return task.id;
+  };
+  const first = await startReview('v1');
+  const page = await openConsole(review);
+  await page.locator('#token').fill('bob-secret');
+  await page.keyboard.press('Enter');
+  const gate = page.locator(`#inbox .gate-card[data-task="${first}"]`);
+  await gate.waitFor();
+  assert.equal(await gate.getAttribute('data-addressed'), 'true');
+  assert.match(await gate.locator('.question').textContent(), /Ship v1\?/);
+  assert.equal(await page.locator(`#task-rows tr[data-task="${first}"]`).count(), 0, "alice's run is not in bob's task list");
+  await shot(page, 'inbox-addressed');
+
+  await gate.locator('.field[data-path="ok"] label', { hasText: 'Yes' }).click();
+  await gate.locator('button[type=submit]').click();
+  await until('the gate to leave the inbox', async () => (await page.locator(`#inbox .gate-card[data-task="${first}"]`).count()) === 0);
+  await until("alice's run to complete", async () => (await review.rpc('GetTask', { id: first }, { token: 'alice-secret' })).status.state === 'TASK_STATE_COMPLETED');
+
+  // A gate opened while the page is open arrives without a reload: the
+  // feed does not show alice's tasks to bob, the inbox reads again within 15 s.
+  const second = await startReview('v2');
+  await page.locator(`#inbox .gate-card[data-task="${second}"]`).waitFor({ timeout: 20000 });
   await finish(page);
 });

@@ -47,7 +47,10 @@ function showSignin(error) {
 function stop() {
   if (cleanup) cleanup();
   cleanup = null;
-  if (ctx) ctx.feed.stop();
+  if (ctx) {
+    ctx.feed.stop();
+    ctx.tasks.stop();
+  }
   ctx = null;
 }
 

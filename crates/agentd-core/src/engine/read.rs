@@ -118,6 +118,28 @@ impl Engine {
         self.cancel(p, id, Some(Message::agent_text(why))).await
     }
 
+    /// The open gates addressed to `p` on tasks it does not own: the
+    /// INPUT_REQUIRED tasks whose gate names `p` among its answerers (the
+    /// principal bound to the `!human` it asks). Its own gates are in its
+    /// ListTasks already; these are not. Newest first, at most `limit`;
+    /// the flag says whether more were left out.
+    pub async fn gates_addressed_to(
+        &self,
+        p: &Principal,
+        limit: usize,
+    ) -> Result<(Vec<TaskRecord>, bool), A2aError> {
+        let waiting =
+            self.inner.store.tasks_in_states(&[TaskState::InputRequired]).await.map_err(internal)?;
+        // Oldest first from the store: walk it backwards.
+        let mut addressed = waiting
+            .into_iter()
+            .rev()
+            .filter(|r| r.owner != p.id && r.meta.gate.as_ref().is_some_and(|g| g.answerers.contains(&p.id)));
+        let gates: Vec<TaskRecord> = addressed.by_ref().take(limit).collect();
+        let more = addressed.next().is_some();
+        Ok((gates, more))
+    }
+
     /// The stored facts of a task the principal may see (owner, link,
     /// parent), for the runtime's commands; TaskNotFound otherwise.
     pub async fn task_record(&self, p: &Principal, id: &str) -> Result<TaskRecord, A2aError> {

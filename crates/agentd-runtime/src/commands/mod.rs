@@ -265,6 +265,33 @@ impl Commands {
     }
 }
 
+/// The most gates `gate.list` answers with.
+pub const GATE_LIST_MAX: usize = 100;
+
+/// `gate.list`: the open gates addressed to `p` on others' tasks, as the
+/// engine decides, with what a client needs to render and answer each.
+async fn gate_list(p: &Principal, engine: &Engine) -> Result<Value, A2aError> {
+    let (recs, truncated) = engine.gates_addressed_to(p, GATE_LIST_MAX).await?;
+    let gates: Vec<Value> = recs
+        .iter()
+        .map(|r| {
+            let gate = r.meta.gate.clone().unwrap_or_default();
+            let run = r.meta.link.as_ref().filter(|l| l.kind == LinkKind::Run).map(|l| l.id.clone());
+            json!({
+                "taskId": r.id(),
+                "contextId": r.task.context_id,
+                "runId": run,
+                "step": gate.step,
+                "question": r.task.status.message.as_ref().map(Message::text).unwrap_or_default(),
+                "askSchema": gate.ask_schema,
+                "askChannel": gate.ask_channel,
+                "openedAt": r.task.status.timestamp,
+            })
+        })
+        .collect();
+    Ok(json!({"gates": gates, "truncated": truncated}))
+}
+
 fn arg(args: &Value, name: &str) -> String {
     args.get(name).and_then(Value::as_str).unwrap_or_default().to_owned()
 }
@@ -338,6 +365,7 @@ impl CommandHandler for Commands {
                 let data = args.get("data").cloned().unwrap_or(Value::Null);
                 w.signal(engine, &rec, &arg(&args, "signal"), data).await?
             }
+            "gate.list" => gate_list(p, engine).await?,
             "conversation.get" => {
                 let ctx = arg(&args, "contextId");
                 let turns: Vec<Value> = engine

@@ -20,7 +20,8 @@ pub struct OpSpec {
 }
 
 /// The ops a `user` or `agent` may run without a `commands.grants` entry:
-/// the daemon's status and the status and cancelation of their own work.
+/// the daemon's status, the status and cancelation of their own work, and
+/// the gates addressed to them.
 pub const DEFAULT_GRANTS: &[&str] = &[
     "status",
     "subagent.status",
@@ -30,6 +31,7 @@ pub const DEFAULT_GRANTS: &[&str] = &[
     "workflow.run",
     "workflow.status",
     "workflow.cancel",
+    "gate.list",
 ];
 
 /// A subagent name: the first part of its handle.
@@ -134,6 +136,12 @@ pub fn all() -> Vec<OpSpec> {
                 json!({"run": run(), "signal": {"type": "string", "pattern": NAME_PATTERN}, "data": {}}),
                 &["run", "signal"],
             ),
+        },
+        OpSpec {
+            op: "gate.list",
+            description: "The open gates addressed to you on tasks you do not own (yours are in ListTasks): task, run, step, question, askSchema, askChannel, when it opened. Newest first, at most 100.",
+            starts_work: false,
+            schema: closed(json!({}), &[]),
         },
         OpSpec {
             op: "conversation.get",

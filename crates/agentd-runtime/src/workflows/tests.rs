@@ -124,6 +124,11 @@ fn setup() -> Setup {
 }
 
 fn setup_with(script: Vec<crate::model::ScriptStep>) -> Setup {
+    setup_for(script, "operator")
+}
+
+/// A setup whose `lead` is bound to `principal`.
+fn setup_for(script: Vec<crate::model::ScriptStep>, principal: &str) -> Setup {
     let engine = Engine::new(
         Arc::new(MemoryStore::new()),
         Arc::new(crate::EchoAgent),
@@ -144,7 +149,7 @@ fn setup_with(script: Vec<crate::model::ScriptStep>) -> Setup {
     let lead = Person {
         name: "lead".into(),
         channel: Some("ops".into()),
-        principal: "operator".into(),
+        principal: principal.into(),
         escalate_after: None,
     };
     let workflows = Workflows::new(
@@ -168,6 +173,25 @@ fn alice() -> Principal {
 
 async fn settle(engine: &Engine, id: &str) -> agentd_core::TaskRecord {
     engine.settled(id).await.unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_gates_addressed_to_a_principal_are_listed_newest_first_within_the_limit() {
+    let s = setup_for(Vec::new(), "user:bob");
+    let bob = Principal::new("user:bob", PrincipalRole::User);
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let rec = s.workflows.start(&alice(), &s.engine, "late", json!({})).await.unwrap();
+        assert_eq!(settle(&s.engine, rec.id()).await.state(), TaskState::InputRequired);
+        runs.push(rec.id().to_owned());
+    }
+    let ids = |recs: &[agentd_core::TaskRecord]| recs.iter().map(|r| r.id().to_owned()).collect::<Vec<_>>();
+    let (two, more) = s.engine.gates_addressed_to(&bob, 2).await.unwrap();
+    assert_eq!((ids(&two), more), (vec![runs[2].clone(), runs[1].clone()], true));
+    let (all, more) = s.engine.gates_addressed_to(&bob, 3).await.unwrap();
+    assert_eq!((ids(&all).len(), more), (3, false));
+    let (own, _) = s.engine.gates_addressed_to(&alice(), 10).await.unwrap();
+    assert!(own.is_empty(), "the owner's gates are in her ListTasks, not here");
 }
 
 #[tokio::test(start_paused = true)]

@@ -41,10 +41,10 @@ export function gateForm(ctx, task, onAnswered) {
       done.hidden = false;
       done.textContent = 'Answer accepted.';
       form.el.hidden = true;
-      if (r && r.task) {
-        ctx.tasks.put(r.task);
-        if (onAnswered) onAnswered(r.task);
-      }
+      // Someone else's task is not in your list: its gate just leaves the inbox.
+      if (task.addressed) ctx.tasks.answered(task.id);
+      else if (r && r.task) ctx.tasks.put(r.task);
+      if (r && r.task && onAnswered) onAnswered(r.task);
     },
   });
   return h('div', { class: 'gate' }, h('p', { class: 'question' }, question(task)), form.el, done);

@@ -24,14 +24,19 @@ export function title(task) {
   return text.length > 80 ? `${text.slice(0, 80)}…` : text || task.id;
 }
 
-/** The page a task opens: its run page for runs, else its task page. */
+/**
+ * The page a task opens: its run page for runs, else its task page. A gate
+ * addressed to you on someone else's run opens its task page: the run's
+ * status is its owner's to read.
+ */
 export function href(task) {
-  return kindOf(task) === 'run' ? `#/run/${task.id}` : `#/task/${task.id}`;
+  return kindOf(task) === 'run' && !task.addressed ? `#/run/${task.id}` : `#/task/${task.id}`;
 }
 
 export function mount(main, ctx) {
   const inboxList = h('div', { class: 'inbox', id: 'inbox' });
   const inboxEmpty = h('p', { class: 'empty' }, 'Nothing is waiting for you.');
+  const inboxMore = h('p', { class: 'muted', hidden: true }, 'More gates are addressed to you than shown here (the newest 100); answer some to see the rest.');
   const gates = new Map(); // task id → element (kept, so typing is never lost)
 
   const stateSel = h('select', { id: 'filter-state', onchange: () => { filters.state = stateSel.value; renderList(); } },
@@ -66,10 +71,11 @@ export function mount(main, ctx) {
     for (const t of waiting) {
       if (gates.has(t.id)) continue;
       const a = annotations(t);
-      const el = h('article', { class: 'gate-card', dataset: { task: t.id } },
+      const el = h('article', { class: 'gate-card', dataset: { task: t.id, addressed: t.addressed ? 'true' : 'false' } },
         h('header', {},
           h('a', { href: href(t), class: 'gate-title' }, title(t)),
           a.askChannel ? h('span', { class: 'channel' }, a.askChannel) : null,
+          t.addressed ? h('span', { class: 'channel', title: "someone else's task: the gate is addressed to you" }, 'addressed to you') : null,
           h('span', { class: 'muted' }, ' waiting since ', time(t.status.timestamp))),
         gateForm(ctx, t));
       gates.set(t.id, el);
@@ -77,6 +83,8 @@ export function mount(main, ctx) {
     }
     if (waiting.length === 0) inboxList.replaceChildren(inboxEmpty);
     else inboxEmpty.remove();
+    inboxMore.hidden = !ctx.tasks.addressedTruncated;
+    if (!inboxMore.hidden) inboxList.after(inboxMore);
   }
 
   function renderList() {

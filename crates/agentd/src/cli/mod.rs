@@ -61,6 +61,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Answer a task waiting for input (a human gate): JSON as data, else text.
     Answer(answer::AnswerArgs),
+    /// The open gates addressed to you on others' tasks (yours are in `tasks list`).
+    Gates(ops::GatesArgs),
     /// Give a running task a reminder its model sees at its next model call(s).
     Remind(remind::RemindArgs),
     /// Check an instruction document: refusals, block tree (--tree) or delivered text (--delivery).
@@ -127,6 +129,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Subagents(cmd) => ops::subagents(cmd).await,
         Command::Conversations(cmd) => ops::conversations(cmd).await,
         Command::Workflows(cmd) => ops::workflows(cmd).await,
+        Command::Gates(args) => ops::gates(args).await,
         Command::Token(cmd) => token::run(cmd),
         Command::Completions(args) => completions::run(args),
         Command::Tasks(cmd) => tasks::run(cmd).await,

@@ -1,5 +1,5 @@
-//! `agentd status`, `agentd subagents …`, `agentd conversations …` and
-//! `agentd workflows …`: the command extension's ops (`docs/commands.md`)
+//! `agentd status`, `agentd subagents …`, `agentd conversations …`,
+//! `agentd workflows …` and `agentd gates`: the command extension's ops (`docs/commands.md`)
 //! as verbs. Each sends one command message; an op's data answer prints as
 //! JSON (`status` also has a one-line human form), a task answer like `send`.
 
@@ -18,6 +18,12 @@ use serde_json::{Map, Value, json};
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
+    #[command(flatten)]
+    pub client: ClientOpts,
+}
+
+#[derive(Args, Debug)]
+pub struct GatesArgs {
     #[command(flatten)]
     pub client: ClientOpts,
 }
@@ -159,6 +165,10 @@ pub async fn workflows(cmd: WorkflowsCommand) -> anyhow::Result<()> {
         }
     };
     print_data(op(&client, name, args, false).await?)
+}
+
+pub async fn gates(a: GatesArgs) -> anyhow::Result<()> {
+    print_data(op(&a.client, "gate.list", Map::new(), false).await?)
 }
 
 fn obj(v: Value) -> Map<String, Value> {

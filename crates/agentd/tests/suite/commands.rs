@@ -9,7 +9,7 @@ use crate::common::*;
 use serde_json::{Value, json};
 
 const URI: &str = "https://agentd.dev/a2a/ext/command";
-const OPS_LIST: [&str; 11] = [
+const OPS_LIST: [&str; 12] = [
     "status",
     "subagent.spawn",
     "subagent.send",
@@ -19,6 +19,7 @@ const OPS_LIST: [&str; 11] = [
     "workflow.status",
     "workflow.cancel",
     "workflow.signal",
+    "gate.list",
     "conversation.get",
     "conversation.close",
 ];

@@ -55,6 +55,41 @@ async fn the_bound_principal_answers_and_strangers_are_refused() {
     assert_eq!(mine["tasks"].as_array().unwrap().len(), 1, "{mine}");
 }
 
+/// `gate.list`: the gates addressed to a principal on tasks it does not
+/// own, which its ListTasks does not show.
+#[tokio::test]
+async fn gate_list_shows_the_addressed_principal_its_gate_until_answered() {
+    let (s, _doc) = daemon(Some(&doc(&[("review", REVIEW)], "user:bob")), json!([]), true);
+    let (alice, bob, carol) = (s.alice(), s.bob(), s.carol());
+    let t = run(&alice, "review", json!({"what": "v2"})).await;
+    let task_id = id(&t);
+    let run_id = status(&alice, &task_id).await["runId"].clone();
+    let none = json!({"gates": [], "truncated": false});
+    for b in BINDINGS {
+        let listed = read_op(&bob, b, "gate.list", json!({})).await;
+        assert_eq!(
+            listed,
+            json!({"gates": [{
+                "taskId": task_id,
+                "contextId": t["contextId"],
+                "runId": run_id,
+                "step": "ask",
+                "question": "Ship v2?",
+                "askSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+                "askChannel": "@channel/ops",
+                "openedAt": t["status"]["timestamp"],
+            }], "truncated": false}),
+            "{b:?}"
+        );
+        // Carol is not addressed; alice owns the task (it is in her ListTasks).
+        assert_eq!(read_op(&carol, b, "gate.list", json!({})).await, none, "{b:?}: carol");
+        assert_eq!(read_op(&alice, b, "gate.list", json!({})).await, none, "{b:?}: alice");
+    }
+    answer(&bob, &task_id, json!({"data": {"ok": true}})).await.unwrap();
+    assert_eq!(read_op(&bob, B, "gate.list", json!({})).await, none, "an answered gate is gone");
+    wait_state(&alice, &task_id, "TASK_STATE_COMPLETED", 20).await;
+}
+
 #[tokio::test]
 async fn operators_and_the_owner_answer_gates_addressed_to_operators() {
     let (s, _doc) = daemon(Some(&doc(&[("review", REVIEW)], "operator")), json!([]), true);

@@ -1,6 +1,6 @@
 //! A daemon with the `scripted`
 //! model (its recorded requests are the evidence of what the model got),
-//! optionally with four principals, and helpers for command messages.
+//! optionally with five principals, and helpers for command messages.
 
 use crate::common::*;
 use serde_json::{Value, json};
@@ -11,11 +11,13 @@ pub const ALICE: &str = "alice-token-0123456789";
 pub const BOB: &str = "bob-token-9876543210";
 pub const BOT: &str = "bot-token-5555555555";
 pub const OPS: &str = "ops-token-abcdefghij";
+pub const CAROL: &str = "carol-token-2468024680";
 
 const TOKENS: &str = r#"auth:
   tokens:
     - {id: "user:alice", role: user, token: "env:ALICE_TOKEN"}
     - {id: "user:bob", role: user, token: "env:BOB_TOKEN"}
+    - {id: "user:carol", role: user, token: "env:CAROL_TOKEN"}
     - {id: "agent:bot", role: agent, token: "env:BOT_TOKEN"}
     - {id: "operator:ops", role: operator, token: "env:OPS_TOKEN"}
 "#;
@@ -35,6 +37,9 @@ impl Scripted {
     }
     pub fn bob(&self) -> Daemon {
         self.d.as_token(Some(BOB))
+    }
+    pub fn carol(&self) -> Daemon {
+        self.d.as_token(Some(CAROL))
     }
     pub fn bot(&self) -> Daemon {
         self.d.as_token(Some(BOT))
@@ -69,8 +74,8 @@ impl Scripted {
 }
 
 /// A daemon whose model replays `steps`; `yaml` is appended to its config
-/// (e.g. `subagents:` or `commands:` sections). With `tokens`, four
-/// principals: alice and bob (users), bot (agent), ops (operator).
+/// (e.g. `subagents:` or `commands:` sections). With `tokens`, five
+/// principals: alice, bob and carol (users), bot (agent), ops (operator).
 pub fn scripted(steps: Value, yaml: &str, tokens: bool) -> Scripted {
     let dir = tempfile::tempdir().expect("tempdir");
     let script = dir.path().join("script.json");
@@ -96,7 +101,13 @@ pub fn scripted(steps: Value, yaml: &str, tokens: bool) -> Scripted {
 }
 
 fn start(data: &Path, config: &Path) -> Daemon {
-    let env = [("ALICE_TOKEN", ALICE), ("BOB_TOKEN", BOB), ("BOT_TOKEN", BOT), ("OPS_TOKEN", OPS)];
+    let env = [
+        ("ALICE_TOKEN", ALICE),
+        ("BOB_TOKEN", BOB),
+        ("BOT_TOKEN", BOT),
+        ("OPS_TOKEN", OPS),
+        ("CAROL_TOKEN", CAROL),
+    ];
     Daemon::start_with_env(data, &["--config", config.to_str().expect("utf-8 path")], &env)
 }
 
