@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's one test command (README quick start; CI runs exactly this):
-# formatting, lints, every Rust test (unit, store conformance, end-to-end
+# formatting, lints, unused dependencies, every Rust test (unit, store conformance, end-to-end
 # against the real daemon), a bounded run of the decoder fuzz targets, the
 # interop tests that drive the daemon with the official A2A Python SDK, and
 # the web console's browser tests. It installs what it needs by itself.
@@ -11,6 +11,11 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== unused dependencies (cargo machete)"
+if ! cargo machete --version 2>/dev/null | grep -q "0.9.2"; then
+  cargo install --locked cargo-machete --version 0.9.2
+fi
+cargo machete
 echo "== cargo test"
 cargo build --locked -p agentd
 echo "== extension schemas: published copies == agentd --extension-schema"
