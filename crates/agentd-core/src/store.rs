@@ -147,7 +147,9 @@ pub trait Store: Send + Sync + 'static {
     async fn commit(&self, batch: Batch) -> Result<(), StoreError>;
     async fn get_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError>;
     async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError>;
-    /// Tasks currently in one of `states` (for recovery at start).
+    /// Tasks currently in one of `states`, in the order of their last status
+    /// change (oldest first, ties by id): for recovery at start, and for the
+    /// gates addressed to a principal, which are listed newest first.
     async fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError>;
     /// The tasks of a context in creation order (oldest first, ties by id):
     /// a conversation's turns.
