@@ -18,11 +18,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# A no-op when the binary is up to date (scripts/test.sh built it).
-cargo build --locked -q -p agentd
+# scripts/test.sh hands over the binary its tests were built with.
+if [ -z "${AGENTD_BIN:-}" ]; then
+  cargo build --locked -q -p agentd
+  AGENTD_BIN="$PWD/target/debug/agentd"
+fi
 
 cd tests/console
 echo "== npm ci (playwright-core, pinned in package-lock.json)"
 npm ci --no-audit --no-fund --silent
 echo "== console browser tests"
-AGENTD_BIN="${AGENTD_BIN:-$PWD/../../target/debug/agentd}" node --test --test-concurrency=1 ./*.test.js
+AGENTD_BIN="$AGENTD_BIN" node --test --test-concurrency=1 ./*.test.js

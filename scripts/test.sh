@@ -7,18 +7,40 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "== cargo fmt --check"
+# Each step's header says how long the run has taken so far.
+started=$SECONDS
+step() { echo "== $1 ($((SECONDS - started)) s)"; }
+
+# The interop virtualenv is downloads and disk, not CPU: it is prepared while
+# the compiler runs, and waited for before the interop step.
+venv_log=$(mktemp)
+scripts/interop-venv.sh >"$venv_log" 2>&1 &
+venv_pid=$!
+
+# Clippy lints the workspace during the one build the tests need, instead of
+# a `cargo clippy` pass of its own: clippy-driver compiles like rustc and
+# lints the workspace's crates (cargo applies RUSTC_WORKSPACE_WRAPPER to
+# workspace members only), so dependencies are compiled once, not once for
+# checking and once for testing. CLIPPY_ARGS is how cargo-clippy hands its
+# `-- -D warnings` to the driver. Lints run on every target `cargo test`
+# builds: libraries and binaries, their unit tests and integration tests
+# (the workspace has no benches or examples).
+RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
+CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+export RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
+
+step "cargo fmt --check"
 cargo fmt --all -- --check
-echo "== cargo clippy"
-cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== unused dependencies (cargo machete)"
+step "unused dependencies (cargo machete)"
 if ! cargo machete --version 2>/dev/null | grep -q "0.9.2"; then
   cargo install --locked cargo-machete --version 0.9.2
 fi
 cargo machete
-echo "== cargo test"
-cargo build --locked -p agentd
-echo "== extension schemas: published copies == agentd --extension-schema"
+step "cargo build of every test and the binary + clippy -D warnings"
+# One feature resolution for everything: the binary the later steps use is
+# the one the integration tests were built with.
+cargo test --workspace --locked --no-run
+step "extension schemas: published copies == agentd --extension-schema"
 for published in docs/ext/*/schema.json; do
   name=$(basename "$(dirname "$published")")
   if ! diff -u "$published" <(target/debug/agentd --extension-schema "$name"); then
@@ -27,11 +49,18 @@ for published in docs/ext/*/schema.json; do
     exit 1
   fi
 done
+step "cargo test"
 cargo test --workspace --locked
-echo "== fuzz: the decoder targets for a bounded time (docs/fuzzing.md)"
-scripts/fuzz.sh --decoders
-echo "== interop (official A2A Python SDK)"
-scripts/interop-venv.sh
+step "fuzz: the decoder targets for a bounded time (docs/fuzzing.md)"
+# The fuzz targets are a workspace of their own, built by cargo-fuzz.
+env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS scripts/fuzz.sh --decoders
+step "interop (official A2A Python SDK)"
+if ! wait "$venv_pid"; then
+  cat "$venv_log" >&2
+  exit 1
+fi
+cat "$venv_log"
 AGENTD_BIN="$PWD/target/debug/agentd" .venv/bin/python -m pytest -q tests/interop
-echo "== web console (headless Chromium)"
-scripts/console-tests.sh
+step "web console (headless Chromium)"
+AGENTD_BIN="$PWD/target/debug/agentd" scripts/console-tests.sh
+step "done"
