@@ -89,13 +89,19 @@ fn apply_in_tx<'a>(
     let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err("begin"))?;
     let mut outcomes = Vec::new();
     for batch in batches {
-        let sp = tx.savepoint().map_err(err("savepoint"))?;
-        // On error the savepoint rolls back when dropped.
-        let outcome = apply(&sp, batch).and_then(|events| {
-            sp.commit().map_err(err("release savepoint"))?;
-            Ok(events)
-        });
-        outcomes.push(outcome);
+        let mut sp = tx.savepoint().map_err(err("savepoint"))?;
+        match apply(&sp, batch) {
+            Ok(events) => {
+                sp.commit().map_err(err("release savepoint"))?;
+                outcomes.push(Ok(events));
+            }
+            Err(e) => {
+                // A savepoint that cannot be rolled back would leave part of
+                // the batch in the transaction: the whole group fails then.
+                sp.rollback().map_err(err("roll back savepoint"))?;
+                outcomes.push(Err(e));
+            }
+        }
     }
     tx.commit().map_err(err("commit"))?;
     Ok(outcomes)
