@@ -259,7 +259,10 @@ async fn every_commit_of_a_task_is_its_next_version() {
     let task = task_of(engine.send_message(&user(), request(true)).await.unwrap());
     assert_eq!(store.task(&task.id).map(|t| t.version), Some(1), "the creation is version 1");
     go.notify_one();
-    let done = engine.settled(&task.id).await.unwrap();
+    // A deadline, not a wait: a completion the store refused would leave
+    // the task unsettled.
+    let settled = tokio::time::timeout(std::time::Duration::from_secs(10), engine.settled(&task.id)).await;
+    let done = settled.expect("the completion is committed").unwrap();
     assert_eq!(done.version, 2, "the completion is the next commit");
     assert_eq!(store.task(&task.id).map(|t| t.version), Some(2));
 }
