@@ -60,6 +60,7 @@ mod tests {
                 StatusEntry { state, timestamp: t1 },
             ],
             meta,
+            version: 2,
         }
     }
 

@@ -105,6 +105,12 @@ pub struct TaskRecord {
     pub status_history: Vec<StatusEntry>,
     /// Link, parent and starting command.
     pub meta: TaskMeta,
+    /// Which commit of the task this is: 1 for its creation, one more for
+    /// each commit after it. A record in a batch carries the version it is
+    /// committed as; the store refuses it unless the task is at the version
+    /// before (a new task: not there at all), so two writers that read the
+    /// same version cannot both commit (see `store.rs`).
+    pub version: u64,
 }
 
 impl TaskRecord {

@@ -3,6 +3,14 @@
 //!
 //! * `commit` is atomic and durable: when it returns `Ok`, every part of the
 //!   batch is committed (and survives `kill -9`), or nothing is.
+//! * Every task write is checked against the stored version: a record at
+//!   `version` v commits only if the task is at v - 1 (v = 1: the task does
+//!   not exist), and is then stored at v. Otherwise the whole batch is
+//!   refused with [`StoreError::Conflict`] and nothing of it (task rows,
+//!   events, outbox rows, reminders, ...) is written. Of two writers that
+//!   read the same version, exactly one commits. A batch may write a task
+//!   more than once (v, then v + 1); each write is checked in order. One
+//!   refused batch does not fail other batches committed alongside it.
 //! * Push events in a batch become one outbox row per push config that the
 //!   task has *at commit time*, in the same transaction; bridge deliveries
 //!   become one row each, with their target, needing no push config.
@@ -23,9 +31,38 @@ use crate::reminder::ReminderRecord;
 use agentd_proto::{TaskPushNotificationConfig, TaskState};
 use async_trait::async_trait;
 
-#[derive(Debug, thiserror::Error)]
-#[error("store: {0}")]
-pub struct StoreError(pub String);
+/// Why a store call failed. Either way, a failed commit wrote nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// A task in the batch is not at the version its writer read: another
+    /// writer committed it since (or, for a new task, it exists already).
+    /// Versions are those of [`TaskRecord::version`]; 0 means no such task.
+    #[error("store conflict on task {task_id:?}: the writer read version {expected}, the store has {found}")]
+    Conflict { task_id: String, expected: u64, found: u64 },
+    /// The backend failed: I/O, encoding, a closed or broken store.
+    #[error("store: {0}")]
+    Backend(String),
+}
+
+impl StoreError {
+    pub fn backend(message: impl Into<String>) -> Self {
+        StoreError::Backend(message.into())
+    }
+
+    /// Refuses writing `rec` when the task is at version `found` (0: absent).
+    pub fn check_version(rec: &TaskRecord, found: u64) -> Result<(), StoreError> {
+        let expected = rec.version.checked_sub(1).ok_or_else(|| {
+            StoreError::backend(format!(
+                "task {:?}: version 0 cannot be committed (a new task is 1)",
+                rec.id()
+            ))
+        })?;
+        if found == expected {
+            return Ok(());
+        }
+        Err(StoreError::Conflict { task_id: rec.id().to_owned(), expected, found })
+    }
+}
 
 /// A push config as stored, with the principal that registered it.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,7 +74,8 @@ pub struct PushConfigRow {
 /// What one commit writes, all or nothing.
 #[derive(Clone, Debug, Default)]
 pub struct Batch {
-    /// Task rows to insert or replace (whole records).
+    /// Task rows to insert or replace (whole records), each at the version
+    /// it is committed as (checked against the stored one).
     pub tasks: Vec<TaskRecord>,
     /// Push configs to insert or replace, keyed by `(task_id, id)`.
     pub push_upserts: Vec<PushConfigRow>,

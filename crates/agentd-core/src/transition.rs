@@ -1,6 +1,7 @@
 //! The task state machine as a pure function: a record and a change in, the
 //! changed record and the events it produced out. No I/O, no clock: the
-//! caller passes the commit timestamp. Terminal states absorb every change.
+//! caller passes the commit timestamp. A status change must be in the
+//! transition table ([`allowed`]); terminal states absorb every change.
 
 use crate::record::{StatusEntry, TaskRecord};
 use agentd_proto::{
@@ -30,6 +31,33 @@ pub enum Refused {
     Terminal(TaskState),
     #[error("TASK_STATE_UNSPECIFIED is not a state a task can move to")]
     Unspecified,
+    #[error("a task in state {} cannot move to {}", .from.as_str(), .to.as_str())]
+    NotAllowed { from: TaskState, to: TaskState },
+}
+
+/// The transition table: the states a task in `from` may move to. A task
+/// is created SUBMITTED; every live state may end in any terminal one (the
+/// agent finishes, fails or rejects it, CancelTask cancels it); WORKING
+/// again is a progress update, and an interrupted task may ask again.
+/// Nothing goes back to SUBMITTED and nothing leaves a terminal state. A2A
+/// gives no normative table; this one is derived from its state classes.
+/// Messages and artifacts may be added in every live state.
+pub fn next_states(from: TaskState) -> &'static [TaskState] {
+    use TaskState::*;
+    // Exhaustive: a new state cannot ship without its row.
+    match from {
+        Submitted => &[Working, InputRequired, AuthRequired, Completed, Failed, Canceled, Rejected],
+        Working => &[Working, InputRequired, AuthRequired, Completed, Failed, Canceled, Rejected],
+        InputRequired => &[Working, InputRequired, AuthRequired, Completed, Failed, Canceled, Rejected],
+        AuthRequired => &[Working, InputRequired, AuthRequired, Completed, Failed, Canceled, Rejected],
+        Completed | Failed | Canceled | Rejected => &[],
+        Unspecified => &[],
+    }
+}
+
+/// Whether the transition table lets a task move from `from` to `to`.
+pub fn allowed(from: TaskState, to: TaskState) -> bool {
+    next_states(from).contains(&to)
 }
 
 /// Applies `change` at time `now`, returning the events to publish after
@@ -44,6 +72,9 @@ pub fn apply(rec: &mut TaskRecord, change: Change, now: Timestamp) -> Result<Vec
         Change::Status { state, message } => {
             if state == TaskState::Unspecified {
                 return Err(Refused::Unspecified);
+            }
+            if !allowed(current, state) {
+                return Err(Refused::NotAllowed { from: current, to: state });
             }
             // Status timestamps never go backwards, whatever the clock does.
             let last = rec.task.status.timestamp.unwrap_or(now);
@@ -140,6 +171,7 @@ mod tests {
             created_at: Timestamp::from_millis(1000).unwrap(),
             status_history: vec![],
             meta: Default::default(),
+            version: 1,
         }
     }
 
@@ -248,6 +280,85 @@ mod tests {
         };
         apply(&mut r, data, now).unwrap();
         assert_eq!(r.task.artifacts.as_ref().unwrap()[0].parts.len(), 2, "only text merges into text");
+    }
+
+    /// The table as a reader of the docs expects it, written out apart from
+    /// `next_states`: a row per current state, a column per target, `x`
+    /// where the move is allowed.
+    const ORDER: [TaskState; 9] = {
+        use TaskState::*;
+        [Unspecified, Submitted, Working, InputRequired, AuthRequired, Completed, Failed, Canceled, Rejected]
+    };
+    const EXPECTED: [&str; 9] = [
+        //  to: U S W I A C F X R
+        /* U */ ".........",
+        /* S */ "..xxxxxxx",
+        /* W */ "..xxxxxxx",
+        /* I */ "..xxxxxxx",
+        /* A */ "..xxxxxxx",
+        /* C */ ".........",
+        /* F */ ".........",
+        /* X */ ".........",
+        /* R */ ".........",
+    ];
+
+    #[test]
+    fn every_pair_in_the_table_is_allowed_and_every_other_refused() {
+        let every: Vec<TaskState> = (0..=16).filter_map(TaskState::from_number).collect();
+        assert_eq!(every.len(), ORDER.len(), "the grid must cover every state");
+        let now = Timestamp::from_millis(2000).unwrap();
+        for (i, &from) in ORDER.iter().enumerate() {
+            for (j, &to) in ORDER.iter().enumerate() {
+                let expect = EXPECTED[i].as_bytes()[j] == b'x';
+                assert_eq!(allowed(from, to), expect, "{} -> {}", from.as_str(), to.as_str());
+                let mut r = rec(from);
+                let before = r.clone();
+                let outcome = apply(&mut r, Change::Status { state: to, message: None }, now);
+                if expect {
+                    assert!(
+                        outcome.is_ok(),
+                        "{} -> {} must be allowed: {outcome:?}",
+                        from.as_str(),
+                        to.as_str()
+                    );
+                    assert_eq!(r.state(), to);
+                    continue;
+                }
+                let why = match outcome {
+                    Ok(_) => panic!("{} -> {} must be refused", from.as_str(), to.as_str()),
+                    Err(why) => why,
+                };
+                let want = if from.is_terminal() {
+                    Refused::Terminal(from)
+                } else if to == TaskState::Unspecified {
+                    Refused::Unspecified
+                } else {
+                    Refused::NotAllowed { from, to }
+                };
+                assert_eq!(why, want, "{} -> {}", from.as_str(), to.as_str());
+                assert_eq!(r, before, "a refused change must leave the record untouched");
+            }
+        }
+    }
+
+    #[test]
+    fn messages_and_artifacts_are_taken_in_every_live_state() {
+        let now = Timestamp::from_millis(2000).unwrap();
+        let artifact =
+            Artifact { artifact_id: "a".into(), parts: vec![Part::text("x")], ..Default::default() };
+        for s in [TaskState::Submitted, TaskState::Working, TaskState::InputRequired, TaskState::AuthRequired]
+        {
+            let mut r = rec(s);
+            apply(&mut r, Change::Input(Message::agent_text("x")), now).unwrap();
+            let change = Change::Artifact {
+                artifact: artifact.clone(),
+                append: false,
+                last_chunk: true,
+                merge_text: false,
+            };
+            apply(&mut r, change, now).unwrap();
+            assert_eq!(r.state(), s, "neither moves the task");
+        }
     }
 
     #[test]

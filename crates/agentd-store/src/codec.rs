@@ -15,11 +15,12 @@ pub(crate) struct EncodedTask {
     pub task_json: String,
     pub status_history_json: String,
     pub meta_json: String,
+    pub version: i64,
 }
 
 /// Maps any displayable error to a `StoreError` with some context.
 pub(crate) fn err<E: std::fmt::Display>(context: &'static str) -> impl Fn(E) -> StoreError {
-    move |e| StoreError(format!("{context}: {e}"))
+    move |e| StoreError::backend(format!("{context}: {e}"))
 }
 
 /// The number a state is stored as.
@@ -39,6 +40,7 @@ pub(crate) fn encode_task(record: &TaskRecord) -> Result<EncodedTask, StoreError
         status_history_json: agentd_proto::exact::to_string(&record.status_history)
             .map_err(err("encode status history"))?,
         meta_json: serde_json::to_string(&record.meta).map_err(err("encode task meta"))?,
+        version: i64::try_from(record.version).map_err(err("encode task version"))?,
     })
 }
 
@@ -48,21 +50,23 @@ pub(crate) fn decode_task(
     task_json: &str,
     status_history_json: &str,
     meta_json: &str,
+    version: i64,
 ) -> Result<TaskRecord, StoreError> {
     let task: Task = serde_json::from_str(task_json).map_err(err("decode task"))?;
     let status_history: Vec<StatusEntry> =
         serde_json::from_str(status_history_json).map_err(err("decode status history"))?;
     let created_at = Timestamp::from_millis(created_ms)
-        .ok_or_else(|| StoreError(format!("decode task: bad created_ms {created_ms}")))?;
+        .ok_or_else(|| StoreError::backend(format!("decode task: bad created_ms {created_ms}")))?;
     let meta: TaskMeta = serde_json::from_str(meta_json).map_err(err("decode task meta"))?;
-    Ok(TaskRecord { task, owner, created_at, status_history, meta })
+    let version = u64::try_from(version).map_err(err("decode task version"))?;
+    Ok(TaskRecord { task, owner, created_at, status_history, meta, version })
 }
 
 /// What the record looks like once stored and read back (timestamps at
 /// millisecond precision, ProtoJSON normal form).
 pub(crate) fn normalize_task(record: &TaskRecord) -> Result<TaskRecord, StoreError> {
     let e = encode_task(record)?;
-    decode_task(e.owner, e.created_ms, &e.task_json, &e.status_history_json, &e.meta_json)
+    decode_task(e.owner, e.created_ms, &e.task_json, &e.status_history_json, &e.meta_json, e.version)
 }
 
 pub(crate) fn encode_config(config: &TaskPushNotificationConfig) -> Result<String, StoreError> {

@@ -54,10 +54,10 @@ pub(crate) fn encode(e: &NewEvent) -> Result<EventColumns, StoreError> {
 
 pub(crate) fn decode(seq: u64, c: EventColumns) -> Result<EventRecord, StoreError> {
     let (ts_ms, kind, task_id, owner, data, annotations) = c;
-    let ts =
-        Timestamp::from_millis(ts_ms).ok_or_else(|| StoreError(format!("event {seq}: bad ts {ts_ms}")))?;
-    let kind =
-        EventKind::parse(&kind).ok_or_else(|| StoreError(format!("event {seq}: unknown kind {kind}")))?;
+    let ts = Timestamp::from_millis(ts_ms)
+        .ok_or_else(|| StoreError::backend(format!("event {seq}: bad ts {ts_ms}")))?;
+    let kind = EventKind::parse(&kind)
+        .ok_or_else(|| StoreError::backend(format!("event {seq}: unknown kind {kind}")))?;
     let annotations = match annotations {
         Some(a) => Some(serde_json::from_str(&a).map_err(err("decode event annotations"))?),
         None => None,

@@ -1,7 +1,8 @@
 //! `MemoryStore`: the in-memory backend for unit tests. It keeps the same
-//! contract as SQLite: one lock makes each batch atomic, records are read back
-//! in their stored (normalized) form, and push events fan out to the configs
-//! a task has at commit time.
+//! contract as SQLite: one lock makes each batch atomic, task versions are
+//! checked before anything is applied, records are read back in their
+//! stored (normalized) form, and push events fan out to the configs a task
+//! has at commit time.
 
 use crate::codec::{normalize_config, normalize_reminder, normalize_task};
 use crate::event_log::{self, Announcer};
@@ -55,7 +56,7 @@ impl MemoryStore {
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, Inner>, StoreError> {
-        self.inner.lock().map_err(|_| StoreError("memory store lock poisoned".into()))
+        self.inner.lock().map_err(|_| StoreError::backend("memory store lock poisoned"))
     }
 }
 
@@ -99,8 +100,23 @@ impl Inner {
         self.bounds.pruned_through = self.bounds.pruned_through.max(cutoff);
     }
 
+    /// Refuses the batch unless each task write is at the version after
+    /// the stored one, earlier writes of the same batch included.
+    fn check_versions(&self, tasks: &[TaskRecord]) -> Result<(), StoreError> {
+        let mut written: BTreeMap<&str, u64> = BTreeMap::new();
+        for r in tasks {
+            let found = match written.get(r.id()) {
+                Some(v) => *v,
+                None => self.tasks.get(r.id()).map_or(0, |t| t.version),
+            };
+            StoreError::check_version(r, found)?;
+            written.insert(r.id(), r.version);
+        }
+        Ok(())
+    }
+
     /// Applies a batch; every step is infallible once the inputs are
-    /// normalized, so the batch is all or nothing.
+    /// normalized and the versions checked, so the batch is all or nothing.
     fn apply(
         &mut self,
         tasks: Vec<TaskRecord>,
@@ -192,6 +208,7 @@ impl Store for MemoryStore {
         let upserts = batch.push_upserts.iter().map(normalize_config).collect::<Result<Vec<_>, _>>()?;
         let reminders = batch.reminders.iter().map(normalize_reminder).collect::<Result<Vec<_>, _>>()?;
         let mut inner = self.lock()?;
+        inner.check_versions(&tasks)?;
         inner.apply(tasks, upserts, reminders, &batch);
         let events = inner.append_events(&batch);
         // Announced under the lock, so receivers see seq order.

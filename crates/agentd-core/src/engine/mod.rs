@@ -28,7 +28,7 @@ use crate::principal::Principal;
 use crate::record::LinkKind;
 use crate::record::TaskRecord;
 use crate::slots::{Slot, SlotState, Slots};
-use crate::store::{Batch, Store};
+use crate::store::{Batch, Store, StoreError};
 use crate::transition::{self, Change, Refused};
 use agentd_proto::{A2aError, ErrorKind, Message, StreamResponse, Task, TaskState, Timestamp};
 use async_trait::async_trait;
@@ -370,24 +370,7 @@ impl Engine {
         let now = Timestamp::now();
         let events = f(&mut rec, now)?;
         emit::on_change(&st.record, &rec, &events, now, &mut extra);
-        // A creation not committed yet goes in with this change.
-        let pending = st.pending.take();
-        let batch = match pending.clone() {
-            Some(mut creation) => {
-                creation.absorb(extra);
-                creation
-            }
-            None => extra,
-        };
-        if let Err(e) = self.commit_record(&rec, &events, batch).await {
-            st.pending = pending;
-            return Err(e);
-        }
-        if pending.is_some() {
-            // The creation is in the store now: the store's record of the
-            // context's owner takes over from the claim.
-            st.claim = None;
-        }
+        self.commit_next(st, &mut rec, &events, extra).await?;
         st.record = rec.clone();
         for e in events {
             let _ = slot.tx.send(Arc::new(e));
@@ -404,6 +387,41 @@ impl Engine {
             self.inner.slots.remove(rec.id());
         }
         Ok(rec)
+    }
+
+    /// Commits `rec`, a changed copy of the slot's record, as the task's
+    /// next version, with its events' push deliveries, `extra`, and the
+    /// task's creation if that is still pending (then this commit is the
+    /// creation: the same version). The store refuses a version that is
+    /// not the next one; under the slot lock that means another writer
+    /// changed the task, which is reported as an internal error. On
+    /// failure nothing changed, and the creation stays pending.
+    pub(crate) async fn commit_next(
+        &self,
+        st: &mut SlotState,
+        rec: &mut TaskRecord,
+        events: &[StreamResponse],
+        extra: Batch,
+    ) -> Result<(), A2aError> {
+        let pending = st.pending.take();
+        rec.version = if pending.is_some() { st.record.version } else { st.record.version + 1 };
+        let batch = match pending.clone() {
+            Some(mut creation) => {
+                creation.absorb(extra);
+                creation
+            }
+            None => extra,
+        };
+        if let Err(e) = self.commit_record(rec, events, batch).await {
+            st.pending = pending;
+            return Err(e);
+        }
+        if pending.is_some() {
+            // The creation is in the store now: the store's record of the
+            // context's owner takes over from the claim.
+            st.claim = None;
+        }
+        Ok(())
     }
 
     /// Commits the creation of task `id` if it is still pending (see
@@ -433,7 +451,7 @@ impl Engine {
             }
         }
         let wake = !batch.push_events.is_empty() || !batch.bridge_deliveries.is_empty();
-        self.inner.store.commit(batch).await.map_err(internal)?;
+        self.inner.store.commit(batch).await.map_err(store_failed)?;
         if wake {
             self.inner.push_wakeup.notify_one();
         }
@@ -593,6 +611,25 @@ pub(crate) fn internal(e: impl std::fmt::Display) -> A2aError {
     A2aError::internal()
 }
 
+/// A failed commit of a task. A conflict means another writer committed
+/// the task while this one held its lock (in one process that is a bug, with
+/// several it is a lost race): never "not found", always internal, logged
+/// with the versions.
+fn store_failed(e: StoreError) -> A2aError {
+    match &e {
+        StoreError::Conflict { task_id, expected, found } => {
+            tracing::error!(
+                task = %task_id,
+                expected,
+                found,
+                "task changed by another writer since it was read; the change is not committed"
+            );
+            A2aError::internal()
+        }
+        StoreError::Backend(_) => internal(e),
+    }
+}
+
 pub(crate) fn refused(r: Refused) -> A2aError {
     match r {
         Refused::Terminal(s) => A2aError::new(
@@ -600,6 +637,7 @@ pub(crate) fn refused(r: Refused) -> A2aError {
             format!("the task is in terminal state {}; terminal tasks cannot change", s.as_str()),
         ),
         Refused::Unspecified => A2aError::invalid_field("status.state", r.to_string()),
+        Refused::NotAllowed { .. } => A2aError::new(ErrorKind::UnsupportedOperation, r.to_string()),
     }
 }
 

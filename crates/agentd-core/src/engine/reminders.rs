@@ -232,12 +232,13 @@ impl Engine {
             });
             batch.reminders.push(r);
         }
-        batch.tasks.push(st.record.clone());
         feed_events(&st.record, &events, &mut batch);
-        if let Err(e) = self.inner.store.commit(batch).await {
+        let mut rec = st.record.clone();
+        if let Err(e) = self.commit_next(&mut st, &mut rec, &[], batch).await {
             tracing::warn!(task = task_id, error = %e, "cannot commit reminder delivery; this model call gets none");
             return (Vec::new(), parent);
         }
+        st.record.version = rec.version;
         self.publish_reminder_events(&slot, &st, events);
         (out, parent)
     }

@@ -284,6 +284,8 @@ impl Engine {
             created_at: now,
             status_history: vec![StatusEntry { state: TaskState::Submitted, timestamp: now }],
             meta: start.meta,
+            // Committed as the first version, now or with its run's first change.
+            version: 1,
         };
         if let Some(parent) = &rec.meta.parent {
             batch.reminders.extend(self.inherited_reminders(parent, &id).await);

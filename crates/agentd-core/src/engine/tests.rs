@@ -9,8 +9,8 @@ use agentd_proto::{Part, Role, SendMessageConfiguration, SendMessageRequest, Sen
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-/// A store that keeps the last committed version of each task and counts
-/// the commits that wrote a task.
+/// A store that keeps the last committed version of each task, checks
+/// versions as a real store does, and counts the commits that wrote a task.
 struct CountingStore {
     tasks: Mutex<HashMap<String, TaskRecord>>,
     task_commits: Mutex<Vec<Vec<TaskState>>>,
@@ -40,12 +40,15 @@ impl CountingStore {
 #[async_trait]
 impl Store for CountingStore {
     async fn commit(&self, batch: Batch) -> Result<(), StoreError> {
+        let mut tasks = self.tasks.lock().unwrap();
+        let mut written = tasks.clone();
+        for t in batch.tasks.iter() {
+            StoreError::check_version(t, written.get(t.id()).map_or(0, |r| r.version))?;
+            written.insert(t.task.id.clone(), t.clone());
+        }
+        *tasks = written;
         if !batch.tasks.is_empty() {
             self.task_commits.lock().unwrap().push(batch.tasks.iter().map(TaskRecord::state).collect());
-        }
-        let mut tasks = self.tasks.lock().unwrap();
-        for t in batch.tasks {
-            tasks.insert(t.task.id.clone(), t);
         }
         Ok(())
     }
@@ -247,4 +250,56 @@ async fn a_context_is_claimed_by_a_first_turn_not_committed_yet() {
     assert_eq!(second.context_id, "shared");
     let owners: Vec<String> = store.tasks.lock().unwrap().values().map(|t| t.owner.clone()).collect();
     assert_eq!(owners, ["user:a", "user:a"], "only alice's turns are in the conversation");
+}
+
+#[tokio::test]
+async fn every_commit_of_a_task_is_its_next_version() {
+    let go = Arc::new(Notify::new());
+    let (engine, store) = engine(Completes { go: Some(go.clone()), reads_conversation: false });
+    let task = task_of(engine.send_message(&user(), request(true)).await.unwrap());
+    assert_eq!(store.task(&task.id).map(|t| t.version), Some(1), "the creation is version 1");
+    go.notify_one();
+    // A deadline, not a wait: a completion the store refused would leave
+    // the task unsettled.
+    let settled = tokio::time::timeout(std::time::Duration::from_secs(10), engine.settled(&task.id)).await;
+    let done = settled.expect("the completion is committed").unwrap();
+    assert_eq!(done.version, 2, "the completion is the next commit");
+    assert_eq!(store.task(&task.id).map(|t| t.version), Some(2));
+}
+
+/// Waits for `go`, then reports how its completion went on `result`.
+struct CompletesAndReports {
+    go: Arc<Notify>,
+    result: tokio::sync::mpsc::UnboundedSender<Result<(), A2aError>>,
+}
+
+#[async_trait]
+impl Agent for CompletesAndReports {
+    async fn run(&self, turn: Turn) {
+        self.go.notified().await;
+        let _ = self.result.send(turn.control.complete(Some(Message::agent_text("done"))).await);
+    }
+}
+
+#[tokio::test]
+async fn a_task_changed_by_another_writer_is_an_internal_error_not_a_missing_task() {
+    let go = Arc::new(Notify::new());
+    let (result, mut results) = tokio::sync::mpsc::unbounded_channel();
+    let store = Arc::new(CountingStore::default());
+    let agent = CompletesAndReports { go: go.clone(), result };
+    let engine = Engine::new(store.clone(), Arc::new(agent), Arc::new(AnyUrl), EngineConfig::default());
+    let task = task_of(engine.send_message(&user(), request(true)).await.unwrap());
+    // Another writer commits the task behind the engine's back.
+    let mut theirs = store.task(&task.id).expect("committed");
+    theirs.version += 1;
+    store.commit(Batch { tasks: vec![theirs], ..Batch::default() }).await.unwrap();
+    go.notify_one();
+    let e = results.recv().await.expect("the run reports").expect_err("the stale commit is refused");
+    assert_eq!(e.kind, ErrorKind::Internal, "{e}");
+    let stored = store.task(&task.id).expect("still there");
+    assert_eq!(
+        (stored.state(), stored.version),
+        (TaskState::Submitted, 2),
+        "the other writer's commit stands"
+    );
 }

@@ -33,6 +33,7 @@ pub fn record((id, owner, context_id, state, ms): Spec<'_>) -> TaskRecord {
         created_at: ts(ms),
         status_history: vec![StatusEntry { state, timestamp: ts(ms) }],
         meta: TaskMeta::default(),
+        version: 1,
     }
 }
 
@@ -97,6 +98,7 @@ pub fn full_record(id: &str, owner: &str, context_id: &str, ms: i64) -> TaskReco
             model_calls: 3,
             checkpoint: None,
         },
+        version: 1,
     }
 }
 

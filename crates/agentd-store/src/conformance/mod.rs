@@ -18,6 +18,7 @@ pub mod lookup;
 pub mod push;
 pub mod reminders;
 pub mod tasks;
+pub mod versions;
 
 use agentd_core::Store;
 use std::future::Future;
@@ -76,6 +77,11 @@ define_checks!($
     events::events_announced_in_order,
     events::events_retention_by_count,
     events::events_retention_by_age,
+    versions::versions_count_commits,
+    versions::stale_write_refuses_its_whole_batch,
+    versions::create_of_an_existing_id_is_refused,
+    versions::versions_within_one_batch,
+    versions::concurrent_writers_exactly_one_wins,
 );
 
 /// Runs every check, each against a fresh store from `make`.

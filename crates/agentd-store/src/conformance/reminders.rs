@@ -4,7 +4,7 @@ use agentd_core::{Batch, ReminderEnd, ReminderRecord, Store};
 use agentd_proto::Timestamp;
 use agentd_proto::ext::reminders::{Propagate, RoleHint};
 
-fn reminder(task: &str, id: &str) -> ReminderRecord {
+pub(super) fn reminder(task: &str, id: &str) -> ReminderRecord {
     ReminderRecord {
         task_id: task.into(),
         id: id.into(),

@@ -76,7 +76,7 @@ pub async fn meta_roundtrip(store: &dyn Store) {
         listed.tasks.iter().all(|r| recs.iter().any(|w| w.id() == r.id() && w.meta == r.meta)),
         "list_tasks must return the meta too"
     );
-    let cleared = TaskRecord { meta: TaskMeta::default(), ..recs[3].clone() };
+    let cleared = TaskRecord { meta: TaskMeta::default(), version: 2, ..recs[3].clone() };
     commit(store, tasks_batch(vec![cleared]), "the meta cleared").await;
     let got = ok(store.get_task("m-3").await, "get_task");
     assert_eq!(got.map(|r| r.meta), Some(TaskMeta::default()), "a re-commit must replace the meta");
@@ -86,7 +86,7 @@ pub async fn meta_roundtrip(store: &dyn Store) {
 pub async fn recommit_replaces(store: &dyn Store) {
     let first = record(("t-1", "alice", "ctx-1", Working, 1_000));
     commit(store, tasks_batch(vec![first]), "the first version").await;
-    let second = full_record("t-1", "alice", "ctx-1", 2_000);
+    let second = TaskRecord { version: 2, ..full_record("t-1", "alice", "ctx-1", 2_000) };
     commit(store, tasks_batch(vec![second.clone()]), "the second version").await;
     let got = ok(store.get_task("t-1").await, "get_task");
     assert_eq!(got, Some(second), "a re-commit must replace the record");

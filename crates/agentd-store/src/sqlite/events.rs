@@ -4,13 +4,13 @@
 use crate::codec::err;
 use crate::event_log::{self, EventColumns};
 use agentd_core::{EventLogBounds, EventRecord, EventRetention, NewEvent, StoreError};
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 const APPEND: &str = "INSERT INTO events (ts_ms, kind, task_id, owner, data_json, annotations_json)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 
 /// Appends `events` in order; returns them with the seqs they got.
-pub(crate) fn append(tx: &Transaction<'_>, events: &[NewEvent]) -> Result<Vec<EventRecord>, StoreError> {
+pub(crate) fn append(tx: &Connection, events: &[NewEvent]) -> Result<Vec<EventRecord>, StoreError> {
     let mut out = Vec::with_capacity(events.len());
     for e in events {
         let c = event_log::encode(e)?;
@@ -24,7 +24,7 @@ pub(crate) fn append(tx: &Transaction<'_>, events: &[NewEvent]) -> Result<Vec<Ev
 }
 
 /// Removes the prefix of the log that retention no longer keeps.
-pub(crate) fn prune(tx: &Transaction<'_>, r: EventRetention) -> Result<(), StoreError> {
+pub(crate) fn prune(tx: &Connection, r: EventRetention) -> Result<(), StoreError> {
     let last = last_seq(tx)?;
     let by_count = last.saturating_sub(r.max_count);
     let by_age: Option<i64> = tx

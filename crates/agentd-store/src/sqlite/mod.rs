@@ -99,8 +99,8 @@ impl Drop for SqliteStore {
 impl Store for SqliteStore {
     async fn commit(&self, batch: Batch) -> Result<(), StoreError> {
         let (reply, outcome) = oneshot::channel();
-        let jobs = self.jobs.as_ref().ok_or_else(|| StoreError("store is closed".into()))?;
-        jobs.send(Job { batch, reply }).map_err(|_| StoreError("store writer stopped".into()))?;
+        let jobs = self.jobs.as_ref().ok_or_else(|| StoreError::backend("store is closed"))?;
+        jobs.send(Job { batch, reply }).map_err(|_| StoreError::backend("store writer stopped"))?;
         outcome.await.map_err(err("store writer stopped before answering"))?
     }
 

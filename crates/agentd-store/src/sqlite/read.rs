@@ -33,7 +33,7 @@ impl ReadPool {
     }
 
     fn take(&self) -> Result<Connection, StoreError> {
-        let pooled = self.idle.lock().map_err(|_| StoreError("read pool poisoned".into()))?.pop();
+        let pooled = self.idle.lock().map_err(|_| StoreError::backend("read pool poisoned"))?.pop();
         match pooled {
             Some(conn) => Ok(conn),
             None => open_reader(&self.path),
@@ -68,17 +68,19 @@ impl ReadPool {
     }
 }
 
-const TASK_COLUMNS: &str = "owner, created_ms, task_json, status_history_json, meta_json";
+const TASK_COLUMNS: &str = "owner, created_ms, task_json, status_history_json, meta_json, version";
 
-type TaskRow = (String, i64, String, String, String);
+type TaskRow = (String, i64, String, String, String, i64);
 
 fn task_from_row(row: &Row<'_>) -> rusqlite::Result<TaskRow> {
-    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?))
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
 }
 
 fn decode_rows(rows: Vec<TaskRow>) -> Result<Vec<TaskRecord>, StoreError> {
     rows.into_iter()
-        .map(|(owner, created, task, hist, meta)| decode_task(owner, created, &task, &hist, &meta))
+        .map(|(owner, created, task, hist, meta, version)| {
+            decode_task(owner, created, &task, &hist, &meta, version)
+        })
         .collect()
 }
 
@@ -231,9 +233,9 @@ pub(crate) fn due_outbox(
                 (Some(json), _) => OutboxTarget::Push(decode_config(&json)?),
                 (None, Some(json)) => OutboxTarget::Bridge(
                     serde_json::from_str(&json)
-                        .map_err(|e| StoreError(format!("decode bridge target: {e}")))?,
+                        .map_err(|e| StoreError::backend(format!("decode bridge target: {e}")))?,
                 ),
-                (None, None) => return Err(StoreError(format!("outbox row {id} has no target"))),
+                (None, None) => return Err(StoreError::backend(format!("outbox row {id} has no target"))),
             };
             Ok(OutboxItem { id, task_id, target, body, attempts })
         })

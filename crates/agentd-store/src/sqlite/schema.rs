@@ -107,6 +107,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         pruned_through INTEGER NOT NULL
     );
     INSERT INTO event_log (id, pruned_through) VALUES (1, 0);",
+    // 7: each task row's version, checked by every commit that writes it;
+    // rows written before count as their first version.
+    "ALTER TABLE tasks ADD COLUMN version INTEGER NOT NULL DEFAULT 1;",
 ];
 
 /// Opens the one read-write connection: WAL, busy timeout, foreign keys,
@@ -117,7 +120,7 @@ pub(crate) fn open_writer(path: &Path, synchronous_full: bool) -> Result<Connect
     let mode: String =
         conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).map_err(err("set journal_mode"))?;
     if !mode.eq_ignore_ascii_case("wal") {
-        return Err(StoreError(format!("database refused WAL mode (got {mode})")));
+        return Err(StoreError::backend(format!("database refused WAL mode (got {mode})")));
     }
     let sync = if synchronous_full { "FULL" } else { "NORMAL" };
     conn.pragma_update(None, "synchronous", sync).map_err(err("set synchronous"))?;
@@ -146,7 +149,7 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         conn.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(err("read user_version"))?;
     let known = MIGRATIONS.len() as i64;
     if !(0..=known).contains(&version) {
-        return Err(StoreError(format!(
+        return Err(StoreError::backend(format!(
             "database schema version {version} is not one this build knows (0..={known})"
         )));
     }
@@ -155,7 +158,7 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     }
     let tx = conn.transaction().map_err(err("begin migration"))?;
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-        tx.execute_batch(sql).map_err(|e| StoreError(format!("migration {}: {e}", i + 1)))?;
+        tx.execute_batch(sql).map_err(|e| StoreError::backend(format!("migration {}: {e}", i + 1)))?;
     }
     tx.pragma_update(None, "user_version", known).map_err(err("set user_version"))?;
     tx.commit().map_err(err("commit migration"))

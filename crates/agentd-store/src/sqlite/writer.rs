@@ -1,13 +1,15 @@
 //! The group-commit writer: one OS thread owns the read-write connection,
 //! drains every queued batch, applies them in one transaction and acks each
-//! caller only after COMMIT returned. If the group fails, each batch is
-//! retried alone so one bad batch fails alone.
+//! caller only after COMMIT returned. Each batch is applied under a
+//! savepoint of its own, so a batch that fails (a stale task version, a
+//! bad row) is rolled back alone and the others of its group commit. If
+//! the COMMIT itself fails, each batch is retried in a transaction of its own.
 
 use crate::codec::{encode_config, encode_reminder, encode_task, err};
 use crate::event_log::Announcer;
 use agentd_core::{Batch, EventRecord, StoreError, TaskRecord};
 use agentd_proto::Timestamp;
-use rusqlite::{Connection, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::cell::Cell;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
@@ -53,11 +55,10 @@ fn run(mut conn: Connection, rx: Receiver<Job>, announcer: &Announcer) {
 /// thread assigns every seq).
 fn write_group(conn: &mut Connection, jobs: Vec<Job>, announcer: &Announcer) {
     match apply_in_tx(conn, jobs.iter().map(|j| &j.batch)) {
-        Ok(events) => {
-            announcer.announce(events);
-            for job in jobs {
+        Ok(outcomes) => {
+            for (job, outcome) in jobs.into_iter().zip(outcomes) {
                 // The caller may have stopped waiting; the write stands.
-                let _ = job.reply.send(Ok(()));
+                let _ = job.reply.send(outcome.map(|events| announcer.announce(events)));
             }
         }
         Err(e) if jobs.len() == 1 => {
@@ -68,42 +69,52 @@ fn write_group(conn: &mut Connection, jobs: Vec<Job>, announcer: &Announcer) {
         Err(e) => {
             tracing::warn!(error = %e, batches = jobs.len(), "group commit failed; retrying one by one");
             for job in jobs {
-                let outcome = apply_in_tx(conn, std::iter::once(&job.batch)).map(|events| {
-                    announcer.announce(events);
-                });
+                let outcome = apply_in_tx(conn, std::iter::once(&job.batch))
+                    .and_then(|mut one| one.pop().unwrap_or(Ok(Vec::new())))
+                    .map(|events| announcer.announce(events));
                 let _ = job.reply.send(outcome);
             }
         }
     }
 }
 
-/// Applies `batches` in order in one IMMEDIATE transaction and commits;
-/// returns the events appended. On error the transaction is rolled back
-/// (by drop) and nothing is written.
+/// Applies `batches` in order in one IMMEDIATE transaction, each under its
+/// own savepoint, and commits. Returns, per batch, the events it appended
+/// or why it was rolled back. On an error of the transaction itself
+/// (BEGIN, COMMIT) nothing is written.
 fn apply_in_tx<'a>(
     conn: &mut Connection,
     batches: impl Iterator<Item = &'a Batch>,
-) -> Result<Vec<EventRecord>, StoreError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err("begin"))?;
-    let mut events = Vec::new();
+) -> Result<Vec<Result<Vec<EventRecord>, StoreError>>, StoreError> {
+    let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err("begin"))?;
+    let mut outcomes = Vec::new();
     for batch in batches {
-        apply(&tx, batch)?;
-        events.extend(super::events::append(&tx, &batch.events)?);
-        if let Some(r) = batch.prune_events {
-            super::events::prune(&tx, r)?;
+        let mut sp = tx.savepoint().map_err(err("savepoint"))?;
+        match apply(&sp, batch) {
+            Ok(events) => {
+                sp.commit().map_err(err("release savepoint"))?;
+                outcomes.push(Ok(events));
+            }
+            Err(e) => {
+                // A savepoint that cannot be rolled back would leave part of
+                // the batch in the transaction: the whole group fails then.
+                sp.rollback().map_err(err("roll back savepoint"))?;
+                outcomes.push(Err(e));
+            }
         }
     }
     tx.commit().map_err(err("commit"))?;
-    Ok(events)
+    Ok(outcomes)
 }
 
 const UPSERT_TASK: &str = "INSERT INTO tasks
-    (id, context_id, owner, state, updated_ms, created_ms, task_json, status_history_json, meta_json)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+    (id, context_id, owner, state, updated_ms, created_ms, task_json, status_history_json, meta_json, version)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
     ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id,
         owner = excluded.owner, state = excluded.state, updated_ms = excluded.updated_ms,
         created_ms = excluded.created_ms, task_json = excluded.task_json,
-        status_history_json = excluded.status_history_json, meta_json = excluded.meta_json";
+        status_history_json = excluded.status_history_json, meta_json = excluded.meta_json,
+        version = excluded.version";
 
 const UPSERT_PUSH: &str = "INSERT INTO push_configs (task_id, id, owner, config_json, created_seq)
     VALUES (?1, ?2, ?3, ?4,
@@ -132,7 +143,7 @@ thread_local! {
 }
 
 /// Whether push events of `batch` need the fan-out statement.
-fn fan_out_needed(tx: &Transaction<'_>, batch: &Batch) -> Result<bool, StoreError> {
+fn fan_out_needed(tx: &Connection, batch: &Batch) -> Result<bool, StoreError> {
     if !batch.push_upserts.is_empty() {
         MAY_HAVE_PUSH_CONFIGS.set(Some(true));
     }
@@ -149,11 +160,21 @@ fn fan_out_needed(tx: &Transaction<'_>, batch: &Batch) -> Result<bool, StoreErro
     Ok(may)
 }
 
-/// Upserts one task. The JSON is dropped once bound, before the insert
+/// The stored version of a task (0: no such task).
+fn stored_version(tx: &Connection, id: &str) -> Result<u64, StoreError> {
+    let found: Option<i64> = tx
+        .prepare_cached("SELECT version FROM tasks WHERE id = ?1")
+        .and_then(|mut s| s.query_row(params![id], |row| row.get(0)).optional())
+        .map_err(err("read task version"))?;
+    found.map_or(Ok(0), |v| u64::try_from(v).map_err(err("read task version")))
+}
+
+/// Upserts one task if it is at the version before the record's. The JSON is dropped once bound, before the insert
 /// runs: SQLite copied it when binding (rusqlite binds text as transient)
 /// and builds its row from that copy, so keeping ours would hold a third
 /// copy of a task that carries a big message.
-fn write_task(tx: &Transaction<'_>, record: &TaskRecord) -> Result<(), StoreError> {
+fn write_task(tx: &Connection, record: &TaskRecord) -> Result<(), StoreError> {
+    StoreError::check_version(record, stored_version(tx, record.id())?)?;
     let t = encode_task(record)?;
     let mut s = tx.prepare_cached(UPSERT_TASK).map_err(err("write task"))?;
     let bind = |s: &mut rusqlite::CachedStatement<'_>, i, v: &dyn rusqlite::ToSql| {
@@ -168,14 +189,16 @@ fn write_task(tx: &Transaction<'_>, record: &TaskRecord) -> Result<(), StoreErro
     bind(&mut s, 7, &t.task_json)?;
     bind(&mut s, 8, &t.status_history_json)?;
     bind(&mut s, 9, &t.meta_json)?;
+    bind(&mut s, 10, &t.version)?;
     drop(t);
     s.raw_execute().map(|_| ()).map_err(err("write task"))
 }
 
 /// Writes one batch inside `tx`, in the order: tasks, push upserts, push
 /// deletes (their outbox rows go by cascade), push events, bridge
-/// deliveries, outbox done, outbox retry, closed conversations, reminders.
-fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
+/// deliveries, outbox done, outbox retry, closed conversations, reminders,
+/// events, pruning. Returns the events appended.
+fn apply(tx: &Connection, batch: &Batch) -> Result<Vec<EventRecord>, StoreError> {
     for record in &batch.tasks {
         write_task(tx, record)?;
     }
@@ -227,5 +250,9 @@ fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
             .and_then(|mut s| s.execute(params![r.task_id, r.id, r.is_active(), json]))
             .map_err(err("write reminder"))?;
     }
-    Ok(())
+    let events = super::events::append(tx, &batch.events)?;
+    if let Some(r) = batch.prune_events {
+        super::events::prune(tx, r)?;
+    }
+    Ok(events)
 }

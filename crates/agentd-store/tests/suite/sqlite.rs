@@ -72,7 +72,7 @@ async fn refuses_a_newer_schema() {
     conn.pragma_update(None, "user_version", 99).expect("bump version");
     drop(conn);
     let err = SqliteStore::open(&path, SqliteOptions::default()).expect_err("newer schema");
-    assert!(err.0.contains("99"), "error names the version: {err}");
+    assert!(err.to_string().contains("99"), "error names the version: {err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -130,6 +130,79 @@ async fn a_bad_batch_fails_alone() {
     let page = store.list_tasks(&TaskQuery { limit: 1_000, ..Default::default() }).await.expect("list");
     assert_eq!(page.total, 199, "every good batch landed, the poisoned one did not");
     assert!(store.get_task("poison").await.expect("get").is_none());
+}
+
+/// Writers racing on the same tasks, committed in groups: each stale
+/// batch is refused alone, with its event, and every other batch commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stale_batches_fail_alone_in_a_group() {
+    let (_dir, store) = fixture();
+    let created: Vec<_> = (0..100).map(|i| record((&format!("t{i:03}"), "a", "c", Working, 1))).collect();
+    store.commit(tasks_batch(created.clone())).await.expect("create");
+    let store = Arc::new(store);
+    let mut handles = Vec::new();
+    for rec in &created {
+        for writer in 0..2 {
+            let store = Arc::clone(&store);
+            let mut next = rec.clone();
+            next.version = 2;
+            let ev = agentd_core::NewEvent {
+                ts: agentd_proto::Timestamp::from_millis(1).expect("ts"),
+                kind: agentd_proto::ext::events::EventKind::Task,
+                task_id: Some(rec.id().to_owned()),
+                owner: None,
+                data: serde_json::json!({"writer": writer}),
+                annotations: None,
+            };
+            handles.push(tokio::spawn(async move {
+                store.commit(Batch { events: vec![ev], ..tasks_batch(vec![next]) }).await
+            }));
+        }
+    }
+    let (mut won, mut lost) = (0, 0);
+    for h in handles {
+        match h.await.expect("commit task") {
+            Ok(()) => won += 1,
+            Err(agentd_core::StoreError::Conflict { expected: 1, found: 2, .. }) => lost += 1,
+            Err(e) => panic!("only a conflict may refuse a batch here: {e}"),
+        }
+    }
+    assert_eq!((won, lost), (100, 100), "one writer per task wins");
+    let events = store.read_events(0, 1_000).await.expect("events");
+    assert_eq!(events.len(), 100, "only the winners' events are in the log");
+    let page = store.list_tasks(&TaskQuery { limit: 1_000, ..Default::default() }).await.expect("list");
+    assert!(page.tasks.iter().all(|t| t.version == 2), "every task at version 2");
+}
+
+#[tokio::test]
+async fn rows_written_before_versions_read_back_as_version_1() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = dir.path().join("agentd.db");
+    // A file at the schema before task versions, holding a task row.
+    let migrations = SqliteStore::migrations();
+    let before = migrations.iter().position(|m| m.contains("version")).expect("the version column");
+    {
+        let conn = rusqlite::Connection::open(&path).expect("raw open");
+        for m in &migrations[..before] {
+            conn.execute_batch(m).expect("older migration");
+        }
+        conn.execute_batch(&format!(
+            "INSERT INTO tasks (id, context_id, owner, state, updated_ms, created_ms, task_json, status_history_json)
+             VALUES ('old', 'ctx', 'alice', 2, 1000, 1000,
+                     '{{\"id\":\"old\",\"contextId\":\"ctx\",\"status\":{{\"state\":\"TASK_STATE_WORKING\"}}}}', '[]');
+             PRAGMA user_version = {before};"
+        ))
+        .expect("downgrade");
+    }
+    let store = open(&path);
+    assert_eq!(store.schema_version().await.ok(), Some(SqliteStore::latest_schema_version()));
+    let old = store.get_task("old").await.expect("get").expect("the old row is still there");
+    assert_eq!(old.version, 1, "a row from before versions is its first version");
+    let stale = store.commit(tasks_batch(vec![old.clone()])).await;
+    assert!(matches!(stale, Err(agentd_core::StoreError::Conflict { .. })), "{stale:?}");
+    let next = agentd_core::TaskRecord { version: 2, ..old };
+    store.commit(tasks_batch(vec![next])).await.expect("the next version commits");
+    assert_eq!(store.get_task("old").await.expect("get").map(|t| t.version), Some(2));
 }
 
 const CHILD_ENV: &str = "AGENTD_STORE_CHILD";
