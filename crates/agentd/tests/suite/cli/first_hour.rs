@@ -140,9 +140,10 @@ fn token_new_prints_a_config_serve_accepts_and_the_token_it_admits() {
     let b = json_of(&ok(local(&["token", "new", "--json"])));
     assert_ne!(a["token"], b["token"]);
     assert_eq!(a["sha256"].as_str().unwrap().len(), 64, "{a}");
+    // A role that is none is a usage error, listing the roles there are.
     let bad = local(&["token", "new", "--role", "boss"]);
-    assert_eq!(bad.code, 1, "{bad:?}");
-    assert!(bad.stderr.contains("--role \"boss\""), "{bad:?}");
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(bad.stderr.contains("'boss'") && bad.stderr.contains("operator, user, agent"), "{bad:?}");
 }
 
 #[test]
