@@ -341,6 +341,37 @@ async fn each_request_is_logged_at_debug() {
         assert!(Instant::now() < deadline, "no request line: {}", d.log());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+
+    // Each request has an id: the client's, or a fresh one; the answer
+    // carries it and the request's log lines name it.
+    let http = reqwest::Client::new();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}});
+    let is_uuid = |s: &str| {
+        s.len() == 36
+            && s.char_indices()
+                .all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() })
+    };
+    let given =
+        http.post(d.jsonrpc_url()).header("x-request-id", "trace-42").json(&body).send().await.unwrap();
+    assert_eq!(given.headers()["x-request-id"], "trace-42");
+    let rest = http.get(d.rest_url("/tasks")).header("x-request-id", "trace-43").send().await.unwrap();
+    assert_eq!(rest.headers()["x-request-id"], "trace-43");
+    for odd in ["has space", &"x".repeat(129)] {
+        let r = http.post(d.jsonrpc_url()).header("x-request-id", odd).json(&body).send().await.unwrap();
+        let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+        assert!(id != odd && is_uuid(&id), "{odd:?} became {id:?}");
+    }
+    let fresh = http.post(d.jsonrpc_url()).json(&body).send().await.unwrap();
+    let fresh = fresh.headers()["x-request-id"].to_str().unwrap().to_owned();
+    assert!(is_uuid(&fresh), "{fresh}");
+    for id in ["trace-42", "trace-43", fresh.as_str()] {
+        let deadline = Instant::now() + WITHIN;
+        while !d.log().lines().any(|l| l.contains(&format!("request{{id={id}}}")) && l.contains("status=200"))
+        {
+            assert!(Instant::now() < deadline, "no request line naming {id}: {}", d.log());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
 }
 
 /// Unmounts a bind mount when the test ends, whatever happens.
