@@ -20,6 +20,7 @@ mod listen;
 mod params;
 pub mod push;
 pub mod readiness;
+mod request_id;
 mod rest;
 mod routes;
 mod sse;

@@ -20,21 +20,7 @@ pub fn app(state: AppState) -> Router {
     let grpc = crate::grpc::router(state.clone());
     Router::new()
         .fallback_service(crate::grpc::ByContentType { http: http_app(state), grpc })
-        .layer(axum::middleware::from_fn(log_request))
-}
-
-/// One debug line per request: method, path, status, time to the response
-/// head (a stream's head comes first). Free when debug is off.
-async fn log_request(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    if !tracing::enabled!(tracing::Level::DEBUG) {
-        return next.run(req).await;
-    }
-    let (method, path) = (req.method().clone(), req.uri().path().to_owned());
-    let start = std::time::Instant::now();
-    let resp = next.run(req).await;
-    let ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
-    tracing::debug!(%method, %path, status = resp.status().as_u16(), ms, "request");
-    resp
+        .layer(axum::middleware::from_fn(crate::request_id::layer))
 }
 
 fn http_app(state: AppState) -> Router {

@@ -5,9 +5,12 @@
 
 use anyhow::{Context, bail};
 use clap::Args;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+
+mod env;
 
 #[derive(Args, Debug, Default)]
 pub struct ServeFlags {
@@ -20,9 +23,9 @@ pub struct ServeFlags {
     /// YAML configuration file (AGENTD_CONFIG).
     #[arg(long, env = "AGENTD_CONFIG")]
     pub config: Option<PathBuf>,
-    /// Agent profile: `default` (the echo agent) or `tck` (AGENTD_AGENT).
-    #[arg(long)]
-    pub agent: Option<String>,
+    /// Agent profile: `default` (the instruction document's agent) or `tck` (AGENTD_AGENT).
+    #[arg(long, value_enum)]
+    pub agent: Option<AgentProfile>,
     /// Let webhooks reach loopback and private addresses (tests, single host).
     #[arg(long)]
     pub push_allow_private: bool,
@@ -33,8 +36,8 @@ pub struct ServeFlags {
     #[arg(long)]
     pub instruction: Option<PathBuf>,
     /// Model provider: echo, scripted or openai (AGENTD_MODEL).
-    #[arg(long)]
-    pub model: Option<String>,
+    #[arg(long, value_parser = model_kind())]
+    pub model: Option<agentd_runtime::model::ModelKind>,
     /// OpenAI-compatible base URL(s), comma-separated for failover (AGENTD_MODEL_URL).
     #[arg(long)]
     pub model_url: Option<String>,
@@ -50,17 +53,17 @@ pub struct ServeFlags {
     pub a2a_peers: Vec<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub listen: SocketAddr,
     pub data_dir: PathBuf,
-    pub agent: String,
+    pub agent: AgentProfile,
     /// The instruction document; `None` means the built-in default agent.
     pub instruction: Option<PathBuf>,
     pub public_url: Option<String>,
     /// `lenient` (missing A2A-Version means 1.0) or `strict` (means 0.3).
-    pub a2a_version: String,
+    pub a2a_version: VersionMode,
     pub max_body_bytes: usize,
     /// Interval of SSE keep-alive comments on open streams, in seconds.
     pub sse_keep_alive_secs: u64,
@@ -82,11 +85,14 @@ pub struct Config {
     /// Keys of the document's `!config` that agentd does not use (logged at start).
     #[serde(skip)]
     pub ignored_document_keys: Vec<String>,
+    /// `AGENTD_*` variables set that are no configuration key (logged at start).
+    #[serde(skip)]
+    pub unknown_env: Vec<String>,
 }
 
 /// How the agent presents itself on its card. Unset name and description
 /// come from the instruction document (its title, its first paragraph).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CardSection {
     pub name: Option<String>,
@@ -96,7 +102,7 @@ pub struct CardSection {
 }
 
 /// The card's `provider`: who runs the agent.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ProviderSection {
     pub organization: String,
@@ -104,7 +110,7 @@ pub struct ProviderSection {
 }
 
 /// Bridges of human-gate questions to channels (`docs/bridges.md`).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BridgesConfig {
     /// Signing secrets of webhook channels by channel name, by reference
@@ -113,7 +119,7 @@ pub struct BridgesConfig {
 }
 
 /// Delegation to other A2A agents (`docs/delegation.md`).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct A2aConfig {
     pub peers: Vec<agentd_runtime::delegate::PeerConfig>,
@@ -155,7 +161,7 @@ impl A2aConfig {
 }
 
 /// The durable event log behind the events feed (`docs/ext/events`).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EventsConfig {
     /// The most events kept.
@@ -173,14 +179,14 @@ impl Default for EventsConfig {
 }
 
 /// The command extension (`docs/commands.md`).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CommandsConfig {
     pub grants: GrantsConfig,
 }
 
 /// The command ops each role may run; operators may run every op.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GrantsConfig {
     pub user: Vec<String>,
@@ -203,7 +209,7 @@ impl CommandsConfig {
 }
 
 /// Limits on subagents.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SubagentsConfig {
     /// How deep subagents may nest (one spawned by a command or a turn is at depth 1).
@@ -232,7 +238,7 @@ impl SubagentsConfig {
 }
 
 /// Limits of the reminders extension (also published as its card params).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RemindersConfig {
     /// Largest `ttlTurns` a reminder may ask for.
@@ -273,17 +279,17 @@ impl RemindersConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreConfig {
     /// `full` (fsync every commit group; survives power loss) or `normal`
     /// (survives a process crash, not a power loss).
-    pub sync: String,
+    pub sync: StoreSync,
 }
 
 /// What a client can hold of the listener and of request processing
 /// (`docs/configuration.md`, "Connections and request limits").
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerLimitsConfig {
     pub header_read_timeout_ms: u64,
@@ -335,7 +341,7 @@ impl ServerLimitsConfig {
 }
 
 /// Limits of one turn of the agent loop.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LimitsConfig {
     pub max_steps: u32,
@@ -374,7 +380,7 @@ impl LimitsConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PushConfig {
     pub enabled: bool,
@@ -385,30 +391,28 @@ pub struct PushConfig {
     pub backoff_ms: u64,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthConfig {
     pub tokens: Vec<TokenConfig>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TokenConfig {
     /// Principal id, e.g. `user:alice`.
     pub id: String,
-    /// `operator`, `user` or `agent`.
-    pub role: String,
+    pub role: Role,
     /// The token's SHA-256 digest in hex (preferred: the secret never touches the config).
     pub sha256: Option<String>,
     /// Or the token itself by reference: `env:NAME` or `file:/path`.
     pub token: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LogConfig {
-    /// `text` or `json`.
-    pub format: String,
+    pub format: LogFormat,
     /// A tracing filter, e.g. `info` or `agentd=debug`.
     pub level: String,
 }
@@ -418,10 +422,10 @@ impl Default for Config {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 7420)),
             data_dir: PathBuf::from(".agentd"),
-            agent: "default".into(),
+            agent: AgentProfile::Default,
             instruction: None,
             public_url: None,
-            a2a_version: "lenient".into(),
+            a2a_version: VersionMode::Lenient,
             max_body_bytes: 4 * 1024 * 1024,
             sse_keep_alive_secs: 15,
             server: ServerLimitsConfig::default(),
@@ -437,6 +441,7 @@ impl Default for Config {
             bridges: BridgesConfig::default(),
             card: CardSection::default(),
             ignored_document_keys: Vec::new(),
+            unknown_env: Vec::new(),
             reminders: RemindersConfig::default(),
             events: EventsConfig::default(),
         }
@@ -445,7 +450,7 @@ impl Default for Config {
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { sync: "full".into() }
+        Self { sync: StoreSync::Full }
     }
 }
 
@@ -457,8 +462,102 @@ impl Default for PushConfig {
 
 impl Default for LogConfig {
     fn default() -> Self {
-        Self { format: "text".into(), level: "info".into() }
+        Self { format: LogFormat::Text, level: "info".into() }
     }
+}
+
+/// The agent a daemon runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentProfile {
+    /// The instruction document's agent over the configured model.
+    #[default]
+    Default,
+    /// The A2A conformance kit's agent (ignores the model).
+    Tck,
+}
+
+impl AgentProfile {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentProfile::Default => "default",
+            AgentProfile::Tck => "tck",
+        }
+    }
+}
+
+impl std::fmt::Display for AgentProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a request without `A2A-Version` speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VersionMode {
+    /// A missing header means 1.0.
+    #[default]
+    Lenient,
+    /// A missing header means 0.3, which agentd does not serve.
+    Strict,
+}
+
+/// When SQLite syncs a commit to disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreSync {
+    /// Every commit group: survives a power loss.
+    #[default]
+    Full,
+    /// Survives a process crash, not a power loss.
+    Normal,
+}
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// For people.
+    #[default]
+    Text,
+    /// JSON lines, for collectors.
+    Json,
+}
+
+/// A token's role (`agentd_core::PrincipalRole` as configuration writes it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Operator,
+    User,
+    Agent,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Operator => "operator",
+            Role::User => "user",
+            Role::Agent => "agent",
+        }
+    }
+
+    pub fn principal_role(self) -> agentd_core::PrincipalRole {
+        match self {
+            Role::Operator => agentd_core::PrincipalRole::Operator,
+            Role::User => agentd_core::PrincipalRole::User,
+            Role::Agent => agentd_core::PrincipalRole::Agent,
+        }
+    }
+}
+
+/// `--model`: one of the model kinds, with clap's list of possible values.
+fn model_kind() -> impl clap::builder::TypedValueParser<Value = agentd_runtime::model::ModelKind> {
+    use agentd_runtime::model::ModelKind;
+    clap::builder::TypedValueParser::map(clap::builder::PossibleValuesParser::new(ModelKind::NAMES), |name| {
+        ModelKind::from_name(&name).expect("a possible value is a kind")
+    })
 }
 
 /// Resolves a secret reference: `env:NAME` or `file:/path`. Inline secrets
@@ -476,17 +575,9 @@ pub fn resolve_secret(reference: &str) -> anyhow::Result<String> {
     }
 }
 
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
-
-fn env_bool(name: &str) -> anyhow::Result<Option<bool>> {
-    match env(name).as_deref() {
-        None => Ok(None),
-        Some("1" | "true" | "yes" | "on") => Ok(Some(true)),
-        Some("0" | "false" | "no" | "off") => Ok(Some(false)),
-        Some(v) => bail!("{name}={v:?} is not a boolean (true/false)"),
-    }
+/// The process's `AGENTD_*` variables.
+pub fn process_env() -> BTreeMap<String, String> {
+    std::env::vars().filter(|(k, _)| k.starts_with("AGENTD_")).collect()
 }
 
 /// Builds the effective configuration.
@@ -495,7 +586,14 @@ fn env_bool(name: &str) -> anyhow::Result<Option<bool>> {
 /// config file, then the instruction document's `!config` blocks (merged
 /// under the file, earlier blocks winning over later ones), then defaults.
 pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
-    let (mut tree, origin) = match &flags.config {
+    load_from(flags, &process_env())
+}
+
+/// [`load`] with the variables of `env` instead of the process's.
+pub fn load_from(flags: &ServeFlags, env: &BTreeMap<String, String>) -> anyhow::Result<Config> {
+    let var = |name: &str| env.get(name).filter(|v| !v.is_empty()).cloned();
+    let config_path = flags.config.clone().or_else(|| var("AGENTD_CONFIG").map(PathBuf::from));
+    let (mut tree, origin) = match &config_path {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read config file {}", path.display()))?;
@@ -505,7 +603,14 @@ pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
         }
         None => (serde_yaml_ng::Value::Null, "configuration".to_owned()),
     };
-    let document = document_path(flags, &tree);
+    let overlay = env::overlay(env)?;
+    for (variable, _, value) in &overlay.set {
+        env::set_path(&mut tree, &variable.path, value.clone());
+    }
+    let document = flags
+        .instruction
+        .clone()
+        .or_else(|| tree.get("instruction").and_then(|v| v.as_str()).map(PathBuf::from));
     let fragments = crate::instruction::load(document.as_deref())?.config;
     let mut from_document = Vec::new();
     let mut ignored = Vec::new();
@@ -525,6 +630,9 @@ pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
         // (`limits.max_runs`, say). They are skipped with a warning; the
         // config file stays strict.
         let path: Vec<String> = err.path().to_string().split('.').map(str::to_owned).collect();
+        if let Some((variable, text, _)) = overlay.set.iter().find(|(v, _, _)| path.starts_with(&v.path)) {
+            bail!("{}={text:?}: {}: {}", variable.name, err.path(), err.inner());
+        }
         let copied = from_document.iter().any(|p| path.starts_with(p));
         if err.inner().to_string().starts_with("unknown field") && copied && !path.is_empty() {
             remove_path(&mut tree, &path);
@@ -542,111 +650,11 @@ pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
             ),
         }
     };
-    if let Some(v) = env("AGENTD_LISTEN") {
-        cfg.listen = v.parse().with_context(|| format!("AGENTD_LISTEN={v:?} is not an address"))?;
-    }
-    if let Some(v) = env("AGENTD_DATA_DIR") {
-        cfg.data_dir = v.into();
-    }
-    if let Some(v) = env("AGENTD_AGENT") {
-        cfg.agent = v;
-    }
-    if let Some(v) = env("AGENTD_PUBLIC_URL") {
-        cfg.public_url = Some(v);
-    }
-    if let Some(v) = env("AGENTD_A2A_VERSION") {
-        cfg.a2a_version = v;
-    }
-    if let Some(v) = env("AGENTD_STORE_SYNC") {
-        cfg.store.sync = v;
-    }
-    if let Some(v) = env_bool("AGENTD_PUSH_ENABLED")? {
-        cfg.push.enabled = v;
-    }
-    if let Some(v) = env_bool("AGENTD_PUSH_ALLOW_PRIVATE")? {
-        cfg.push.allow_private = v;
-    }
-    if let Some(v) = env("AGENTD_PUSH_BACKOFF_MS") {
-        cfg.push.backoff_ms =
-            v.parse().with_context(|| format!("AGENTD_PUSH_BACKOFF_MS={v:?} is not a number"))?;
-    }
-    if let Some(v) = env("AGENTD_SSE_KEEP_ALIVE_SECS") {
-        cfg.sse_keep_alive_secs =
-            v.parse().with_context(|| format!("AGENTD_SSE_KEEP_ALIVE_SECS={v:?} is not a number"))?;
-    }
-    let srv = &mut cfg.server;
-    for (name, key) in [
-        ("AGENTD_SERVER_HEADER_READ_TIMEOUT_MS", &mut srv.header_read_timeout_ms),
-        ("AGENTD_SERVER_BODY_READ_TIMEOUT_MS", &mut srv.body_read_timeout_ms),
-        ("AGENTD_SERVER_IDLE_TIMEOUT_MS", &mut srv.idle_timeout_ms),
-        ("AGENTD_SERVER_HTTP2_KEEP_ALIVE_MS", &mut srv.http2_keep_alive_ms),
-    ] {
-        if let Some(v) = env(name) {
-            *key = v.parse().with_context(|| format!("{name}={v:?} is not a number"))?;
-        }
-    }
-    for (name, key) in [
-        ("AGENTD_SERVER_MAX_CONNECTIONS", &mut srv.max_connections),
-        ("AGENTD_SERVER_MAX_CONNECTIONS_PER_PEER", &mut srv.max_connections_per_peer),
-        ("AGENTD_SERVER_MAX_STREAMS", &mut srv.max_streams),
-        ("AGENTD_SERVER_MAX_JSON_DEPTH", &mut srv.max_json_depth),
-        ("AGENTD_SERVER_MAX_JSON_VALUES", &mut srv.max_json_values),
-        ("AGENTD_SERVER_MAX_BODY_BYTES_IN_FLIGHT", &mut srv.max_body_bytes_in_flight),
-    ] {
-        if let Some(v) = env(name) {
-            *key = v.parse().with_context(|| format!("{name}={v:?} is not a number"))?;
-        }
-    }
-    for (name, key) in [
-        ("AGENTD_EVENTS_RETAIN_COUNT", &mut cfg.events.retain_count),
-        ("AGENTD_EVENTS_RETAIN_SECS", &mut cfg.events.retain_secs),
-        ("AGENTD_EVENTS_PRUNE_INTERVAL_MS", &mut cfg.events.prune_interval_ms),
-    ] {
-        if let Some(v) = env(name) {
-            *key = v.parse().with_context(|| format!("{name}={v:?} is not a number"))?;
-        }
-    }
-    if let Some(v) = env("AGENTD_LOG_FORMAT") {
-        cfg.log.format = v;
-    }
-    if let Some(v) = env("AGENTD_LOG") {
-        cfg.log.level = v;
-    }
-    for (name, key) in [
-        ("AGENTD_CARD_NAME", &mut cfg.card.name),
-        ("AGENTD_CARD_DESCRIPTION", &mut cfg.card.description),
-        ("AGENTD_CARD_DOCUMENTATION_URL", &mut cfg.card.documentation_url),
-    ] {
-        if let Some(v) = env(name) {
-            *key = Some(v);
-        }
-    }
-    if let Some(v) = env("AGENTD_CARD_PROVIDER_ORGANIZATION") {
-        cfg.card.provider.get_or_insert_default().organization = v;
-    }
-    if let Some(v) = env("AGENTD_CARD_PROVIDER_URL") {
-        cfg.card.provider.get_or_insert_default().url = v;
-    }
-    if let Some(v) = env("AGENTD_INSTRUCTION") {
-        cfg.instruction = Some(v.into());
-    }
     if let Some(v) = &flags.instruction {
         cfg.instruction = Some(v.clone());
     }
-    if let Some(v) = env("AGENTD_MODEL") {
+    if let Some(v) = flags.model {
         cfg.model.kind = v;
-    }
-    if let Some(v) = env("AGENTD_MODEL_URL") {
-        cfg.model.openai.endpoints = split_list(&v);
-    }
-    if let Some(v) = env("AGENTD_MODEL_NAME") {
-        cfg.model.openai.model = v;
-    }
-    if let Some(v) = env("AGENTD_MODEL_SCRIPT") {
-        cfg.model.script = Some(v.into());
-    }
-    if let Some(v) = &flags.model {
-        cfg.model.kind.clone_from(v);
     }
     if let Some(v) = &flags.model_url {
         cfg.model.openai.endpoints = split_list(v);
@@ -657,7 +665,7 @@ pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
     if let Some(v) = &flags.model_script {
         cfg.model.script = Some(v.clone());
     }
-    if let Some(v) = env("AGENTD_A2A_PEERS") {
+    if let Some(v) = var("AGENTD_A2A_PEERS") {
         cfg.a2a.merge_specs(split_list(&v).iter().map(String::as_str), "AGENTD_A2A_PEERS")?;
     }
     cfg.a2a.merge_specs(flags.a2a_peers.iter().map(String::as_str), "--a2a-peer")?;
@@ -667,8 +675,8 @@ pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
     if let Some(v) = &flags.data_dir {
         cfg.data_dir.clone_from(v);
     }
-    if let Some(v) = &flags.agent {
-        cfg.agent.clone_from(v);
+    if let Some(v) = flags.agent {
+        cfg.agent = v;
     }
     if let Some(v) = &flags.public_url {
         cfg.public_url = Some(v.clone());
@@ -677,18 +685,9 @@ pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
         cfg.push.allow_private = true;
     }
     cfg.ignored_document_keys = ignored;
+    cfg.unknown_env = overlay.unknown;
     validate(&cfg)?;
     Ok(cfg)
-}
-
-/// The instruction document `load` will use: flag, then variable, then the
-/// config file's `instruction` key; `None` for the built-in document.
-fn document_path(flags: &ServeFlags, file: &serde_yaml_ng::Value) -> Option<PathBuf> {
-    flags
-        .instruction
-        .clone()
-        .or_else(|| env("AGENTD_INSTRUCTION").map(PathBuf::from))
-        .or_else(|| file.get("instruction").and_then(|v| v.as_str()).map(PathBuf::from))
 }
 
 /// Copies every leaf of `under` that `tree` does not set: `tree` wins at
@@ -744,32 +743,14 @@ fn split_list(v: &str) -> Vec<String> {
 }
 
 fn validate(cfg: &Config) -> anyhow::Result<()> {
-    if !agentd_runtime::PROFILES.contains(&cfg.agent.as_str()) {
-        bail!(
-            "unknown agent profile {:?}; choose one of: {}",
-            cfg.agent,
-            agentd_runtime::PROFILES.join(", ")
-        );
-    }
-    if !matches!(cfg.a2a_version.as_str(), "lenient" | "strict") {
-        bail!("a2a_version must be `lenient` or `strict`, not {:?}", cfg.a2a_version);
-    }
-    if !matches!(cfg.store.sync.as_str(), "full" | "normal") {
-        bail!("store.sync must be `full` or `normal`, not {:?}", cfg.store.sync);
-    }
-    if !matches!(cfg.log.format.as_str(), "text" | "json") {
-        bail!("log.format must be `text` or `json`, not {:?}", cfg.log.format);
-    }
-    if !agentd_runtime::model::KINDS.contains(&cfg.model.kind.as_str()) {
-        bail!("model.kind {:?} must be one of: {}", cfg.model.kind, agentd_runtime::model::KINDS.join(", "));
-    }
-    if cfg.model.kind == "openai" && cfg.model.openai.endpoints.is_empty() {
+    let openai = cfg.model.kind == agentd_runtime::model::ModelKind::Openai;
+    if openai && cfg.model.openai.endpoints.is_empty() {
         bail!(
             "the openai model needs the server's base URL: --model-url http://127.0.0.1:8080/v1 \
              (AGENTD_MODEL_URL, or model.openai.endpoints in the config file)"
         );
     }
-    if cfg.model.kind == "openai" && cfg.model.openai.model.trim().is_empty() {
+    if openai && cfg.model.openai.model.trim().is_empty() {
         bail!(
             "the openai model needs the model's name: --model-name NAME \
              (AGENTD_MODEL_NAME, or model.openai.model in the config file)"
@@ -823,9 +804,6 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
     }
     validate_card(&cfg.card)?;
     for t in &cfg.auth.tokens {
-        if agentd_core::PrincipalRole::parse(&t.role).is_none() {
-            bail!("auth.tokens[{}].role {:?} must be operator, user or agent", t.id, t.role);
-        }
         if t.sha256.is_some() == t.token.is_some() {
             bail!("auth.tokens[{}]: give exactly one of `sha256` or `token`", t.id);
         }
@@ -891,6 +869,9 @@ fn check_log_filter(level: &str) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod env_table;
 
 #[cfg(test)]
 mod tests {

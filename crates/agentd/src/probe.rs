@@ -15,7 +15,7 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Probes in the background: now, then every 30 s while it fails.
 pub fn spawn(cfg: &ModelConfig, readiness: Readiness, shutdown: CancellationToken) {
-    if cfg.kind != "openai" {
+    if cfg.kind != agentd_runtime::model::ModelKind::Openai {
         readiness.set(CHECK, true, format!("{} (built in, nothing to reach)", cfg.kind));
         return;
     }

@@ -2,13 +2,14 @@
 //! then serves until SIGINT/SIGTERM.
 
 use crate::config::{Config, resolve_secret};
-use agentd_core::{Engine, EngineConfig, GateBridge, Principal, PrincipalRole};
+use agentd_core::{Engine, EngineConfig, GateBridge, Principal};
 use agentd_proto::AgentProvider;
 use agentd_proto::ext::events::LifecycleEvent;
 use agentd_proto::jsonrpc::methods;
 use agentd_runtime::agent_loop::{Tool, Tools};
 use agentd_runtime::commands;
 use agentd_runtime::delegate::{A2aDelegator, DelegateTool, Delegator};
+use agentd_runtime::model::ModelKind;
 use agentd_runtime::subagents::SubagentManager;
 use agentd_runtime::workflows::{FeedSink, WorkflowDeps, Workflows};
 use agentd_server::bridges::{BridgeSecrets, ChannelBridge, DeclaredChannel, SigningKey};
@@ -31,6 +32,9 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     for key in &cfg.ignored_document_keys {
         tracing::warn!(key = %key, "the instruction document's !config sets a key agentd does not use; ignored");
     }
+    for name in &cfg.unknown_env {
+        tracing::warn!(variable = %name, "this AGENTD_* variable is no configuration key (docs/configuration.md); ignored");
+    }
     // Credentials and model first: a config error must not touch the data
     // (opening the store runs recovery).
     let auth = Authenticator::new(tokens(&cfg)?);
@@ -47,7 +51,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let instruction = crate::instruction::load(cfg.instruction.as_deref())?;
     let bridge_secrets = bridge_secrets(&cfg, &instruction.channels)?;
     let agent = agentd_runtime::profile(
-        &cfg.agent,
+        cfg.agent.as_str(),
         model.clone(),
         &instruction.system_prompt,
         cfg.limits.limits(),
@@ -67,8 +71,11 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let _data_dir = crate::data_lock::lock(&cfg.data_dir)?;
     let db = cfg.data_dir.join("agentd.db");
     check_writable(&cfg.data_dir, &db)?;
-    let store = SqliteStore::open(&db, SqliteOptions { synchronous_full: cfg.store.sync == "full" })
-        .with_context(|| format!("cannot open the store at {}", db.display()))?;
+    let store = SqliteStore::open(
+        &db,
+        SqliteOptions { synchronous_full: cfg.store.sync == crate::config::StoreSync::Full },
+    )
+    .with_context(|| format!("cannot open the store at {}", db.display()))?;
     let reminder_limits = cfg.reminders.limits()?;
     let engine_cfg = EngineConfig {
         push_enabled: cfg.push.enabled,
@@ -163,7 +170,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
     let readiness = agentd_server::Readiness::default();
     crate::probe::spawn(&cfg.model, readiness.clone(), shutdown.clone());
     let config = Arc::new(ServerConfig {
-        version_policy: if cfg.a2a_version == "strict" {
+        version_policy: if cfg.a2a_version == crate::config::VersionMode::Strict {
             VersionPolicy::Strict
         } else {
             VersionPolicy::Lenient
@@ -273,7 +280,7 @@ fn gate_bridge(
 fn tokens(cfg: &Config) -> anyhow::Result<Vec<TokenEntry>> {
     let mut out = Vec::new();
     for t in &cfg.auth.tokens {
-        let role = PrincipalRole::parse(&t.role).context("role")?;
+        let role = t.role.principal_role();
         let principal = Principal::new(t.id.clone(), role);
         let entry = match (&t.sha256, &t.token) {
             (Some(hex), _) => TokenEntry::from_hex(hex, principal)
@@ -332,10 +339,12 @@ fn log_start(cfg: &Config, name: &str) {
     let document =
         cfg.instruction.as_ref().map_or_else(|| "built-in".to_owned(), |p| p.display().to_string());
     let m = &cfg.model;
-    let (endpoints, model_name) = match m.kind.as_str() {
-        "openai" => (m.openai.endpoints.join(", "), m.openai.model.clone()),
-        "scripted" => (m.script.as_ref().map(|p| p.display().to_string()).unwrap_or_default(), String::new()),
-        _ => (String::new(), String::new()),
+    let (endpoints, model_name) = match m.kind {
+        ModelKind::Openai => (m.openai.endpoints.join(", "), m.openai.model.clone()),
+        ModelKind::Scripted => {
+            (m.script.as_ref().map(|p| p.display().to_string()).unwrap_or_default(), String::new())
+        }
+        ModelKind::Echo => (String::new(), String::new()),
     };
     tracing::info!(
         agent = %name, instruction = %document, model = %m.kind, endpoints = %endpoints, model_name = %model_name,
@@ -354,7 +363,7 @@ fn init_logging(cfg: &Config) -> anyhow::Result<()> {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
-    if cfg.log.format == "json" {
+    if cfg.log.format == crate::config::LogFormat::Json {
         builder.json().init();
     } else {
         builder.init();

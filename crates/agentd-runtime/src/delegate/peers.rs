@@ -7,7 +7,7 @@ use reqwest::Url;
 use serde::Deserialize;
 
 /// One entry of `a2a.peers`, as configured.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PeerConfig {
     pub name: String,

@@ -3,7 +3,7 @@
 //! are resolved when a provider is built and never printed.
 
 use super::types::ModelError;
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
@@ -11,11 +11,11 @@ use std::time::Duration;
 
 /// Which provider to build and its settings. Every key has a default, so an
 /// empty `model:` section means the offline `echo` model.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ModelConfig {
     /// `echo` (default), `scripted` or `openai`.
-    pub kind: String,
+    pub kind: ModelKind,
     /// `scripted`: the script file (`.yaml`, `.yml` or `.json`).
     pub script: Option<PathBuf>,
     /// `scripted`: append every request received to this file as JSON lines.
@@ -26,14 +26,51 @@ pub struct ModelConfig {
 
 impl Default for ModelConfig {
     fn default() -> Self {
-        Self { kind: "echo".into(), script: None, record_to: None, openai: OpenAiConfig::default() }
+        Self { kind: ModelKind::Echo, script: None, record_to: None, openai: OpenAiConfig::default() }
+    }
+}
+
+/// The model providers agentd has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelKind {
+    /// Answers with the user's text, offline.
+    #[default]
+    Echo,
+    /// Plays a script file.
+    Scripted,
+    /// An OpenAI-compatible Chat Completions server.
+    Openai,
+}
+
+impl ModelKind {
+    /// Every kind, as written in configuration.
+    pub const NAMES: &[&str] = &["echo", "scripted", "openai"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelKind::Echo => "echo",
+            ModelKind::Scripted => "scripted",
+            ModelKind::Openai => "openai",
+        }
+    }
+
+    /// The kind a name in [`Self::NAMES`] stands for.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [ModelKind::Echo, ModelKind::Scripted, ModelKind::Openai].into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+impl fmt::Display for ModelKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
 /// An OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, Ollama,
 /// llama.cpp server, LM Studio). `Debug` shows no secret: the key appears
 /// as its reference, header values not at all.
-#[derive(Clone, Deserialize)]
+#[derive(Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OpenAiConfig {
     /// Base URLs such as `http://127.0.0.1:8080/v1`, tried in order (failover).
@@ -46,16 +83,16 @@ pub struct OpenAiConfig {
     pub api_key: Option<SecretRef>,
     /// Longest wait for the response headers, for the whole body (non
     /// streaming), and for the next chunk of a stream (streaming).
-    #[serde(rename = "timeout_secs", deserialize_with = "secs")]
+    #[serde(rename = "timeout_secs", deserialize_with = "secs", serialize_with = "as_secs")]
     pub timeout: Duration,
     /// Retries on one endpoint (429, 408, 5xx, connect errors, timeouts)
     /// before failing over to the next.
     pub max_retries: u32,
     /// First retry delay; doubles per retry, with jitter, up to `max_backoff`.
-    #[serde(rename = "backoff_ms", deserialize_with = "millis")]
+    #[serde(rename = "backoff_ms", deserialize_with = "millis", serialize_with = "as_millis")]
     pub backoff_base: Duration,
     /// Cap on a retry delay, including one asked for by `Retry-After`.
-    #[serde(rename = "max_backoff_ms", deserialize_with = "millis")]
+    #[serde(rename = "max_backoff_ms", deserialize_with = "millis", serialize_with = "as_millis")]
     pub max_backoff: Duration,
     /// Ask for a streamed (SSE) response (default true).
     pub stream: bool,
@@ -158,6 +195,13 @@ impl fmt::Debug for SecretRef {
     }
 }
 
+/// Serialized as the reference (`env:NAME`), never the secret.
+impl Serialize for SecretRef {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
 impl<'de> Deserialize<'de> for SecretRef {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
@@ -203,4 +247,12 @@ fn secs<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
 
 fn millis<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     Ok(Duration::from_millis(u64::deserialize(d)?))
+}
+
+fn as_secs<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+fn as_millis<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

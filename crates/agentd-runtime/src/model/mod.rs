@@ -12,7 +12,7 @@ mod scripted;
 mod stream;
 mod types;
 
-pub use config::{ModelConfig, OpenAiConfig, Secret, SecretRef};
+pub use config::{ModelConfig, ModelKind, OpenAiConfig, Secret, SecretRef};
 pub use echo::{EchoProvider, echo_answer};
 pub use openai::OpenAiProvider;
 pub use script::{ScriptError, ScriptStep, ScriptToolCall};
@@ -23,16 +23,13 @@ pub use types::{
 
 use std::sync::Arc;
 
-/// The provider kinds `ModelConfig::kind` accepts.
-pub const KINDS: &[&str] = &["echo", "scripted", "openai"];
-
-/// Builds the provider a configuration names. Fails on an unknown kind, a
+/// Builds the provider a configuration names. Fails on a
 /// `scripted` model without a readable script, or an `openai` model whose
 /// endpoints, model name or secrets are missing or malformed.
 pub fn from_config(config: ModelConfig) -> Result<Arc<dyn ModelProvider>, ModelError> {
-    match config.kind.as_str() {
-        "echo" => Ok(Arc::new(EchoProvider)),
-        "scripted" => {
+    match config.kind {
+        ModelKind::Echo => Ok(Arc::new(EchoProvider)),
+        ModelKind::Scripted => {
             let path = config
                 .script
                 .ok_or_else(|| ModelError::Config("the scripted model needs `script: PATH`".into()))?;
@@ -42,9 +39,6 @@ pub fn from_config(config: ModelConfig) -> Result<Arc<dyn ModelProvider>, ModelE
             }
             Ok(Arc::new(provider))
         }
-        "openai" => Ok(Arc::new(OpenAiProvider::new(config.openai)?)),
-        other => {
-            Err(ModelError::Config(format!("unknown model kind {other:?} (one of {})", KINDS.join(", "))))
-        }
+        ModelKind::Openai => Ok(Arc::new(OpenAiProvider::new(config.openai)?)),
     }
 }

@@ -185,7 +185,7 @@ async fn the_documented_scripted_example_runs_as_described() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("demo-script.yaml"), doc_block("scripted-script")).unwrap();
     let mut cfg = doc_config("scripted-config");
-    assert_eq!(cfg.kind, "scripted");
+    assert_eq!(cfg.kind, agentd_runtime::model::ModelKind::Scripted);
     cfg.script = cfg.script.map(|s| dir.path().join(s));
     cfg.record_to = cfg.record_to.map(|s| dir.path().join(s));
     let p = from_config(cfg).unwrap();
@@ -222,5 +222,5 @@ fn the_documented_openai_configs_parse() {
         assert!(m.contains("OPENAI_API_KEY is not set"), "{m}");
     }
     let defaults: ModelConfig = serde_yaml_ng::from_str("{}").unwrap();
-    assert_eq!(defaults.kind, "echo");
+    assert_eq!(defaults.kind, agentd_runtime::model::ModelKind::Echo);
 }

@@ -3,6 +3,7 @@
 //! the token itself is shown once, here.
 
 use super::output;
+use crate::config::Role;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -19,9 +20,9 @@ pub struct NewArgs {
     /// Who the token stands for: `user:alice`, `operator:ops`, `agent:ci`…
     #[arg(long, value_name = "ID", default_value = "user:me")]
     pub id: String,
-    /// `operator`, `user` or `agent`.
-    #[arg(long, value_name = "ROLE", default_value = "user")]
-    pub role: String,
+    /// The principal's role.
+    #[arg(long, value_name = "ROLE", value_enum, default_value_t = Role::User)]
+    pub role: Role,
     /// Print `{token, id, role, sha256}` as JSON.
     #[arg(long)]
     pub json: bool,
@@ -29,9 +30,6 @@ pub struct NewArgs {
 
 pub fn run(cmd: TokenCommand) -> anyhow::Result<()> {
     let TokenCommand::New(a) = cmd;
-    if agentd_core::PrincipalRole::parse(&a.role).is_none() {
-        bail!("--role {:?} must be operator, user or agent", a.role);
-    }
     if a.id.trim().is_empty() || a.id.contains(['"', '\n']) {
         bail!("--id {:?} must be a non-empty name without quotes or newlines", a.id);
     }
@@ -40,7 +38,9 @@ pub fn run(cmd: TokenCommand) -> anyhow::Result<()> {
     let token = format!("agentd_{}", hex::encode(bytes));
     let sha256 = hex::encode(Sha256::digest(token.as_bytes()));
     if a.json {
-        return output::json_pretty(&json!({"token": token, "id": a.id, "role": a.role, "sha256": sha256}));
+        return output::json_pretty(
+            &json!({"token": token, "id": a.id, "role": a.role.as_str(), "sha256": sha256}),
+        );
     }
     // Valid YAML as a whole: the token is in a comment, so this output
     // can be the config file (or merged into it).
@@ -50,6 +50,6 @@ pub fn run(cmd: TokenCommand) -> anyhow::Result<()> {
          # The daemon's config admits it by its SHA-256 (put this under auth.tokens):\n\
          auth:\n  tokens:\n    - id: \"{id}\"\n      role: {role}\n      sha256: {sha256}\n",
         id = a.id,
-        role = a.role,
+        role = a.role.as_str(),
     ))
 }

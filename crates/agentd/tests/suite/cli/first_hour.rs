@@ -140,9 +140,10 @@ fn token_new_prints_a_config_serve_accepts_and_the_token_it_admits() {
     let b = json_of(&ok(local(&["token", "new", "--json"])));
     assert_ne!(a["token"], b["token"]);
     assert_eq!(a["sha256"].as_str().unwrap().len(), 64, "{a}");
+    // A role that is none is a usage error, listing the roles there are.
     let bad = local(&["token", "new", "--role", "boss"]);
-    assert_eq!(bad.code, 1, "{bad:?}");
-    assert!(bad.stderr.contains("--role \"boss\""), "{bad:?}");
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(bad.stderr.contains("'boss'") && bad.stderr.contains("operator, user, agent"), "{bad:?}");
 }
 
 #[test]
@@ -339,6 +340,37 @@ async fn each_request_is_logged_at_debug() {
     while !d.log().contains("path=/a2a/jsonrpc status=200") {
         assert!(Instant::now() < deadline, "no request line: {}", d.log());
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // Each request has an id: the client's, or a fresh one; the answer
+    // carries it and the request's log lines name it.
+    let http = reqwest::Client::new();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}});
+    let is_uuid = |s: &str| {
+        s.len() == 36
+            && s.char_indices()
+                .all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() })
+    };
+    let given =
+        http.post(d.jsonrpc_url()).header("x-request-id", "trace-42").json(&body).send().await.unwrap();
+    assert_eq!(given.headers()["x-request-id"], "trace-42");
+    let rest = http.get(d.rest_url("/tasks")).header("x-request-id", "trace-43").send().await.unwrap();
+    assert_eq!(rest.headers()["x-request-id"], "trace-43");
+    for odd in ["has space", &"x".repeat(129)] {
+        let r = http.post(d.jsonrpc_url()).header("x-request-id", odd).json(&body).send().await.unwrap();
+        let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+        assert!(id != odd && is_uuid(&id), "{odd:?} became {id:?}");
+    }
+    let fresh = http.post(d.jsonrpc_url()).json(&body).send().await.unwrap();
+    let fresh = fresh.headers()["x-request-id"].to_str().unwrap().to_owned();
+    assert!(is_uuid(&fresh), "{fresh}");
+    for id in ["trace-42", "trace-43", fresh.as_str()] {
+        let deadline = Instant::now() + WITHIN;
+        while !d.log().lines().any(|l| l.contains(&format!("request{{id={id}}}")) && l.contains("status=200"))
+        {
+            assert!(Instant::now() < deadline, "no request line naming {id}: {}", d.log());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 }
 
