@@ -44,10 +44,7 @@ impl Client {
 
     /// Sends `Authorization: Bearer <token>` (surrounding blanks trimmed).
     pub fn with_bearer(mut self, token: &str) -> Result<Self, ClientError> {
-        let mut v = HeaderValue::from_str(&format!("Bearer {}", token.trim()))
-            .map_err(|_| ClientError::BadHeader("the token"))?;
-        v.set_sensitive(true);
-        self.headers.insert(AUTHORIZATION, v);
+        self.headers.insert(AUTHORIZATION, bearer(token)?);
         Ok(self)
     }
 
@@ -160,8 +157,16 @@ impl Client {
     }
 }
 
+/// `Bearer <token>`, marked sensitive (kept out of `Debug` output).
+pub(crate) fn bearer(token: &str) -> Result<HeaderValue, ClientError> {
+    let mut v = HeaderValue::from_str(&format!("Bearer {}", token.trim()))
+        .map_err(|_| ClientError::BadHeader("the token"))?;
+    v.set_sensitive(true);
+    Ok(v)
+}
+
 /// Reads a body of at most `cap` bytes.
-async fn read_bounded(mut resp: Response, cap: usize) -> Result<Vec<u8>, ClientError> {
+pub(crate) async fn read_bounded(mut resp: Response, cap: usize) -> Result<Vec<u8>, ClientError> {
     let mut buf = Vec::new();
     while let Some(chunk) = resp.chunk().await.map_err(ClientError::BrokenOff)? {
         if buf.len() + chunk.len() > cap {
