@@ -16,7 +16,7 @@ use super::config::OpenAiConfig;
 use super::stream::{send_delta, sleep};
 use super::types::{ModelError, ModelProvider, ModelRequest, ModelResponse};
 use agentd_client::describe;
-use agentd_client::sse::{ReadError, SseDecoder, SseReader};
+use agentd_client::sse::{SseDecoder, SseError};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
@@ -154,22 +154,34 @@ impl OpenAiProvider {
             *emitted = !response.text.is_empty();
             return Ok(response);
         }
-        let decoder = SseDecoder::new(sse::MAX_EVENT);
-        let mut events = SseReader::new(resp.bytes_stream(), decoder);
+        // Read chunk by chunk, so that the timeout is between chunks: a
+        // server's keep-alive comments show it is still working.
+        let mut stream = resp.bytes_stream();
+        let mut decoder = SseDecoder::new(sse::MAX_EVENT);
         let mut acc = sse::Accumulator::default();
+        let protocol = |e: SseError| Failure::fatal(ModelError::Protocol(e.to_string()));
         while !acc.done() {
-            let event = match guard(cancel, timeout, events.next()).await? {
-                Ok(Some(event)) => event,
-                Ok(None) => break,
-                Err(ReadError::Body(e)) => {
+            let events = match guard(cancel, timeout, stream.next()).await? {
+                Some(Ok(bytes)) => decoder.push(&bytes).map_err(protocol)?,
+                Some(Err(e)) => {
                     let e = ModelError::Unavailable(format!("the stream from {url} broke: {}", describe(&e)));
                     return Err(Failure::transient(e));
                 }
-                Err(ReadError::Sse(e)) => return Err(Failure::fatal(ModelError::Protocol(e.to_string()))),
+                None => {
+                    if let Some(event) = decoder.finish().map_err(protocol)? {
+                        acc.apply(&event.data).map_err(Failure::fatal)?;
+                    }
+                    break;
+                }
             };
-            if let Some(text) = acc.apply(&event.data).map_err(Failure::fatal)? {
-                send_delta(deltas, cancel, text).await?;
-                *emitted = true;
+            for event in events {
+                if let Some(text) = acc.apply(&event.data).map_err(Failure::fatal)? {
+                    send_delta(deltas, cancel, text).await?;
+                    *emitted = true;
+                }
+                if acc.done() {
+                    break;
+                }
             }
         }
         if !acc.finished() {
