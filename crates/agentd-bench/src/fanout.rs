@@ -7,6 +7,8 @@
 use crate::load::{contains, post, task_field};
 use crate::stats::{self, put_rss, put_summary};
 use crate::{FanoutArgs, client};
+use agentd_client::{Client, jsonrpc};
+use agentd_proto::jsonrpc::methods;
 use anyhow::{Context, anyhow, bail};
 use serde_json::{Map, Value, json};
 use std::time::{Duration, Instant};
@@ -17,11 +19,9 @@ const TERMINAL: [&str; 4] =
 /// Bound on any one wait inside a round.
 const ROUND_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The state an SSE `data:` payload reports, if any (JSON-RPC framing).
-fn event_state(data: &str) -> Option<String> {
-    let v: Value = serde_json::from_str(data).ok()?;
-    let r = v.get("result")?;
-    let s = r.pointer("/statusUpdate/status/state").or_else(|| r.pointer("/task/status/state"))?;
+/// The state a StreamResponse reports, if any.
+fn event_state(result: &Value) -> Option<String> {
+    let s = result.pointer("/statusUpdate/status/state").or_else(|| result.pointer("/task/status/state"))?;
     s.as_str().map(str::to_owned)
 }
 
@@ -33,31 +33,11 @@ struct Seen {
     terminal: Option<(Instant, String)>,
 }
 
-/// Splits complete SSE events off `buf`; returns their `data` payloads.
-fn drain_events(buf: &mut String) -> Vec<String> {
-    let mut out = Vec::new();
-    while let Some(end) = buf.find("\n\n") {
-        let block: String = buf.drain(..end + 2).collect();
-        let data: Vec<&str> = block
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(|d| d.strip_prefix(' ').unwrap_or(d))
-            .collect();
-        if !data.is_empty() {
-            out.push(data.join("\n"));
-        }
-    }
-    out
-}
-
 async fn subscriber(
-    client: reqwest::Client,
-    url: String,
+    client: Client,
     task_id: String,
     ready: mpsc::Sender<Result<(), String>>,
 ) -> Result<Seen, String> {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task_id}})
-        .to_string();
     let fail = |why: String| {
         let ready = ready.clone();
         async move {
@@ -65,63 +45,30 @@ async fn subscriber(
             Err::<Seen, String>(why)
         }
     };
-    let resp = match client
-        .post(&url)
-        .header("content-type", "application/json")
-        .header("accept", "text/event-stream")
-        .header("a2a-version", "1.0")
-        .body(body)
-        .send()
-        .await
-    {
-        Ok(r) => r,
+    let mut events = match client.stream::<Value>(methods::SUBSCRIBE_TO_TASK, &json!({"id": task_id})).await {
+        Ok(events) => events,
         Err(e) => return fail(format!("subscribe: {e}")).await,
     };
-    let is_sse = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
-    if resp.status() != reqwest::StatusCode::OK || !is_sse {
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap_or_default();
-        return fail(format!("subscribe answered {status} {}", text.chars().take(300).collect::<String>()))
-            .await;
-    }
-    let mut resp = resp;
-    let mut buf = String::new();
     let mut seen = Seen { events: 0, terminal: None };
     let mut got_snapshot = false;
     loop {
-        let chunk = match resp.chunk().await {
-            Ok(Some(c)) => c,
+        let event = match events.next().await {
+            Ok(Some(event)) => event,
             Ok(None) => break,
-            Err(e) => {
-                if !got_snapshot {
-                    return fail(format!("stream: {e}")).await;
-                }
-                return Err(format!("stream: {e}"));
-            }
+            Err(e) if !got_snapshot => return fail(format!("stream: {e}")).await,
+            Err(e) => return Err(format!("stream: {e}")),
         };
         let now = Instant::now();
-        buf.push_str(&String::from_utf8_lossy(&chunk).replace('\r', ""));
-        for data in drain_events(&mut buf) {
-            if !got_snapshot {
-                got_snapshot = true;
-                let _ = ready.send(Ok(())).await;
-                if contains(data.as_bytes(), b"\"error\"") {
-                    return Err(format!("first event is an error: {data}"));
-                }
-                continue;
-            }
-            seen.events += 1;
-            if let Some(state) = event_state(&data)
-                && TERMINAL.contains(&state.as_str())
-            {
-                seen.terminal = Some((now, state));
-            }
+        if !got_snapshot {
+            got_snapshot = true;
+            let _ = ready.send(Ok(())).await;
+            continue;
         }
-        if seen.terminal.is_some() {
+        seen.events += 1;
+        if let Some(state) = event_state(&event)
+            && TERMINAL.contains(&state.as_str())
+        {
+            seen.terminal = Some((now, state));
             break;
         }
     }
@@ -142,10 +89,14 @@ struct Round {
     events: u64,
 }
 
-async fn round(client: &reqwest::Client, url: &str, subscribers: usize, n: usize) -> anyhow::Result<Round> {
-    let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
-        "messageId": format!("tck-input-required-fanout-{n}"), "role": "ROLE_USER", "parts": [{"text": "wait"}]}}});
-    let body = post(client, url, msg.to_string().into_bytes()).await.map_err(|e| anyhow!("create: {e}"))?;
+async fn round(client: &Client, subscribers: usize, n: usize) -> anyhow::Result<Round> {
+    let msg = jsonrpc::request(
+        1,
+        methods::SEND_MESSAGE,
+        &json!({"message": {
+        "messageId": format!("tck-input-required-fanout-{n}"), "role": "ROLE_USER", "parts": [{"text": "wait"}]}}),
+    );
+    let body = post(client, msg.to_string().into_bytes()).await.map_err(|e| anyhow!("create: {e}"))?;
     if !contains(&body, b"TASK_STATE_INPUT_REQUIRED") {
         bail!("the task is not INPUT_REQUIRED: {}", String::from_utf8_lossy(&body));
     }
@@ -155,12 +106,7 @@ async fn round(client: &reqwest::Client, url: &str, subscribers: usize, n: usize
     let (ready_tx, mut ready_rx) = mpsc::channel(subscribers.max(1));
     let mut subs = Vec::with_capacity(subscribers);
     for _ in 0..subscribers {
-        subs.push(tokio::spawn(subscriber(
-            client.clone(),
-            url.to_owned(),
-            task_id.clone(),
-            ready_tx.clone(),
-        )));
+        subs.push(tokio::spawn(subscriber(client.clone(), task_id.clone(), ready_tx.clone())));
     }
     drop(ready_tx);
     for _ in 0..subscribers {
@@ -172,12 +118,15 @@ async fn round(client: &reqwest::Client, url: &str, subscribers: usize, n: usize
         }
     }
 
-    let done = json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": {
+    let done = jsonrpc::request(
+        2,
+        methods::SEND_MESSAGE,
+        &json!({"message": {
         "messageId": format!("tck-complete-task-fanout-{n}"), "role": "ROLE_USER", "parts": [{"text": "go"}],
-        "taskId": task_id, "contextId": context_id}}});
+        "taskId": task_id, "contextId": context_id}}),
+    );
     let t0 = Instant::now();
-    let body =
-        post(client, url, done.to_string().into_bytes()).await.map_err(|e| anyhow!("complete: {e}"))?;
+    let body = post(client, done.to_string().into_bytes()).await.map_err(|e| anyhow!("complete: {e}"))?;
     let send_us = t0.elapsed().as_micros() as u64;
     if contains(&body, b"\"error\"") || !contains(&body, b"TASK_STATE_COMPLETED") {
         bail!("the completing message did not complete the task: {}", String::from_utf8_lossy(&body));
@@ -206,7 +155,7 @@ pub async fn run(a: &FanoutArgs) -> anyhow::Result<()> {
     if a.subscribers == 0 || a.rounds == 0 {
         bail!("--subscribers and --rounds must be at least 1");
     }
-    let client = client(a.subscribers + 2, Duration::from_secs(t.timeout_secs))?;
+    let client = client(t, a.subscribers + 2, Duration::from_secs(t.timeout_secs))?;
     let url = t.rpc_url();
     let mut o = Map::new();
     o.insert("scenario".into(), json!("fanout"));
@@ -218,14 +167,14 @@ pub async fn run(a: &FanoutArgs) -> anyhow::Result<()> {
     o.insert("loadavg_1m".into(), stats::loadavg());
     o.insert("ts".into(), json!(stats::unix_secs()));
     for n in 0..a.warmup_rounds {
-        round(&client, &url, a.subscribers, n).await.context("warm-up round")?;
+        round(&client, a.subscribers, n).await.context("warm-up round")?;
     }
     let (mut all, mut each, mut send) = (Vec::new(), Vec::new(), Vec::new());
     let mut events = 0u64;
     let mut failed = 0u64;
     let mut first_error = None;
     for n in 0..a.rounds {
-        match round(&client, &url, a.subscribers, a.warmup_rounds + n).await {
+        match round(&client, a.subscribers, a.warmup_rounds + n).await {
             Ok(r) => {
                 all.push(r.all_us);
                 each.extend(r.each_us);
@@ -259,19 +208,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sse_blocks_are_split_and_data_joined() {
-        let mut buf = String::from("data: {\"a\":1}\n\n: keep-alive\n\nevent: x\ndata: 2\n\ndata: partial");
-        let evs = drain_events(&mut buf);
-        assert_eq!(evs, vec!["{\"a\":1}".to_owned(), "2".to_owned()]);
-        assert_eq!(buf, "data: partial");
-    }
-
-    #[test]
     fn states_are_read_from_both_event_kinds() {
-        let su = r#"{"jsonrpc":"2.0","id":1,"result":{"statusUpdate":{"taskId":"t","status":{"state":"TASK_STATE_COMPLETED"}}}}"#;
-        assert_eq!(event_state(su).as_deref(), Some("TASK_STATE_COMPLETED"));
-        let t = r#"{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t","status":{"state":"TASK_STATE_INPUT_REQUIRED"}}}}"#;
-        assert_eq!(event_state(t).as_deref(), Some("TASK_STATE_INPUT_REQUIRED"));
-        assert_eq!(event_state("not json"), None);
+        let su = json!({"statusUpdate": {"taskId": "t", "status": {"state": "TASK_STATE_COMPLETED"}}});
+        assert_eq!(event_state(&su).as_deref(), Some("TASK_STATE_COMPLETED"));
+        let t = json!({"task": {"id": "t", "status": {"state": "TASK_STATE_INPUT_REQUIRED"}}});
+        assert_eq!(event_state(&t).as_deref(), Some("TASK_STATE_INPUT_REQUIRED"));
+        assert_eq!(event_state(&json!({"message": {}})), None);
     }
 }

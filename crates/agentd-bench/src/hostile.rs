@@ -11,6 +11,8 @@
 
 use crate::stats::{self, put_rss, put_summary, r3};
 use crate::{Target, client};
+use agentd_client::{Client, jsonrpc};
+use agentd_proto::jsonrpc::methods;
 use anyhow::Context;
 use clap::Args;
 use serde_json::{Map, Value, json};
@@ -162,9 +164,13 @@ pub fn big_body(shape: &str, bytes: usize, n: usize) -> anyhow::Result<Vec<u8>> 
         "strings" => json!(vec!["s".repeat(room / 64 - 3); 64]),
         other => anyhow::bail!("unknown shape {other:?}: numbers or strings"),
     };
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+    let body = jsonrpc::request(
+        1,
+        methods::SEND_MESSAGE,
+        &json!({"message": {
         "messageId": format!("tck-complete-task-big-{n}"), "role": "ROLE_USER",
-        "parts": [{"text": "big"}, {"data": data}]}}});
+        "parts": [{"text": "big"}, {"data": data}]}}),
+    );
     Ok(serde_json::to_vec(&body)?)
 }
 
@@ -173,8 +179,8 @@ fn hwm_kib(pid: Option<u32>) -> Option<u64> {
 }
 
 /// How one big request ended: answered 200 (a task or a refusal), or not.
-async fn send_big(client: &reqwest::Client, url: &str, body: Vec<u8>) -> &'static str {
-    match crate::load::post(client, url, body).await {
+async fn send_big(client: &Client, body: Vec<u8>) -> &'static str {
+    match crate::load::post(client, body).await {
         Ok(b) if crate::load::contains(&b, b"\"error\"") => "refused",
         Ok(_) => "ok",
         Err(_) => "failed",
@@ -184,19 +190,18 @@ async fn send_big(client: &reqwest::Client, url: &str, body: Vec<u8>) -> &'stati
 /// `bigbody`: one max-size request alone, then `-c` at once beside GetTask clients.
 pub async fn bigbody(a: &BigBodyArgs) -> anyhow::Result<()> {
     let t = &a.target;
-    let url = t.rpc_url();
-    let http = client(a.concurrency + a.probes, Duration::from_secs(t.timeout_secs.max(120)))?;
+    let http = client(t, a.concurrency + a.probes, Duration::from_secs(t.timeout_secs.max(120)))?;
     // A task for the GetTask clients.
-    let created = crate::load::post(&http, &url, crate::load::SEND_BODY.as_bytes().to_vec())
+    let created = crate::load::post(&http, crate::load::SEND_BODY.as_bytes().to_vec())
         .await
         .map_err(|e| anyhow::anyhow!("creating a task: {e}"))?;
     let id = crate::load::task_field(&created, "id").context("no task id")?;
-    let get = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": id}}).to_string();
+    let get = jsonrpc::request(1, methods::GET_TASK, &json!({"id": id})).to_string();
 
     let body = big_body(&a.shape, a.bytes, 0)?;
     let size = body.len();
     let before = hwm_kib(t.pid);
-    let one = send_big(&http, &url, body).await;
+    let one = send_big(&http, body).await;
     let after_one = hwm_kib(t.pid);
 
     // Built first: the concurrent phase times the server, not this client.
@@ -205,12 +210,12 @@ pub async fn bigbody(a: &BigBodyArgs) -> anyhow::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let mut probes = Vec::new();
     for _ in 0..a.probes {
-        let (http, url, get, stop) = (http.clone(), url.clone(), get.clone(), stop.clone());
+        let (http, get, stop) = (http.clone(), get.clone(), stop.clone());
         probes.push(tokio::spawn(async move {
             let (mut lat, mut errors) = (Vec::new(), 0u64);
             while !stop.load(Ordering::Relaxed) {
                 let t0 = Instant::now();
-                match crate::load::post(&http, &url, get.clone().into_bytes()).await {
+                match crate::load::post(&http, get.clone().into_bytes()).await {
                     Ok(b) if crate::load::contains(&b, b"\"result\"") => {
                         lat.push(u64::try_from(t0.elapsed().as_micros()).unwrap_or(u64::MAX));
                     }
@@ -223,8 +228,8 @@ pub async fn bigbody(a: &BigBodyArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let mut bigs = Vec::new();
     for body in bodies {
-        let (http, url) = (http.clone(), url.clone());
-        bigs.push(tokio::spawn(async move { send_big(&http, &url, body).await }));
+        let http = http.clone();
+        bigs.push(tokio::spawn(async move { send_big(&http, body).await }));
     }
     let mut outcomes: Map<String, Value> = Map::new();
     for b in bigs {

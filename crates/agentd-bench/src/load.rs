@@ -5,6 +5,8 @@
 
 use crate::stats::{self, put_rss, put_summary, r3};
 use crate::{LoadArgs, Target, client};
+use agentd_client::{Client, ClientError, jsonrpc};
+use agentd_proto::jsonrpc::methods;
 use anyhow::{Context, bail};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -31,31 +33,14 @@ pub fn contains(hay: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
 }
 
-/// One JSON-RPC POST; `Ok(body)` when the answer is HTTP 200.
-pub async fn post(client: &reqwest::Client, url: &str, body: Vec<u8>) -> Result<Vec<u8>, String> {
-    let resp = client
-        .post(url)
-        .header("content-type", "application/json")
-        .header("a2a-version", "1.0")
-        .body(body)
-        .send()
-        .await
-        .map_err(classify)?;
-    let status = resp.status();
-    let bytes = resp.bytes().await.map_err(classify)?;
-    if status != reqwest::StatusCode::OK {
-        return Err(format!("http {}", status.as_u16()));
-    }
-    Ok(bytes.to_vec())
-}
-
-fn classify(e: reqwest::Error) -> String {
-    if e.is_timeout() {
-        "timeout".into()
-    } else if e.is_connect() {
-        "connect".into()
-    } else {
-        "transport".into()
+/// One JSON-RPC POST of a prepared body; `Ok(body)` when the answer is HTTP 200.
+pub async fn post(client: &Client, body: Vec<u8>) -> Result<Vec<u8>, String> {
+    match client.post_raw(body).await {
+        Ok((200, bytes)) => Ok(bytes),
+        Ok((status, _)) => Err(format!("http {status}")),
+        Err(ClientError::Transport(e) | ClientError::BrokenOff(e)) if e.is_timeout() => Err("timeout".into()),
+        Err(ClientError::Transport(e)) if e.is_connect() => Err("connect".into()),
+        Err(_) => Err("transport".into()),
     }
 }
 
@@ -80,12 +65,7 @@ impl Rng {
     }
 }
 
-async fn run_load(
-    client: &reqwest::Client,
-    url: &str,
-    spec: &LoadArgs,
-    bodies: Arc<Vec<Vec<u8>>>,
-) -> anyhow::Result<Outcome> {
+async fn run_load(client: &Client, spec: &LoadArgs, bodies: Arc<Vec<Vec<u8>>>) -> anyhow::Result<Outcome> {
     if spec.concurrency == 0 || bodies.is_empty() {
         bail!("concurrency and the request set must not be empty");
     }
@@ -100,7 +80,7 @@ async fn run_load(
     let issued = Arc::new(AtomicU64::new(0));
     let mut workers = Vec::with_capacity(spec.concurrency);
     for w in 0..spec.concurrency {
-        let (client, url, bodies, issued) = (client.clone(), url.to_owned(), bodies.clone(), issued.clone());
+        let (client, bodies, issued) = (client.clone(), bodies.clone(), issued.clone());
         let count = spec.count;
         workers.push(tokio::spawn(async move {
             let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((w as u64 + 1) << 17));
@@ -122,7 +102,7 @@ async fn run_load(
                     bodies[(rng.next() % bodies.len() as u64) as usize].clone()
                 };
                 let t0 = Instant::now();
-                let res = post(&client, &url, body).await.and_then(|b| check_completed(&b));
+                let res = post(&client, body).await.and_then(|b| check_completed(&b));
                 let t1 = Instant::now();
                 if t0 < measure_from || t1 > end {
                     continue;
@@ -192,11 +172,10 @@ fn finish(mut o: Map<String, Value>, out: Outcome, pid: Option<u32>) {
 
 /// `send`: blocking SendMessage that completes at once.
 pub async fn send(t: &Target, spec: &LoadArgs) -> anyhow::Result<()> {
-    let client = client(spec.concurrency, Duration::from_secs(t.timeout_secs))?;
-    let url = t.rpc_url();
+    let client = client(t, spec.concurrency, Duration::from_secs(t.timeout_secs))?;
     let bodies = Arc::new(vec![SEND_BODY.as_bytes().to_vec()]);
     let o = header("send", t, spec);
-    let out = run_load(&client, &url, spec, bodies).await?;
+    let out = run_load(&client, spec, bodies).await?;
     finish(o, out, t.pid);
     Ok(())
 }
@@ -208,20 +187,15 @@ pub fn task_field(body: &[u8], field: &str) -> Option<String> {
 }
 
 /// Creates `n` completed tasks with `concurrency` workers; returns their ids.
-async fn create_tasks(
-    client: &reqwest::Client,
-    url: &str,
-    n: usize,
-    concurrency: usize,
-) -> anyhow::Result<Vec<String>> {
+async fn create_tasks(client: &Client, n: usize, concurrency: usize) -> anyhow::Result<Vec<String>> {
     let next = Arc::new(AtomicU64::new(0));
     let mut workers = Vec::new();
     for _ in 0..concurrency.max(1) {
-        let (client, url, next) = (client.clone(), url.to_owned(), next.clone());
+        let (client, next) = (client.clone(), next.clone());
         workers.push(tokio::spawn(async move {
             let mut ids = Vec::new();
             while next.fetch_add(1, Ordering::Relaxed) < n as u64 {
-                let body = post(&client, &url, SEND_BODY.as_bytes().to_vec()).await?;
+                let body = post(&client, SEND_BODY.as_bytes().to_vec()).await?;
                 check_completed(&body)?;
                 ids.push(task_field(&body, "id").ok_or("no result.task.id")?);
             }
@@ -237,23 +211,18 @@ async fn create_tasks(
 
 /// `get`: N tasks first, then GetTask on random ids.
 pub async fn get(t: &Target, spec: &LoadArgs, tasks: usize) -> anyhow::Result<()> {
-    let client = client(spec.concurrency, Duration::from_secs(t.timeout_secs))?;
-    let url = t.rpc_url();
+    let client = client(t, spec.concurrency, Duration::from_secs(t.timeout_secs))?;
     let created = Instant::now();
-    let ids = create_tasks(&client, &url, tasks.max(1), spec.concurrency).await?;
+    let ids = create_tasks(&client, tasks.max(1), spec.concurrency).await?;
     let create_secs = created.elapsed().as_secs_f64();
     let bodies: Vec<Vec<u8>> = ids
         .iter()
-        .map(|id| {
-            json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": id}})
-                .to_string()
-                .into_bytes()
-        })
+        .map(|id| jsonrpc::request(1, methods::GET_TASK, &json!({"id": id})).to_string().into_bytes())
         .collect();
     let mut o = header("get", t, spec);
     o.insert("tasks".into(), json!(ids.len()));
     o.insert("create_s".into(), r3(create_secs));
-    let out = run_load(&client, &url, spec, Arc::new(bodies)).await?;
+    let out = run_load(&client, spec, Arc::new(bodies)).await?;
     finish(o, out, t.pid);
     Ok(())
 }

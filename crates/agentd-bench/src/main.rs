@@ -201,9 +201,10 @@ fn runtime(threads: usize) -> anyhow::Result<tokio::runtime::Runtime> {
         .context("cannot build the tokio runtime")
 }
 
-/// A keep-alive HTTP/1.1 client whose idle pool holds `pool` connections.
-pub fn client(pool: usize, timeout: Duration) -> anyhow::Result<reqwest::Client> {
-    reqwest::Client::builder()
+/// A JSON-RPC client of the target over keep-alive HTTP/1.1 whose idle
+/// pool holds `pool` connections.
+pub fn client(t: &Target, pool: usize, timeout: Duration) -> anyhow::Result<agentd_client::Client> {
+    let http = reqwest::Client::builder()
         .no_proxy()
         .http1_only()
         .tcp_nodelay(true)
@@ -211,7 +212,9 @@ pub fn client(pool: usize, timeout: Duration) -> anyhow::Result<reqwest::Client>
         .pool_idle_timeout(Duration::from_secs(90))
         .timeout(timeout)
         .build()
-        .context("cannot build the HTTP client")
+        .context("cannot build the HTTP client")?;
+    let url = reqwest::Url::parse(&t.rpc_url()).with_context(|| format!("{} is not a URL", t.rpc_url()))?;
+    Ok(agentd_client::Client::new(http, url))
 }
 
 fn main() -> anyhow::Result<()> {

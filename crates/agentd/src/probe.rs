@@ -4,6 +4,7 @@
 //! up yet is asked again every 30 s until it answers, so readiness follows
 //! it; requests are never refused because of the probe.
 
+use agentd_client::root_cause;
 use agentd_runtime::model::ModelConfig;
 use agentd_server::Readiness;
 use std::time::Duration;
@@ -90,12 +91,4 @@ async fn probe_once(cfg: &ModelConfig, readiness: &Readiness) -> bool {
 /// The `id`s of a `{"data": [{"id": …}]}` model list.
 fn model_ids(v: &serde_json::Value) -> Vec<String> {
     v["data"].as_array().into_iter().flatten().filter_map(|m| m["id"].as_str().map(str::to_owned)).collect()
-}
-
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    cur.to_string()
 }

@@ -21,7 +21,9 @@
 //!   extensions and references.
 
 use crate::{AppState, Authenticator, CardConfig, CardService, ExtensionRegistry, ServerConfig, TokenEntry};
+use agentd_client::sse::SseDecoder;
 use agentd_core::{Engine, Principal, PrincipalRole};
+use agentd_proto::jsonrpc::methods;
 use agentd_proto::{ErrorKind, Message, SendMessageRequest, SendMessageResponse, StreamResponse, Task};
 use axum::Router;
 use axum::body::Body;
@@ -176,7 +178,7 @@ impl SendHarness {
         let (uri, body) = match (step.binding, step.streaming) {
             (Binding::JsonRpc, streaming) => {
                 let method = if streaming { "SendStreamingMessage" } else { "SendMessage" };
-                let body = json!({"jsonrpc": "2.0", "id": step.id, "method": method, "params": params});
+                let body = agentd_client::jsonrpc::request(step.id.clone(), method, params);
                 (crate::card::JSONRPC_PATH.to_owned(), body)
             }
             (Binding::Rest, false) => (format!("{}/message:send", crate::card::REST_PATH), params.clone()),
@@ -278,7 +280,7 @@ impl SendHarness {
         if is_command(&sent) {
             return Ok(()); // the task a command starts has its own input
         }
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}});
+        let body = agentd_client::jsonrpc::request(1, methods::GET_TASK, &json!({"id": task_id}));
         let req = Request::post(crate::card::JSONRPC_PATH)
             .header(header::CONTENT_TYPE, "application/json")
             .header(header::AUTHORIZATION, Caller::Operator.authorization().unwrap_or_default())
@@ -402,17 +404,14 @@ fn stream_ids(ev: &StreamResponse) -> (String, String) {
 
 /// The JSON documents of an SSE body (comments and event names skipped).
 fn sse_frames(text: &str) -> Result<Vec<Value>, String> {
+    let mut decoder = SseDecoder::default();
+    let mut events = decoder.push(text.as_bytes()).map_err(|e| e.to_string())?;
+    events.extend(decoder.finish().map_err(|e| e.to_string())?);
     let mut out = Vec::new();
-    for block in text.split("\n\n").filter(|b| !b.trim().is_empty()) {
-        let data: Vec<&str> =
-            block.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start).collect();
-        if data.is_empty() {
-            continue;
-        }
-        let joined = data.join("\n");
-        out.push(
-            serde_json::from_str(&joined).map_err(|e| format!("an SSE frame is not JSON ({e}): {joined}"))?,
-        );
+    for ev in events {
+        let frame = serde_json::from_str(&ev.data)
+            .map_err(|e| format!("an SSE frame is not JSON ({e}): {}", ev.data))?;
+        out.push(frame);
     }
     if out.is_empty() {
         return Err("a stream ended without a single event".into());

@@ -57,7 +57,7 @@ struct Chat {
 }
 
 pub async fn run(a: ChatArgs) -> anyhow::Result<()> {
-    let client = Client::new(&a.client)?.with_extensions(&[task_annotations::URI]);
+    let client = Client::new(&a.client)?.with_extensions(&[task_annotations::URI])?;
     let interactive = std::io::stdin().is_terminal();
     let mut chat = Chat {
         client,

@@ -30,7 +30,7 @@ fn parse_kind(s: &str) -> Result<EventKind, String> {
 }
 
 pub async fn run(a: EventsArgs) -> anyhow::Result<()> {
-    let client = Client::new(&a.client)?.with_extensions(&[URI]);
+    let client = Client::new(&a.client)?.with_extensions(&[URI])?;
     let params = SubscribeParams { from_seq: a.from_seq, kinds: a.kinds };
     let mut frames = client.stream(METHOD, &params).await?;
     while let Some(v) = frames.next().await? {

@@ -28,7 +28,7 @@ impl Steps {
     /// Opens the feed; `None` (no progress, nothing else changes) when the
     /// daemon does not serve it to this caller.
     pub async fn follow(opts: &ClientOpts, task_id: Option<&str>) -> Option<Steps> {
-        let client = Client::new(opts).ok()?.with_extensions(&[URI]);
+        let client = Client::new(opts).ok()?.with_extensions(&[URI]).ok()?;
         let kinds = vec![EventKind::Task, EventKind::Step, EventKind::Run, EventKind::Gate];
         let params = SubscribeParams { from_seq: None, kinds: Some(kinds) };
         let mut frames = client.stream(METHOD, &params).await.ok()?;

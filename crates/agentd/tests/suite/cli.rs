@@ -320,6 +320,40 @@ fn a_watch_cut_short_by_a_shutdown_is_an_error() {
     assert!(stderr.starts_with("agentd: ") && stderr.contains("stream"), "{stderr}");
 }
 
+/// A server that answers any request with an event stream whose one event
+/// never ends: `data: xxxx…` until the client hangs up.
+fn endless_event_server() -> String {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let Ok((mut conn, _)) = listener.accept() else { return };
+        // The request head, so the client sees an answer to what it sent.
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && conn.read_exact(&mut byte).is_ok() {
+            head.push(byte[0]);
+        }
+        let start = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: ";
+        let chunk = vec![b'x'; 64 * 1024];
+        if conn.write_all(start.as_bytes()).is_err() {
+            return;
+        }
+        while conn.write_all(&chunk).is_ok() {}
+    });
+    url
+}
+
+#[test]
+fn an_event_that_never_ends_is_refused_not_buffered() {
+    let url = endless_event_server();
+    let child = agentd_cmd(&url, &["tasks", "watch", "t-1"], &[]).spawn().expect("spawn agentd");
+    let out = wait_output(child, WITHIN);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.starts_with("agentd: the event stream from "), "{out:?}");
+    assert!(out.stderr.contains("an event is larger than 67108864 bytes"), "{out:?}");
+}
+
 #[test]
 fn an_unreachable_daemon_is_named_with_a_hint() {
     // A port nothing listens on.

@@ -15,6 +15,8 @@ mod wire;
 use super::config::OpenAiConfig;
 use super::stream::{send_delta, sleep};
 use super::types::{ModelError, ModelProvider, ModelRequest, ModelResponse};
+use agentd_client::describe;
+use agentd_client::sse::{SseDecoder, SseError};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
@@ -152,24 +154,28 @@ impl OpenAiProvider {
             *emitted = !response.text.is_empty();
             return Ok(response);
         }
+        // Read chunk by chunk, so that the timeout is between chunks: a
+        // server's keep-alive comments show it is still working.
         let mut stream = resp.bytes_stream();
-        let mut decoder = sse::SseDecoder::default();
+        let mut decoder = SseDecoder::new(sse::MAX_EVENT);
         let mut acc = sse::Accumulator::default();
+        let protocol = |e: SseError| Failure::fatal(ModelError::Protocol(e.to_string()));
         while !acc.done() {
-            let Some(bytes) = guard(cancel, timeout, stream.next()).await? else {
-                if let Some(data) = decoder.finish().map_err(Failure::fatal)? {
-                    acc.apply(&data).map_err(Failure::fatal)?;
+            let events = match guard(cancel, timeout, stream.next()).await? {
+                Some(Ok(bytes)) => decoder.push(&bytes).map_err(protocol)?,
+                Some(Err(e)) => {
+                    let e = ModelError::Unavailable(format!("the stream from {url} broke: {}", describe(&e)));
+                    return Err(Failure::transient(e));
                 }
-                break;
+                None => {
+                    if let Some(event) = decoder.finish().map_err(protocol)? {
+                        acc.apply(&event.data).map_err(Failure::fatal)?;
+                    }
+                    break;
+                }
             };
-            let bytes = bytes.map_err(|e| {
-                Failure::transient(ModelError::Unavailable(format!(
-                    "the stream from {url} broke: {}",
-                    chain(&e)
-                )))
-            })?;
-            for data in decoder.push(&bytes).map_err(Failure::fatal)? {
-                if let Some(text) = acc.apply(&data).map_err(Failure::fatal)? {
+            for event in events {
+                if let Some(text) = acc.apply(&event.data).map_err(Failure::fatal)? {
                     send_delta(deltas, cancel, text).await?;
                     *emitted = true;
                 }
@@ -262,7 +268,7 @@ async fn read_body(
         let mut body = Vec::new();
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| {
-                Failure::transient(ModelError::Unavailable(format!("reading from {url}: {}", chain(&e))))
+                Failure::transient(ModelError::Unavailable(format!("reading from {url}: {}", describe(&e))))
             })?;
             if body.len() + chunk.len() > cap {
                 if truncate {
@@ -285,21 +291,9 @@ fn transport(url: &str, e: &reqwest::Error) -> Failure {
     let error = if e.is_timeout() {
         ModelError::Timeout
     } else if e.is_connect() {
-        ModelError::Unavailable(format!("cannot connect to {url}: {}", chain(e)))
+        ModelError::Unavailable(format!("cannot connect to {url}: {}", describe(e)))
     } else {
-        ModelError::Unavailable(format!("request to {url} failed: {}", chain(e)))
+        ModelError::Unavailable(format!("request to {url} failed: {}", describe(e)))
     };
     Failure::transient(error)
-}
-
-/// An error with its causes, `a: b: c`.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }

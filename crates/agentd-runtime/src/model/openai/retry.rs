@@ -2,8 +2,8 @@
 //! (exponential backoff with jitter, or the server's `Retry-After`), and the
 //! server's own error message out of an error body.
 
+use agentd_client::Backoff;
 use reqwest::header::HeaderMap;
-use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
 /// Whether an HTTP status is worth retrying: 408, 429 and every 5xx.
@@ -15,21 +15,10 @@ pub fn retryable_status(status: u16) -> bool {
 /// capped at `max`, then jittered to between half and all of it. A
 /// `Retry-After` from the server replaces it, capped at `max`.
 pub fn delay(attempt: u32, base: Duration, max: Duration, retry_after: Option<Duration>) -> Duration {
-    if let Some(d) = retry_after {
-        return d.min(max);
+    match retry_after {
+        Some(d) => d.min(max),
+        None => Backoff::equal_jitter(base, max).delay(attempt),
     }
-    let full = base.saturating_mul(2u32.saturating_pow(attempt.min(30))).min(max);
-    let half = full / 2;
-    half + half.mul_f64(jitter())
-}
-
-/// A number in [0, 1) that differs between calls (no RNG dependency needed).
-fn jitter() -> f64 {
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos(),
-    );
-    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// `retry-after-ms` (OpenAI) or `Retry-After` in seconds; an HTTP date is ignored.
@@ -67,14 +56,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn backoff_grows_is_capped_and_jittered() {
+    fn retry_after_replaces_the_backoff_within_its_cap() {
         let (base, max) = (Duration::from_millis(100), Duration::from_secs(1));
-        for attempt in 0..40 {
-            let full = (base * 2u32.pow(attempt.min(10))).min(max);
-            let d = delay(attempt, base, max, None);
-            assert!(d >= full / 2 && d <= full, "{attempt}: {d:?}");
-        }
         assert_eq!(delay(0, base, max, Some(Duration::from_secs(60))), max);
+        assert_eq!(delay(5, base, max, Some(Duration::from_millis(3))), Duration::from_millis(3));
+        assert!(delay(0, base, max, None) <= base, "the first retry waits at most the base");
     }
 
     #[test]

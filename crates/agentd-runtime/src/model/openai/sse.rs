@@ -1,6 +1,7 @@
-//! Streamed Chat Completions: an SSE decoder (bytes → event data) and the
-//! accumulator that turns `chat.completion.chunk`s into text deltas, tool
-//! calls assembled by index, usage and the finish reason.
+//! Streamed Chat Completions: the accumulator that turns the
+//! `chat.completion.chunk`s of the SSE stream (decoded by
+//! `agentd_client::sse`) into text deltas, tool calls assembled by index,
+//! usage and the finish reason.
 
 use super::wire::{Arguments, WireFunction, WireUsage, finish_call, finish_reason};
 use crate::model::types::{ModelError, ModelResponse, Usage};
@@ -8,71 +9,11 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// Largest SSE event (or unterminated line) accepted, in bytes.
-const MAX_EVENT: usize = 8 * 1024 * 1024;
+pub const MAX_EVENT: usize = 8 * 1024 * 1024;
 /// Most tool calls one response may carry.
 const MAX_TOOL_CALLS: usize = 256;
 /// Most text plus tool-call arguments one response may carry, in bytes.
 const MAX_ANSWER: usize = 32 * 1024 * 1024;
-
-/// Splits a byte stream into SSE events and returns each event's `data`.
-#[derive(Debug, Default)]
-pub struct SseDecoder {
-    line: Vec<u8>,
-    data: String,
-    has_data: bool,
-}
-
-impl SseDecoder {
-    /// Feeds bytes; returns the data of every event they complete.
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<String>, ModelError> {
-        let mut events = Vec::new();
-        for chunk in bytes.split_inclusive(|b| *b == b'\n') {
-            self.line.extend_from_slice(chunk);
-            if self.line.len() + self.data.len() > MAX_EVENT {
-                return Err(ModelError::Protocol("stream event too large".into()));
-            }
-            if self.line.last() == Some(&b'\n') {
-                let line = std::mem::take(&mut self.line);
-                if let Some(event) = self.line_done(&line)? {
-                    events.push(event);
-                }
-            }
-        }
-        Ok(events)
-    }
-
-    /// The stream ended: the data of an event left without its blank line.
-    pub fn finish(&mut self) -> Result<Option<String>, ModelError> {
-        let line = std::mem::take(&mut self.line);
-        if !line.is_empty() {
-            self.line_done(&line)?;
-        }
-        Ok(self.take_event())
-    }
-
-    fn line_done(&mut self, raw: &[u8]) -> Result<Option<String>, ModelError> {
-        let line = std::str::from_utf8(raw)
-            .map_err(|_| ModelError::Protocol("stream is not UTF-8".into()))?
-            .trim_end_matches(['\n', '\r']);
-        if line.is_empty() {
-            return Ok(self.take_event());
-        }
-        if let Some(value) = line.strip_prefix("data:") {
-            if self.has_data {
-                self.data.push('\n');
-            }
-            self.data.push_str(value.strip_prefix(' ').unwrap_or(value));
-            self.has_data = true;
-        }
-        // Comments (`:`), `event:`, `id:` and `retry:` carry nothing we use.
-        Ok(None)
-    }
-
-    fn take_event(&mut self) -> Option<String> {
-        self.has_data = false;
-        Some(std::mem::take(&mut self.data)).filter(|d| !d.is_empty())
-    }
-}
 
 #[derive(Debug, Deserialize)]
 struct Chunk {
@@ -216,22 +157,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn decoder_handles_split_lines_crlf_comments_and_multiline_data() {
-        let mut d = SseDecoder::default();
-        let mut got = d.push(b": keep-alive\r\n\r\ndata: {\"a\"").unwrap();
-        got.extend(d.push(b":1}\r\n\r\nevent: x\ndata: one\ndata: two\n\n").unwrap());
-        got.extend(d.push(b"data:[DONE]").unwrap());
-        got.extend(d.finish().unwrap());
-        assert_eq!(got, ["{\"a\":1}", "one\ntwo", "[DONE]"]);
-    }
-
-    #[test]
     fn garbage_is_a_protocol_error_not_a_panic() {
         let mut acc = Accumulator::default();
         for bad in ["{", "[1,2]", "{\"choices\": 3}", "{\"choices\":[{\"delta\":{\"content\":7}}]}", "null"] {
             assert!(matches!(acc.apply(bad), Err(ModelError::Protocol(_))), "{bad}");
         }
-        assert!(SseDecoder::default().push(b"data: \xff\xfe\n\n").is_err());
         let mut acc = Accumulator::default();
         acc.apply(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}"#)
             .unwrap();

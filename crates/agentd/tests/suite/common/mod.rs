@@ -133,7 +133,7 @@ impl Daemon {
         params: Value,
         headers: &[(&str, &str)],
     ) -> (reqwest::header::HeaderMap, Value) {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let body = agentd_client::jsonrpc::request(1, method, &params);
         let mut rb = self.auth(self.http.post(self.jsonrpc_url())).json(&body);
         for (k, v) in headers {
             rb = rb.header(*k, *v);
@@ -169,7 +169,7 @@ impl Daemon {
 
     /// Opens a JSON-RPC SSE stream (SendStreamingMessage / SubscribeToTask).
     pub async fn rpc_stream(&self, method: &str, params: Value) -> SseStream {
-        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+        let body = agentd_client::jsonrpc::request(7, method, &params);
         let r = self.auth(self.http.post(self.jsonrpc_url())).json(&body).send().await.expect("stream");
         SseStream::new(r)
     }

@@ -1,14 +1,19 @@
-//! A minimal SSE reader for tests: yields each event's `data` as JSON.
+//! An SSE reader for tests over `agentd_client`'s decoder: yields each
+//! event's name and `data` as JSON, and keeps the raw text for framing
+//! assertions.
 
+use agentd_client::sse::{SseDecoder, SseEvent};
 use futures::StreamExt;
 use serde_json::Value;
+use std::collections::VecDeque;
 use std::time::Duration;
 
 pub struct SseStream {
     pub status: u16,
     pub content_type: String,
     body: Option<futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>>,
-    buf: String,
+    decoder: SseDecoder,
+    ready: VecDeque<SseEvent>,
     /// Raw frames seen (comments included), for framing assertions.
     pub raw: String,
 }
@@ -22,7 +27,8 @@ impl SseStream {
             status,
             content_type,
             body: Some(r.bytes_stream().boxed()),
-            buf: String::new(),
+            decoder: SseDecoder::default(),
+            ready: VecDeque::new(),
             raw: String::new(),
         }
     }
@@ -56,30 +62,16 @@ impl SseStream {
 
     async fn next_event(&mut self) -> Option<(Option<String>, Value)> {
         loop {
-            if let Some(i) = self.buf.find("\n\n") {
-                let frame: String = self.buf.drain(..i + 2).collect();
-                let mut data = String::new();
-                let mut event = None;
-                for line in frame.lines() {
-                    if let Some(d) = line.strip_prefix("data:") {
-                        data.push_str(d.trim_start());
-                    } else if let Some(e) = line.strip_prefix("event:") {
-                        event = Some(e.trim().to_owned());
-                    }
-                }
-                if data.is_empty() {
-                    continue; // a comment (keep-alive)
-                }
-                let v: Value = serde_json::from_str(&data).expect("SSE data is JSON");
+            if let Some(ev) = self.ready.pop_front() {
+                let v: Value = serde_json::from_str(&ev.data).expect("SSE data is JSON");
                 super::annotations::check(&v);
-                return Some((event, v));
+                return Some((ev.event, v));
             }
             let body = self.body.as_mut()?;
             match body.next().await {
                 Some(Ok(chunk)) => {
-                    let s = String::from_utf8_lossy(&chunk).replace("\r\n", "\n");
-                    self.raw.push_str(&s);
-                    self.buf.push_str(&s);
+                    self.raw.push_str(&String::from_utf8_lossy(&chunk).replace("\r\n", "\n"));
+                    self.ready.extend(self.decoder.push(&chunk).expect("a well-formed event stream"));
                 }
                 _ => return None,
             }

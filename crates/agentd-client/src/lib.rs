@@ -1,0 +1,23 @@
+//! The client side of A2A 1.0 as agentd speaks it, shared by the CLI,
+//! delegation to A2A peers, the load generator and the end-to-end tests:
+//! typed JSON-RPC calls and streams ([`Client`]), the one bounded SSE
+//! decoder ([`sse`]), the one retry schedule ([`Backoff`]) and the one way
+//! to put an error and its causes in a line ([`describe`]).
+//!
+//! No server code: this crate depends on neither axum, tonic, the engine
+//! nor the store.
+
+mod a2a;
+pub mod backoff;
+mod card;
+mod client;
+pub mod describe;
+mod error;
+pub mod jsonrpc;
+pub mod sse;
+
+pub use backoff::Backoff;
+pub use card::fetch_card;
+pub use client::{Client, DEFAULT_MAX_ANSWER, EventStream};
+pub use describe::{describe, root_cause};
+pub use error::{ClientError, RpcError};
