@@ -264,7 +264,6 @@ async fn config_from_yaml_with_a_comma_list_of_endpoints() {
         ("kind: openai\n", "no endpoints"),
         ("kind: openai\nopenai: {endpoints: 'ftp://x', model: m}\n", "not http"),
         ("kind: openai\nopenai: {endpoints: 'http://x', model: ''}\n", "no model"),
-        ("kind: claude\n", "unknown model kind"),
     ] {
         let cfg: ModelConfig = serde_yaml_ng::from_str(bad).unwrap();
         match agentd_runtime::model::from_config(cfg) {
@@ -273,4 +272,7 @@ async fn config_from_yaml_with_a_comma_list_of_endpoints() {
         }
     }
     assert!(serde_yaml_ng::from_str::<ModelConfig>("kind: openai\nopenai: {modle: x}\n").is_err());
+    // A kind agentd does not have is refused when the configuration is read, naming the kinds.
+    let e = serde_yaml_ng::from_str::<ModelConfig>("kind: claude\n").unwrap_err().to_string();
+    assert!(e.contains("claude") && e.contains("echo") && e.contains("openai"), "{e}");
 }
