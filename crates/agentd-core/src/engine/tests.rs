@@ -232,8 +232,8 @@ async fn a_context_is_claimed_by_a_first_turn_not_committed_yet() {
     }
     assert!(store.commits().is_empty(), "alice's task is not committed yet");
     let e = engine.send_message(&bob, in_context(request(true), "shared")).await.expect_err("bob refused");
-    assert_eq!(e.kind, ErrorKind::InvalidParams, "{e}");
-    assert_eq!(e.violations[0].field, "message.contextId");
+    assert_eq!(e.kind(), agentd_proto::ErrorKind::InvalidParams, "{e}");
+    assert_eq!(e.violations()[0].field.to_string(), "message.contextId");
 
     go.notify_one();
     let first = task_of(alice_turn.await.unwrap().unwrap());
@@ -241,7 +241,7 @@ async fn a_context_is_claimed_by_a_first_turn_not_committed_yet() {
     assert!(engine.inner.claims.is_empty(), "the claim ended with the commit");
     // Now the store holds the answer: bob is still refused, alice continues.
     let e = engine.send_message(&bob, in_context(request(true), "shared")).await.expect_err("bob refused");
-    assert_eq!(e.violations[0].field, "message.contextId");
+    assert_eq!(e.violations()[0].field.to_string(), "message.contextId");
     go.notify_one();
     let second = task_of(engine.send_message(&user(), in_context(request(false), "shared")).await.unwrap());
     assert_eq!(second.context_id, "shared");

@@ -98,7 +98,7 @@ impl Workflows {
         let id = match adopted {
             Some(id) => id,
             None => {
-                let owner = c.record().await.map_err(|e| e.message)?.owner;
+                let owner = c.record().await.map_err(|e| e.to_string())?.owner;
                 let spawn = Spawn {
                     owner,
                     parent: Some(c.task_id().to_owned()),
@@ -108,7 +108,7 @@ impl Workflows {
                     command: None,
                     max_tokens,
                 };
-                let rec = self.deps.subagents.spawn(engine, spawn).await.map_err(|e| e.message)?;
+                let rec = self.deps.subagents.spawn(engine, spawn).await.map_err(|e| e.to_string())?;
                 let (sid, cid) = (step.to_owned(), rec.id().to_owned());
                 update(c, move |s, _| s.step_mut(&sid).child = Some(cid), None)
                     .await
@@ -117,7 +117,7 @@ impl Workflows {
             }
         };
         let rec = tokio::select! {
-            r = engine.settled(&id) => r.map_err(|e| e.message)?,
+            r = engine.settled(&id) => r.map_err(|e| e.to_string())?,
             () = c.cancelled().cancelled() => return Err("the run was canceled".into()),
         };
         child_result(&rec)
