@@ -79,3 +79,34 @@ pub fn unauthenticated(missing: bool) -> Response {
     r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentd_core::FieldPath;
+    use agentd_proto::{ErrorKind, TaskState};
+
+    #[test]
+    fn engine_errors_reach_json_clients_as_before() {
+        assert_eq!(json(Error::task_not_found("t1")), A2aError::task_not_found("t1"));
+        let e = Error::invalid(FieldPath::of("message.parts"), "at least one part is required");
+        assert_eq!(json(e), A2aError::invalid_field("message.parts", "at least one part is required"));
+        let e = json(Error::NotCancelable { id: "t1".into(), state: TaskState::Completed });
+        assert_eq!(e.kind, ErrorKind::TaskNotCancelable);
+        assert_eq!(e.message, "task \"t1\" is TASK_STATE_COMPLETED and can no longer be canceled");
+        assert_eq!(e.metadata.get("taskId").map(String::as_str), Some("t1"));
+        assert_eq!(
+            json(Error::PushNotSupported(None)),
+            A2aError::of(ErrorKind::PushNotificationNotSupported)
+        );
+        assert_eq!(json(Error::internal()), A2aError::internal());
+    }
+
+    #[test]
+    fn grpc_names_message_fields_in_snake_case() {
+        let e = Error::invalid(FieldPath::of("configuration.taskPushNotificationConfig.url"), "is required");
+        let wire = grpc(e);
+        assert_eq!(wire.violations[0].field, "configuration.task_push_notification_config.url");
+        assert_eq!(wire.message, "configuration.task_push_notification_config.url: is required");
+    }
+}

@@ -3,7 +3,7 @@
 //! cancels them, and a child started before a restart is adopted.
 
 use super::Workflows;
-use super::exec::update;
+use super::exec::{Stop, update};
 use crate::subagents::Spawn;
 use agentd_core::{Principal, PrincipalRole, TaskControl, TaskRecord};
 use agentd_proto::{Message, Part, PartContent, Role, TaskState, new_id};
@@ -110,9 +110,12 @@ impl Workflows {
                 };
                 let rec = self.deps.subagents.spawn(engine, spawn).await.map_err(|e| e.to_string())?;
                 let (sid, cid) = (step.to_owned(), rec.id().to_owned());
-                update(c, move |s, _| s.step_mut(&sid).child = Some(cid), None)
-                    .await
-                    .map_err(|_| "the run ended".to_owned())?;
+                update(c, move |s, _| s.step_mut(&sid).child = Some(cid), None).await.map_err(|stop| {
+                    match stop {
+                        Stop::Gone => "the run ended".to_owned(),
+                        Stop::Fail(why) => why,
+                    }
+                })?;
                 rec.id().to_owned()
             }
         };
