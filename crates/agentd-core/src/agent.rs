@@ -4,8 +4,9 @@
 //! committed, and only then reaches clients.
 
 use crate::engine::Engine;
+use crate::error::Error;
 use crate::transition::Change;
-use agentd_proto::{A2aError, Artifact, Message, TaskState};
+use agentd_proto::{Artifact, Message, TaskState};
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
@@ -59,46 +60,41 @@ impl TaskControl {
         &self.engine
     }
     /// The task as committed now: owner, link, parent.
-    pub async fn record(&self) -> Result<crate::record::TaskRecord, A2aError> {
-        self.engine.record(&self.task_id).await?.ok_or_else(|| A2aError::task_not_found(&self.task_id))
+    pub async fn record(&self) -> Result<crate::record::TaskRecord, Error> {
+        self.engine.record(&self.task_id).await?.ok_or_else(|| Error::task_not_found(&self.task_id))
     }
     /// Fires when the task is canceled; a run should stop promptly.
     pub fn cancelled(&self) -> &CancellationToken {
         &self.cancel
     }
-    async fn change(&self, change: Change) -> Result<(), A2aError> {
+    async fn change(&self, change: Change) -> Result<(), Error> {
         self.engine.apply_change(&self.task_id, change).await
     }
-    pub async fn status(&self, state: TaskState, message: Option<Message>) -> Result<(), A2aError> {
+    pub async fn status(&self, state: TaskState, message: Option<Message>) -> Result<(), Error> {
         self.change(Change::Status { state, message }).await
     }
-    pub async fn working(&self, message: Option<Message>) -> Result<(), A2aError> {
+    pub async fn working(&self, message: Option<Message>) -> Result<(), Error> {
         self.status(TaskState::Working, message).await
     }
-    pub async fn complete(&self, message: Option<Message>) -> Result<(), A2aError> {
+    pub async fn complete(&self, message: Option<Message>) -> Result<(), Error> {
         self.status(TaskState::Completed, message).await
     }
-    pub async fn fail(&self, reason: &str) -> Result<(), A2aError> {
+    pub async fn fail(&self, reason: &str) -> Result<(), Error> {
         self.status(TaskState::Failed, Some(Message::agent_text(reason))).await
     }
-    pub async fn reject(&self, message: Message) -> Result<(), A2aError> {
+    pub async fn reject(&self, message: Message) -> Result<(), Error> {
         self.status(TaskState::Rejected, Some(message)).await
     }
-    pub async fn input_required(&self, question: Message) -> Result<(), A2aError> {
+    pub async fn input_required(&self, question: Message) -> Result<(), Error> {
         self.status(TaskState::InputRequired, Some(question)).await
     }
-    pub async fn artifact(&self, artifact: Artifact, append: bool, last_chunk: bool) -> Result<(), A2aError> {
+    pub async fn artifact(&self, artifact: Artifact, append: bool, last_chunk: bool) -> Result<(), Error> {
         self.change(Change::Artifact { artifact, append, last_chunk, merge_text: false }).await
     }
     /// A chunk of a text streamed into one artifact: streams and webhooks
     /// get the chunk, the stored artifact (GetTask, ListTasks) keeps the
     /// text as one part, so readers of `parts[0].text` get all of it.
-    pub async fn text_chunk(
-        &self,
-        artifact: Artifact,
-        append: bool,
-        last_chunk: bool,
-    ) -> Result<(), A2aError> {
+    pub async fn text_chunk(&self, artifact: Artifact, append: bool, last_chunk: bool) -> Result<(), Error> {
         self.change(Change::Artifact { artifact, append, last_chunk, merge_text: true }).await
     }
     /// Changes the task's meta (a run's checkpoint, its open gate) and,
@@ -107,7 +103,7 @@ impl TaskControl {
         &self,
         meta: impl FnOnce(&mut crate::record::TaskMeta) + Send,
         status: Option<(TaskState, Option<Message>)>,
-    ) -> Result<crate::record::TaskRecord, A2aError> {
+    ) -> Result<crate::record::TaskRecord, Error> {
         self.commit_with(meta, status, crate::store::Batch::default()).await
     }
     /// `commit`, with `extra` (an outbox row, say) in the same store batch.
@@ -116,14 +112,14 @@ impl TaskControl {
         meta: impl FnOnce(&mut crate::record::TaskMeta) + Send,
         status: Option<(TaskState, Option<Message>)>,
         extra: crate::store::Batch,
-    ) -> Result<crate::record::TaskRecord, A2aError> {
+    ) -> Result<crate::record::TaskRecord, Error> {
         self.engine
             .mutate_with(&self.task_id, extra, |rec, now| {
                 meta(&mut rec.meta);
                 match status {
                     Some((state, message)) => {
                         crate::transition::apply(rec, Change::Status { state, message }, now)
-                            .map_err(crate::engine::refused)
+                            .map_err(|r| crate::engine::refused(&self.task_id, r))
                     }
                     None => Ok(Vec::new()),
                 }
@@ -134,7 +130,7 @@ impl TaskControl {
     /// before it, oldest first, then this task itself (its history as of
     /// now, including input that arrived while it waited). Steering input
     /// already in that history is not returned again by `take_steering`.
-    pub async fn conversation(&self) -> Result<Vec<ConversationTurn>, A2aError> {
+    pub async fn conversation(&self) -> Result<Vec<ConversationTurn>, Error> {
         self.engine.conversation(&self.task_id, &self.context_id).await
     }
 

@@ -2,8 +2,9 @@
 //! people it asks: a bridge delivers the question to a channel. A bridge
 //! never decides who may answer; the engine does, when the answer arrives.
 
+use crate::error::Error;
 use crate::record::TaskRecord;
-use agentd_proto::{A2aError, Message};
+use agentd_proto::Message;
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -31,7 +32,7 @@ pub struct GateAnnouncement {
 /// lose an announcement.
 #[async_trait]
 pub trait GateBridge: Send + Sync + 'static {
-    async fn announce(&self, announcement: GateAnnouncement) -> Result<(), A2aError>;
+    async fn announce(&self, announcement: GateAnnouncement) -> Result<(), Error>;
 
     /// The outbox row `announcement` becomes, checked but not queued, for a
     /// caller that commits it in the same batch as the change that opened
@@ -40,7 +41,7 @@ pub trait GateBridge: Send + Sync + 'static {
     async fn delivery(
         &self,
         _announcement: &GateAnnouncement,
-    ) -> Option<Result<crate::record::BridgeDelivery, A2aError>> {
+    ) -> Option<Result<crate::record::BridgeDelivery, Error>> {
         None
     }
 }
@@ -53,5 +54,5 @@ pub trait GateBridge: Send + Sync + 'static {
 /// a refused one changes nothing.
 pub trait GateKeeper: Send + Sync + 'static {
     /// Errors: InvalidParams listing every violation of the answer schema.
-    fn accept(&self, rec: &mut TaskRecord, answer: &Message) -> Result<(), A2aError>;
+    fn accept(&self, rec: &mut TaskRecord, answer: &Message) -> Result<(), Error>;
 }

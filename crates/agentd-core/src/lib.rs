@@ -9,6 +9,7 @@ pub mod annotations;
 pub mod claims;
 pub mod conversations;
 pub mod engine;
+pub mod error;
 pub mod events;
 pub mod gate;
 pub mod principal;
@@ -24,6 +25,7 @@ pub use engine::{
     TaskObserver,
 };
 pub use engine::{EventFeed, FeedItem};
+pub use error::{Error, FieldPath, Invalid, Naming, Segment, Violation, Violations};
 pub use events::{EventLogBounds, EventRecord, EventRetention, NewEvent};
 pub use gate::{GateAnnouncement, GateBridge, GateKeeper};
 pub use principal::{Principal, PrincipalRole};

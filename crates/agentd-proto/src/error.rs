@@ -37,13 +37,50 @@ pub enum ErrorKind {
     Unavailable,
 }
 
+/// The gRPC canonical status codes the table uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GrpcCode {
+    InvalidArgument,
+    DeadlineExceeded,
+    NotFound,
+    PermissionDenied,
+    FailedPrecondition,
+    Unimplemented,
+    Internal,
+    Unavailable,
+    Unauthenticated,
+}
+
+impl GrpcCode {
+    /// The canonical name, also `error.status` in REST bodies.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            GrpcCode::InvalidArgument => "INVALID_ARGUMENT",
+            GrpcCode::DeadlineExceeded => "DEADLINE_EXCEEDED",
+            GrpcCode::NotFound => "NOT_FOUND",
+            GrpcCode::PermissionDenied => "PERMISSION_DENIED",
+            GrpcCode::FailedPrecondition => "FAILED_PRECONDITION",
+            GrpcCode::Unimplemented => "UNIMPLEMENTED",
+            GrpcCode::Internal => "INTERNAL",
+            GrpcCode::Unavailable => "UNAVAILABLE",
+            GrpcCode::Unauthenticated => "UNAUTHENTICATED",
+        }
+    }
+}
+
+/// Compares with a canonical name (`error.status` as read from a body).
+impl PartialEq<&str> for GrpcCode {
+    fn eq(&self, name: &&str) -> bool {
+        self.as_str() == *name
+    }
+}
+
 /// The codes of one [`ErrorKind`] on every binding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ErrorCodes {
     pub jsonrpc: i32,
     pub http: u16,
-    /// gRPC canonical status name, also `error.status` in REST bodies.
-    pub grpc: &'static str,
+    pub grpc: GrpcCode,
     /// ErrorInfo `reason`; `None` for generic errors that carry none.
     pub reason: Option<&'static str>,
     /// The message used when the caller gives none.
@@ -79,96 +116,97 @@ impl ErrorKind {
         const fn c(
             jsonrpc: i32,
             http: u16,
-            grpc: &'static str,
+            grpc: GrpcCode,
             reason: Option<&'static str>,
             message: &'static str,
         ) -> ErrorCodes {
             ErrorCodes { jsonrpc, http, grpc, reason, message }
         }
         use ErrorKind::*;
+        use GrpcCode as G;
         match self {
-            TaskNotFound => c(-32001, 404, "NOT_FOUND", Some("TASK_NOT_FOUND"), "Task not found"),
+            TaskNotFound => c(-32001, 404, G::NotFound, Some("TASK_NOT_FOUND"), "Task not found"),
             TaskNotCancelable => {
-                c(-32002, 400, "FAILED_PRECONDITION", Some("TASK_NOT_CANCELABLE"), "Task cannot be canceled")
+                c(-32002, 400, G::FailedPrecondition, Some("TASK_NOT_CANCELABLE"), "Task cannot be canceled")
             }
             PushNotificationNotSupported => c(
                 -32003,
                 400,
-                "FAILED_PRECONDITION",
+                G::FailedPrecondition,
                 Some("PUSH_NOTIFICATION_NOT_SUPPORTED"),
                 "Push notifications are not supported",
             ),
             UnsupportedOperation => c(
                 -32004,
                 400,
-                "FAILED_PRECONDITION",
+                G::FailedPrecondition,
                 Some("UNSUPPORTED_OPERATION"),
                 "This operation is not supported",
             ),
             ContentTypeNotSupported => c(
                 -32005,
                 400,
-                "INVALID_ARGUMENT",
+                G::InvalidArgument,
                 Some("CONTENT_TYPE_NOT_SUPPORTED"),
                 "Incompatible content types",
             ),
             InvalidAgentResponse => {
-                c(-32006, 500, "INTERNAL", Some("INVALID_AGENT_RESPONSE"), "Invalid agent response")
+                c(-32006, 500, G::Internal, Some("INVALID_AGENT_RESPONSE"), "Invalid agent response")
             }
             ExtendedAgentCardNotConfigured => c(
                 -32007,
                 400,
-                "FAILED_PRECONDITION",
+                G::FailedPrecondition,
                 Some("EXTENDED_AGENT_CARD_NOT_CONFIGURED"),
                 "Extended agent card is not configured",
             ),
             ExtensionSupportRequired => c(
                 -32008,
                 400,
-                "FAILED_PRECONDITION",
+                G::FailedPrecondition,
                 Some("EXTENSION_SUPPORT_REQUIRED"),
                 "A required extension was not requested",
             ),
             VersionNotSupported => c(
                 -32009,
                 400,
-                "FAILED_PRECONDITION",
+                G::FailedPrecondition,
                 Some("VERSION_NOT_SUPPORTED"),
                 "Protocol version not supported",
             ),
             ExtensionNotActivated => c(
                 -32601,
                 404,
-                "UNIMPLEMENTED",
+                G::Unimplemented,
                 Some(crate::ext::events::NOT_ACTIVATED),
                 "The method belongs to an extension the request did not activate",
             ),
-            ParseError => c(-32700, 400, "INVALID_ARGUMENT", None, "Invalid JSON payload"),
+            ParseError => c(-32700, 400, G::InvalidArgument, None, "Invalid JSON payload"),
             // Validation errors carry a reason too (the §10.6 rule applied to the
             // error name): REST clients such as a2a-python map errors by reason only.
             InvalidRequest => c(
                 -32600,
                 400,
-                "INVALID_ARGUMENT",
+                G::InvalidArgument,
                 Some("INVALID_REQUEST"),
                 "Request payload validation error",
             ),
-            MethodNotFound => c(-32601, 404, "UNIMPLEMENTED", None, "Method not found"),
-            InvalidParams => c(-32602, 400, "INVALID_ARGUMENT", Some("INVALID_PARAMS"), "Invalid parameters"),
-            Internal => c(-32603, 500, "INTERNAL", None, "Internal error"),
+            MethodNotFound => c(-32601, 404, G::Unimplemented, None, "Method not found"),
+            InvalidParams => c(-32602, 400, G::InvalidArgument, Some("INVALID_PARAMS"), "Invalid parameters"),
+            Internal => c(-32603, 500, G::Internal, None, "Internal error"),
             Unauthenticated => {
-                c(-31401, 401, "UNAUTHENTICATED", Some("UNAUTHENTICATED"), "Authentication required")
+                c(-31401, 401, G::Unauthenticated, Some("UNAUTHENTICATED"), "Authentication required")
             }
             PermissionDenied => {
-                c(-31403, 403, "PERMISSION_DENIED", Some("PERMISSION_DENIED"), "Permission denied")
+                c(-31403, 403, G::PermissionDenied, Some("PERMISSION_DENIED"), "Permission denied")
             }
             PayloadTooLarge => {
-                c(-32600, 413, "INVALID_ARGUMENT", Some("PAYLOAD_TOO_LARGE"), "Request body too large")
+                c(-32600, 413, G::InvalidArgument, Some("PAYLOAD_TOO_LARGE"), "Request body too large")
             }
             RequestTimeout => {
-                c(-32600, 408, "DEADLINE_EXCEEDED", Some("REQUEST_TIMEOUT"), "Request not received in time")
+                c(-32600, 408, G::DeadlineExceeded, Some("REQUEST_TIMEOUT"), "Request not received in time")
             }
-            Unavailable => c(-32603, 503, "UNAVAILABLE", Some("UNAVAILABLE"), "Service unavailable"),
+            Unavailable => c(-32603, 503, G::Unavailable, Some("UNAVAILABLE"), "Service unavailable"),
         }
     }
 }
@@ -292,7 +330,7 @@ impl A2aError {
         let c = self.kind.codes();
         json!({"error": {
             "code": c.http,
-            "status": c.grpc,
+            "status": c.grpc.as_str(),
             "message": self.message,
             "details": self.details(),
         }})

@@ -25,7 +25,7 @@ pub mod validate;
 
 pub use bounded::JsonLimits;
 pub use card::*;
-pub use error::{A2aError, ErrorKind, FieldViolation};
+pub use error::{A2aError, ErrorKind, FieldViolation, GrpcCode};
 pub use requests::*;
 pub use types::*;
 

@@ -18,6 +18,40 @@ pub fn decode<T: DeserializeOwned>(params: Value) -> Result<T, A2aError> {
     })
 }
 
+/// One step of the path [`decode_at`] reports: a JSON member or a list index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PathStep {
+    Member(String),
+    Index(usize),
+}
+
+/// Where a value failed to decode (empty: the value itself) and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeFailure {
+    pub path: Vec<PathStep>,
+    pub description: String,
+}
+
+/// [`decode`] for a value nested in a request (a payload inside
+/// metadata): the failure's path as steps, for the caller to put under
+/// where the value sat.
+pub fn decode_at<T: DeserializeOwned>(value: Value) -> Result<T, DecodeFailure> {
+    use serde_path_to_error::Segment;
+    serde_path_to_error::deserialize::<_, T>(ObjectsOnly(value)).map_err(|e| DecodeFailure {
+        path: e
+            .path()
+            .iter()
+            .map(|s| match s {
+                Segment::Seq { index } => PathStep::Index(*index),
+                Segment::Map { key } => PathStep::Member(key.clone()),
+                Segment::Enum { variant } => PathStep::Member(variant.clone()),
+                Segment::Unknown => PathStep::Member("?".into()),
+            })
+            .collect(),
+        description: e.inner().to_string(),
+    })
+}
+
 /// Decodes from raw JSON bytes (REST bodies); malformed JSON is a ParseError.
 pub fn decode_bytes<T: DeserializeOwned>(body: &[u8]) -> Result<T, A2aError> {
     let v: Value = if body.iter().all(u8::is_ascii_whitespace) {
@@ -34,18 +68,20 @@ pub fn decode_bytes<T: DeserializeOwned>(body: &[u8]) -> Result<T, A2aError> {
 
 /// REQUIRED members of a client Message (§4.1.4, §5.7).
 pub fn message(prefix: &str, m: &Message, out: &mut Vec<FieldViolation>) {
-    let mut bad = |f: &str, d: &str| {
-        out.push(FieldViolation { field: format!("{prefix}.{f}"), description: d.to_owned() })
-    };
-    if m.message_id.trim().is_empty() {
-        bad("messageId", "is required");
+    for (f, d) in message_problems(m) {
+        out.push(FieldViolation { field: format!("{prefix}.{f}"), description: d.to_owned() });
     }
-    if m.role == Role::Unspecified {
-        bad("role", "is required (ROLE_USER or ROLE_AGENT)");
-    }
-    if m.parts.is_empty() {
-        bad("parts", "at least one part is required");
-    }
+}
+
+/// The REQUIRED members a client Message lacks: each member's name and why.
+pub fn message_problems(m: &Message) -> impl Iterator<Item = (&'static str, &'static str)> {
+    [
+        m.message_id.trim().is_empty().then_some(("messageId", "is required")),
+        (m.role == Role::Unspecified).then_some(("role", "is required (ROLE_USER or ROLE_AGENT)")),
+        m.parts.is_empty().then_some(("parts", "at least one part is required")),
+    ]
+    .into_iter()
+    .flatten()
 }
 
 /// `historyLength` must not be negative.

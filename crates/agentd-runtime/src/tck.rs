@@ -1,8 +1,8 @@
 //! The `tck` profile: the behaviour the A2A conformance kit expects, chosen
 //! by the prefix of the incoming messageId (kit scenarios, `tck-<name>-…`).
 
-use agentd_core::{Agent, TaskControl, Turn};
-use agentd_proto::{A2aError, Artifact, Message, Part, PartContent, new_id};
+use agentd_core::{Agent, Error, TaskControl, Turn};
+use agentd_proto::{Artifact, Message, Part, PartContent, new_id};
 use async_trait::async_trait;
 use serde_json::json;
 use std::sync::Arc;
@@ -34,13 +34,13 @@ fn file_part(content: PartContent) -> Part {
     Part { filename: "output.txt".into(), media_type: "text/plain".into(), ..Part::new(content) }
 }
 
-async fn streamed(c: &TaskControl, text: &str) -> Result<(), A2aError> {
+async fn streamed(c: &TaskControl, text: &str) -> Result<(), Error> {
     c.working(None).await?;
     c.artifact(artifact(vec![Part::text(text)]), false, true).await?;
     c.complete(None).await
 }
 
-async fn scenario(c: &TaskControl, id: &str) -> Result<(), A2aError> {
+async fn scenario(c: &TaskControl, id: &str) -> Result<(), Error> {
     let has = |p: &str| id.starts_with(p);
     if has("tck-stream-artifact-chunked") {
         c.working(None).await?;

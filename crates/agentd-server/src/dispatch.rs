@@ -2,6 +2,7 @@
 //! (already assembled from body, path and query) in, a result or an event
 //! stream out. A binding is a thin adapter around this.
 
+use crate::errors::json;
 use crate::params::RequestContext;
 use crate::state::AppState;
 use agentd_core::{EventFeed, SendOutcome, TaskEvents};
@@ -63,32 +64,33 @@ pub async fn dispatch(
     // Reminder lifecycle events reach only streams that activated the extension.
     let reminder_events = ctx.activated.contains(reminders::URI);
     let reply = match method {
-        m::SEND_MESSAGE => Reply::of(e.send_message(p, decode(params)?).await?),
+        m::SEND_MESSAGE => Reply::of(e.send_message(p, decode(params)?).await.map_err(json)?),
         m::SEND_STREAMING_MESSAGE => {
-            return Ok(Outcome::Stream(match e.send(p, decode(params)?, true).await? {
+            return Ok(Outcome::Stream(match e.send(p, decode(params)?, true).await.map_err(json)? {
                 SendOutcome::Message(msg) => EventSource::One(Box::new(StreamResponse::Message(msg))),
                 SendOutcome::Task(events) => {
                     EventSource::Task(Box::new(events.with_reminder_events(reminder_events)))
                 }
             }));
         }
-        m::GET_TASK => Reply::of(e.get_task(p, decode(params)?).await?),
-        m::LIST_TASKS => Reply::of(e.list_tasks(p, decode(params)?).await?),
-        m::CANCEL_TASK => Reply::of(e.cancel_task(p, decode(params)?).await?),
+        m::GET_TASK => Reply::of(e.get_task(p, decode(params)?).await.map_err(json)?),
+        m::LIST_TASKS => Reply::of(e.list_tasks(p, decode(params)?).await.map_err(json)?),
+        m::CANCEL_TASK => Reply::of(e.cancel_task(p, decode(params)?).await.map_err(json)?),
         m::SUBSCRIBE_TO_TASK => {
-            let events = e.subscribe(p, decode(params)?).await?.with_reminder_events(reminder_events);
+            let events =
+                e.subscribe(p, decode(params)?).await.map_err(json)?.with_reminder_events(reminder_events);
             return Ok(Outcome::Stream(EventSource::Task(Box::new(events))));
         }
-        m::CREATE_PUSH_CONFIG => Reply::of(e.create_push_config(p, decode(params)?).await?),
-        m::GET_PUSH_CONFIG => Reply::of(e.get_push_config(p, decode(params)?).await?),
+        m::CREATE_PUSH_CONFIG => Reply::of(e.create_push_config(p, decode(params)?).await.map_err(json)?),
+        m::GET_PUSH_CONFIG => Reply::of(e.get_push_config(p, decode(params)?).await.map_err(json)?),
         m::LIST_PUSH_CONFIGS | m::LIST_PUSH_CONFIGS_RC => {
-            Reply::of(e.list_push_configs(p, decode(params)?).await?)
+            Reply::of(e.list_push_configs(p, decode(params)?).await.map_err(json)?)
         }
         m::DELETE_PUSH_CONFIG => {
-            e.delete_push_config(p, decode(params)?).await?;
+            e.delete_push_config(p, decode(params)?).await.map_err(json)?;
             return Ok(Outcome::Done);
         }
-        reminders::METHOD => Reply::of(e.inject_reminder(p, decode(params)?).await?),
+        reminders::METHOD => Reply::of(e.inject_reminder(p, decode(params)?).await.map_err(json)?),
         m::GET_EXTENDED_CARD => {
             let _: agentd_proto::GetExtendedAgentCardRequest = decode(params)?;
             Reply::of(state.card.card.clone())
@@ -106,7 +108,9 @@ pub async fn dispatch(
                 .with_meta("uri", events::URI));
             }
             let params = events::SubscribeParams::decode(&params)?;
-            return Ok(Outcome::Stream(EventSource::Feed(Box::new(e.subscribe_events(p, params).await?))));
+            return Ok(Outcome::Stream(EventSource::Feed(Box::new(
+                e.subscribe_events(p, params).await.map_err(json)?,
+            ))));
         }
         other => {
             let mut text = format!("method {other:?} not found");

@@ -10,7 +10,7 @@ pub mod bridges;
 pub mod card;
 mod console;
 mod dispatch;
-mod errors;
+pub mod errors;
 pub mod ext_docs;
 pub mod extensions;
 pub mod fuzzing;

@@ -102,7 +102,9 @@ fn events(
                             return Some((Ok(Event::default().data(data)), Phase::Feed(feed)));
                         }
                         Ok(FeedItem::Lagged) => goodbye(&framing, &feed, GoodbyeReason::Lagged),
-                        Err(e) => Event::default().event("error").data(framing.error(&e)),
+                        Err(e) => {
+                            Event::default().event("error").data(framing.error(&crate::errors::json(e)))
+                        }
                     };
                     Some((Ok(frame), Phase::Done))
                 }
@@ -126,9 +128,10 @@ fn events(
                             Ok(Event::default().data(framing.data(&ev))),
                             Phase::Running(EventSource::Task(evs)),
                         )),
-                        Err(e) => {
-                            Some((Ok(Event::default().event("error").data(framing.error(&e))), Phase::Done))
-                        }
+                        Err(e) => Some((
+                            Ok(Event::default().event("error").data(framing.error(&crate::errors::json(e)))),
+                            Phase::Done,
+                        )),
                     }
                 }
             }

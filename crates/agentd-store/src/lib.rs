@@ -13,6 +13,8 @@ pub mod conformance;
 mod event_log;
 mod memory;
 mod sqlite;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use memory::MemoryStore;
 pub use sqlite::{SqliteOptions, SqliteStore};

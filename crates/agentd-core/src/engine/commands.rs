@@ -5,12 +5,10 @@
 //! learns that a task ended.
 
 use super::{Engine, SendOutcome, TaskEvents};
+use crate::error::{Error, FieldPath};
 use crate::principal::Principal;
 use crate::record::TaskRecord;
-use agentd_proto::{
-    A2aError, ErrorKind, FieldViolation, Message, Part, PartContent, Role, SendMessageConfiguration,
-    TaskState, new_id,
-};
+use agentd_proto::{Message, Part, PartContent, Role, SendMessageConfiguration, TaskState, new_id};
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -42,7 +40,7 @@ pub trait CommandHandler: Send + Sync + 'static {
         op: &str,
         args: Value,
         engine: &Engine,
-    ) -> Result<CommandOutcome, A2aError>;
+    ) -> Result<CommandOutcome, Error>;
 }
 
 /// Told after a task's terminal state was committed (off the task's lock,
@@ -60,55 +58,52 @@ pub(super) struct Command {
 }
 
 impl Command {
-    fn prefix(&self) -> String {
-        format!("message.parts[{}].data.{COMMAND_KEY}", self.part)
+    fn prefix(&self) -> FieldPath {
+        at(self.part)
     }
+}
+
+/// Where the command of part `i` sits: `message.parts[i].data.agentd`.
+fn at(i: usize) -> FieldPath {
+    FieldPath::of("message.parts").index(i).field("data").member(COMMAND_KEY)
 }
 
 /// The command a message carries, if any. A DataPart whose object has the
 /// `agentd` member is a command; a malformed one is InvalidParams, and so
 /// are two commands in one message.
-pub(super) fn find(msg: &Message) -> Result<Option<Command>, A2aError> {
+pub(super) fn find(msg: &Message) -> Result<Option<Command>, Error> {
     let mut found: Option<Command> = None;
     for (i, part) in msg.parts.iter().enumerate() {
         let PartContent::Data(data) = &part.content else { continue };
         let Value::Object(data) = &**data else { continue };
         let Some(cmd) = data.get(COMMAND_KEY) else { continue };
-        let field = format!("message.parts[{i}].data.{COMMAND_KEY}");
+        let field = at(i);
         if found.is_some() {
-            return Err(A2aError::invalid_field(&field, "a message carries at most one command"));
+            return Err(Error::invalid(field, "a message carries at most one command"));
         }
         let Value::Object(obj) = cmd else {
-            return Err(A2aError::invalid_field(&field, "must be an object {\"op\": …, …arguments}"));
+            return Err(Error::invalid(field, "must be an object {\"op\": …, …arguments}"));
         };
         let mut args = obj.clone();
         let op = match args.remove("op") {
             Some(Value::String(op)) if !op.is_empty() => op,
             Some(_) => {
-                return Err(A2aError::invalid_field(&format!("{field}.op"), "must be a non-empty string"));
+                return Err(Error::invalid(field.member("op"), "must be a non-empty string"));
             }
-            None => return Err(A2aError::invalid_field(&format!("{field}.op"), "is required")),
+            None => return Err(Error::invalid(field.member("op"), "is required")),
         };
         found = Some(Command { part: i, op, args: Value::Object(args) });
     }
     Ok(found)
 }
 
-/// Prefixes the fields an InvalidParams error of a handler names.
-fn locate(mut e: A2aError, prefix: &str) -> A2aError {
-    if e.kind != ErrorKind::InvalidParams || e.violations.is_empty() {
-        return e;
+/// Puts the fields an InvalidParams error of a handler names under where
+/// the command sat.
+fn locate(e: Error, prefix: &FieldPath) -> Error {
+    match e {
+        Error::Invalid(invalid) => Error::Invalid(invalid.under(prefix)),
+        other => other,
     }
-    let violations: Vec<FieldViolation> = e
-        .violations
-        .drain(..)
-        .map(|v| {
-            let field = if v.field.is_empty() { prefix.to_owned() } else { format!("{prefix}.{}", v.field) };
-            FieldViolation { field, description: v.description }
-        })
-        .collect();
-    let located = A2aError::invalid_fields(violations);
-    A2aError { metadata: e.metadata, reason: e.reason, ..located }
 }
 
 impl Engine {
@@ -119,10 +114,9 @@ impl Engine {
         msg: &Message,
         cfg: &SendMessageConfiguration,
         close_on_interrupt: bool,
-    ) -> Result<SendOutcome, A2aError> {
+    ) -> Result<SendOutcome, Error> {
         let Some(handler) = self.inner.commands.get() else {
-            return Err(A2aError::new(
-                ErrorKind::UnsupportedOperation,
+            return Err(Error::unsupported(
                 "this agent runs no commands (the command extension is not set up)",
             ));
         };
@@ -154,7 +148,7 @@ impl Engine {
         id: &str,
         history_length: Option<i32>,
         close_on_interrupt: bool,
-    ) -> Result<TaskEvents, A2aError> {
+    ) -> Result<TaskEvents, Error> {
         loop {
             if let Some(slot) = self.slot(id).await? {
                 let st = slot.state.lock().await;
@@ -164,7 +158,7 @@ impl Engine {
                 let first = self.view(&st.record, history_length, true);
                 return Ok(TaskEvents::new(self, first, slot.tx.subscribe(), close_on_interrupt));
             }
-            let rec = self.record(id).await?.ok_or_else(|| A2aError::task_not_found(id))?;
+            let rec = self.record(id).await?.ok_or_else(|| Error::task_not_found(id))?;
             let (_, rx) = tokio::sync::broadcast::channel(1);
             let first = self.view(&rec, history_length, true);
             return Ok(TaskEvents::new(self, first, rx, close_on_interrupt));
@@ -174,11 +168,11 @@ impl Engine {
     /// Waits until a task is terminal or waits for input, and returns its
     /// record then. For the runtime (a parent waiting on a subagent); no
     /// authorization.
-    pub async fn settled(&self, id: &str) -> Result<TaskRecord, A2aError> {
+    pub async fn settled(&self, id: &str) -> Result<TaskRecord, Error> {
         loop {
             // A stream cut off for lagging ends early: look again.
             self.events_of(id, Some(0), true).await?.settle().await;
-            let rec = self.record(id).await?.ok_or_else(|| A2aError::task_not_found(id))?;
+            let rec = self.record(id).await?.ok_or_else(|| Error::task_not_found(id))?;
             if rec.state().is_terminal() || rec.state().is_interrupted() {
                 return Ok(rec);
             }
@@ -229,22 +223,28 @@ mod tests {
         ];
         for (data, field) in cases {
             let e = find(&msg(vec![Part::data(data)])).err().unwrap();
-            assert_eq!(e.violations[0].field, field);
+            assert_eq!(first_field(&e), field);
         }
         let two = Part::data(json!({"agentd": {"op": "status"}}));
         let e = find(&msg(vec![two.clone(), two])).err().unwrap();
-        assert_eq!(e.violations[0].field, "message.parts[1].data.agentd");
+        assert_eq!(first_field(&e), "message.parts[1].data.agentd");
+    }
+
+    fn first_field(e: &Error) -> String {
+        let Error::Invalid(e) = e else { panic!("not InvalidParams: {e:?}") };
+        e.violations[0].field.to_string()
     }
 
     #[test]
     fn handler_fields_are_located_in_the_message() {
-        let e = A2aError::invalid_fields(vec![
-            FieldViolation { field: "op".into(), description: "unknown".into() },
-            FieldViolation { field: "name".into(), description: "bad".into() },
-        ]);
-        let e = locate(e, "message.parts[2].data.agentd");
-        let fields: Vec<&str> = e.violations.iter().map(|v| v.field.as_str()).collect();
+        let mut v = crate::error::Violations::default();
+        v.add(FieldPath::default().member("op"), "unknown");
+        v.add(FieldPath::default().member("name"), "bad");
+        let e = locate(v.finish().unwrap_err(), &at(2));
+        let Error::Invalid(e) = &e else { panic!("not InvalidParams: {e:?}") };
+        let fields: Vec<String> = e.violations.iter().map(|v| v.field.to_string()).collect();
         assert_eq!(fields, ["message.parts[2].data.agentd.op", "message.parts[2].data.agentd.name"]);
-        assert!(e.message.contains("message.parts[2].data.agentd.op: unknown"), "{}", e.message);
+        let message = e.to_string();
+        assert!(message.contains("message.parts[2].data.agentd.op: unknown"), "{message}");
     }
 }

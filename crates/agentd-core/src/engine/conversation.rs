@@ -1,11 +1,12 @@
 //! Conversations as a whole (the `conversation.*` commands): the turns of a
 //! context a principal may see, and closing a context.
 
-use super::{Engine, internal};
+use super::Engine;
+use crate::error::{Error, FieldPath};
 use crate::principal::Principal;
 use crate::record::TaskRecord;
 use crate::store::{Batch, ClosedContext};
-use agentd_proto::{A2aError, ErrorKind, Timestamp};
+use agentd_proto::Timestamp;
 
 impl Engine {
     /// The turns of `context_id` the principal may see, oldest first. A
@@ -15,9 +16,9 @@ impl Engine {
         &self,
         p: &Principal,
         context_id: &str,
-        field: &str,
-    ) -> Result<Vec<TaskRecord>, A2aError> {
-        let tasks = self.inner.store.context_tasks(context_id).await.map_err(internal)?;
+        field: &FieldPath,
+    ) -> Result<Vec<TaskRecord>, Error> {
+        let tasks = self.inner.store.context_tasks(context_id).await?;
         let mut visible = Vec::with_capacity(tasks.len());
         for stored in tasks.into_iter().filter(|r| p.can_see(&r.owner)) {
             // A live task may have moved on since this read; a terminal one cannot.
@@ -28,8 +29,8 @@ impl Engine {
             visible.push(rec);
         }
         if visible.is_empty() {
-            return Err(A2aError::invalid_field(
-                field,
+            return Err(Error::invalid(
+                field.clone(),
                 format!("no conversation {context_id:?} is visible to you"),
             ));
         }
@@ -48,9 +49,9 @@ impl Engine {
         &self,
         p: &Principal,
         context_id: &str,
-        field: &str,
+        field: &FieldPath,
         why: &str,
-    ) -> Result<Vec<String>, A2aError> {
+    ) -> Result<Vec<String>, Error> {
         let turns = self.context_turns(p, context_id, field).await?;
         // Closed first (durably, then in memory): a turn sent while the live
         // ones are being canceled is refused rather than started.
@@ -60,7 +61,7 @@ impl Engine {
             closed_ms: Timestamp::now().millis(),
         };
         let batch = Batch { closed_contexts: vec![closed], ..Batch::default() };
-        self.inner.store.commit(batch).await.map_err(internal)?;
+        self.inner.store.commit(batch).await?;
         self.inner.closed_contexts.insert(context_id.to_owned());
         let owner = turns.first().map_or(p.id.as_str(), |t| t.owner.as_str());
         self.emit_context_closed(context_id, owner).await?;
@@ -69,7 +70,7 @@ impl Engine {
             match self.cancel_because(p, t.id(), why).await {
                 Ok(_) => canceled.push(t.id().to_owned()),
                 // Ended on its own meanwhile.
-                Err(e) if e.kind == ErrorKind::TaskNotCancelable => {}
+                Err(Error::NotCancelable { .. }) => {}
                 Err(e) => return Err(e),
             }
         }

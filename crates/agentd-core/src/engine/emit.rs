@@ -6,7 +6,8 @@
 //! `reminder`, …) with [`Engine::emit_event`]; code inside the engine that
 //! already commits a change adds `NewEvent::for_task(…)` to that batch.
 
-use super::{Engine, internal};
+use super::Engine;
+use crate::error::Error;
 use crate::events::{EventRetention, NewEvent, TASK_EVENT_HISTORY, TASK_EVENT_HISTORY_BYTES};
 use crate::record::{LinkKind, TaskRecord};
 use crate::store::Batch;
@@ -14,7 +15,7 @@ use agentd_proto::ext::events::{
     ConversationData, ConversationEvent, EventKind, LifecycleData, LifecycleEvent, SubagentData,
     SubagentEvent,
 };
-use agentd_proto::{A2aError, Message, StreamResponse, Timestamp};
+use agentd_proto::{Message, StreamResponse, Timestamp};
 use serde_json::Value;
 
 /// The `task` event of a record: the Task with its last messages and no
@@ -104,14 +105,14 @@ impl Engine {
     /// publishes it to the feed once committed. Its visibility is the
     /// task's: the owner and operators. `data` is the kind's payload as the
     /// events schema bundle describes it. TaskNotFound when no such task.
-    pub async fn emit_event(&self, kind: EventKind, task_id: &str, data: Value) -> Result<(), A2aError> {
-        let rec = self.record(task_id).await?.ok_or_else(|| A2aError::task_not_found(task_id))?;
+    pub async fn emit_event(&self, kind: EventKind, task_id: &str, data: Value) -> Result<(), Error> {
+        let rec = self.record(task_id).await?.ok_or_else(|| Error::task_not_found(task_id))?;
         let ev = NewEvent::for_task(kind, &rec, Timestamp::now(), data);
         self.commit_events(vec![ev]).await
     }
 
     /// The conversation `context_id` was closed (visible to `owner`).
-    pub(super) async fn emit_context_closed(&self, context_id: &str, owner: &str) -> Result<(), A2aError> {
+    pub(super) async fn emit_context_closed(&self, context_id: &str, owner: &str) -> Result<(), Error> {
         let data = ConversationData {
             context_id: context_id.to_owned(),
             event: ConversationEvent::Closed,
@@ -130,7 +131,7 @@ impl Engine {
 
     /// The daemon started or is stopping: a `lifecycle` event every
     /// principal may see.
-    pub async fn emit_lifecycle(&self, event: LifecycleEvent, version: &str) -> Result<(), A2aError> {
+    pub async fn emit_lifecycle(&self, event: LifecycleEvent, version: &str) -> Result<(), Error> {
         let data = LifecycleData { event, version: version.to_owned() };
         let ev = NewEvent {
             ts: Timestamp::now(),
@@ -144,7 +145,7 @@ impl Engine {
     }
 
     /// Removes the events retention no longer keeps (by count and age).
-    pub async fn prune_events(&self) -> Result<(), A2aError> {
+    pub async fn prune_events(&self) -> Result<(), Error> {
         let cfg = &self.inner.config;
         let age = i64::try_from(cfg.events_retain.as_millis()).unwrap_or(i64::MAX);
         let retention = EventRetention {
@@ -152,11 +153,11 @@ impl Engine {
             min_ts_ms: Timestamp::now().millis().saturating_sub(age),
         };
         let batch = Batch { prune_events: Some(retention), ..Batch::default() };
-        self.inner.store.commit(batch).await.map_err(internal)
+        Ok(self.inner.store.commit(batch).await?)
     }
 
-    async fn commit_events(&self, events: Vec<NewEvent>) -> Result<(), A2aError> {
-        self.inner.store.commit(Batch { events, ..Batch::default() }).await.map_err(internal)
+    async fn commit_events(&self, events: Vec<NewEvent>) -> Result<(), Error> {
+        Ok(self.inner.store.commit(Batch { events, ..Batch::default() }).await?)
     }
 }
 

@@ -8,11 +8,11 @@
 //! buffer goes back to reading the log; only one that falls behind what
 //! retention keeps is closed (`goodbye`, reason `lagged`).
 
-use super::{Engine, internal};
+use super::Engine;
+use crate::error::Error;
 use crate::events::EventRecord;
 use crate::principal::Principal;
 use crate::store::Store;
-use agentd_proto::A2aError;
 use agentd_proto::ext::events::{Event, EventKind, Hello, SubscribeParams, VERSION};
 use agentd_proto::ext::task_annotations;
 use serde_json::Value;
@@ -49,14 +49,10 @@ pub struct EventFeed {
 impl Engine {
     /// Opens the feed for `p`. Task events carry the task annotations when
     /// this handle annotates (see [`Engine::annotating`]).
-    pub async fn subscribe_events(
-        &self,
-        p: &Principal,
-        params: SubscribeParams,
-    ) -> Result<EventFeed, A2aError> {
+    pub async fn subscribe_events(&self, p: &Principal, params: SubscribeParams) -> Result<EventFeed, Error> {
         let store = self.inner.store.clone();
         let rx = store.subscribe_events();
-        let bounds = store.event_log_bounds().await.map_err(internal)?;
+        let bounds = store.event_log_bounds().await?;
         let (position, resume, resync) = match params.from_seq {
             None => (bounds.last, false, false),
             // Events after `n` were removed, or `n` was never assigned.
@@ -91,7 +87,7 @@ impl EventFeed {
 
     /// The next event this principal may see, in `seq` order; `None` when
     /// the log's notifications end (the store closed).
-    pub async fn next(&mut self) -> Option<Result<FeedItem, A2aError>> {
+    pub async fn next(&mut self) -> Option<Result<FeedItem, Error>> {
         if self.done {
             return None;
         }
@@ -131,9 +127,9 @@ impl EventFeed {
     /// Reads the next page after the position into `pending`; `false` when
     /// the log has nothing more. Marks the feed done when events after the
     /// position were removed by retention.
-    async fn read_page(&mut self) -> Result<bool, A2aError> {
-        let page = self.store.read_events(self.position, REPLAY_PAGE).await.map_err(internal)?;
-        let bounds = self.store.event_log_bounds().await.map_err(internal)?;
+    async fn read_page(&mut self) -> Result<bool, Error> {
+        let page = self.store.read_events(self.position, REPLAY_PAGE).await?;
+        let bounds = self.store.event_log_bounds().await?;
         if bounds.pruned_through > self.position {
             self.done = true;
             return Ok(false);

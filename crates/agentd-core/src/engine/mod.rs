@@ -23,6 +23,7 @@ pub use stream::TaskEvents;
 use crate::agent::{Agent, ConversationTurn, TaskControl, Turn};
 use crate::claims::ContextClaims;
 use crate::conversations::Conversations;
+use crate::error::{Error, FieldPath};
 use crate::gate::GateKeeper;
 use crate::principal::Principal;
 use crate::record::LinkKind;
@@ -30,7 +31,7 @@ use crate::record::TaskRecord;
 use crate::slots::{Slot, SlotState, Slots};
 use crate::store::{Batch, Store, StoreError};
 use crate::transition::{self, Change, Refused};
-use agentd_proto::{A2aError, ErrorKind, Message, StreamResponse, Task, TaskState, Timestamp};
+use agentd_proto::{Message, StreamResponse, Task, TaskState, Timestamp};
 use async_trait::async_trait;
 use dashmap::{DashMap, DashSet};
 use std::sync::{Arc, OnceLock, RwLock};
@@ -193,8 +194,8 @@ impl Engine {
     }
 
     /// A handle moving task `id` from outside a run (a gate's deadline).
-    pub async fn control(&self, id: &str) -> Result<TaskControl, A2aError> {
-        let rec = self.record(id).await?.ok_or_else(|| A2aError::task_not_found(id))?;
+    pub async fn control(&self, id: &str) -> Result<TaskControl, Error> {
+        let rec = self.record(id).await?.ok_or_else(|| Error::task_not_found(id))?;
         let cancel = match self.inner.slots.get(id) {
             Some(slot) => slot.state.lock().await.cancel.clone(),
             None => tokio_util::sync::CancellationToken::new(),
@@ -227,14 +228,9 @@ impl Engine {
     /// agent (workflow runs) are resumed by it; the others cannot resume a
     /// turn, so they fail with a status message that says why. Returns how
     /// many were failed.
-    pub async fn recover(&self) -> Result<usize, A2aError> {
-        let stale = self
-            .inner
-            .store
-            .tasks_in_states(&[TaskState::Submitted, TaskState::Working])
-            .await
-            .map_err(internal)?;
-        for context_id in self.inner.store.closed_contexts().await.map_err(internal)? {
+    pub async fn recover(&self) -> Result<usize, Error> {
+        let stale = self.inner.store.tasks_in_states(&[TaskState::Submitted, TaskState::Working]).await?;
+        for context_id in self.inner.store.closed_contexts().await? {
             self.inner.closed_contexts.insert(context_id);
         }
         let (resumable, lost): (Vec<_>, Vec<_>) = stale
@@ -255,7 +251,7 @@ impl Engine {
 
     /// Starts a run again on a task that was running at a restart; its
     /// agent picks up from the task's checkpoint.
-    async fn resume(&self, id: &str) -> Result<(), A2aError> {
+    async fn resume(&self, id: &str) -> Result<(), Error> {
         loop {
             let Some(slot) = self.slot(id).await? else { return Ok(()) };
             let mut st = slot.state.lock().await;
@@ -270,11 +266,11 @@ impl Engine {
 
     /// The live slot of a task, loading it from the store when needed.
     /// `Ok(None)`: no such task. Terminal tasks get no slot.
-    async fn slot(&self, id: &str) -> Result<Option<Arc<Slot>>, A2aError> {
+    async fn slot(&self, id: &str) -> Result<Option<Arc<Slot>>, Error> {
         if let Some(s) = self.inner.slots.get(id) {
             return Ok(Some(s));
         }
-        let Some(rec) = self.inner.store.get_task(id).await.map_err(internal)? else {
+        let Some(rec) = self.inner.store.get_task(id).await? else {
             return Ok(None);
         };
         if rec.state().is_terminal() {
@@ -285,21 +281,21 @@ impl Engine {
     }
 
     /// The current record of a task, live or stored.
-    pub(crate) async fn record(&self, id: &str) -> Result<Option<TaskRecord>, A2aError> {
+    pub(crate) async fn record(&self, id: &str) -> Result<Option<TaskRecord>, Error> {
         if let Some(s) = self.inner.slots.get(id) {
             let st = s.state.lock().await;
             if !st.detached {
                 return Ok(Some(st.record.clone()));
             }
         }
-        self.inner.store.get_task(id).await.map_err(internal)
+        Ok(self.inner.store.get_task(id).await?)
     }
 
     /// A record the principal may see, or TaskNotFound.
-    pub(crate) async fn visible_record(&self, p: &Principal, id: &str) -> Result<TaskRecord, A2aError> {
+    pub(crate) async fn visible_record(&self, p: &Principal, id: &str) -> Result<TaskRecord, Error> {
         match self.record(id).await? {
             Some(r) if r.visible_to(p) => Ok(r),
-            _ => Err(A2aError::task_not_found(id)),
+            _ => Err(Error::task_not_found(id)),
         }
     }
 
@@ -311,7 +307,7 @@ impl Engine {
         p: &Principal,
         id: &str,
         what: &str,
-    ) -> Result<TaskRecord, A2aError> {
+    ) -> Result<TaskRecord, Error> {
         let rec = self.visible_record(p, id).await?;
         if !p.can_see(&rec.owner) {
             return Err(answerer_only(p, id, what));
@@ -320,29 +316,31 @@ impl Engine {
     }
 
     /// Applies one change to a live task (used by agent runs).
-    pub(crate) async fn apply_change(&self, id: &str, change: Change) -> Result<(), A2aError> {
-        self.mutate(id, |rec, now| transition::apply(rec, change, now).map_err(refused)).await.map(|_| ())
+    pub(crate) async fn apply_change(&self, id: &str, change: Change) -> Result<(), Error> {
+        self.mutate(id, |rec, now| transition::apply(rec, change, now).map_err(|r| refused(id, r)))
+            .await
+            .map(|_| ())
     }
 
     /// The one write path for existing tasks: lock the slot, then
     /// [`Engine::commit_locked`]. Returns the committed record.
-    pub(crate) async fn mutate<F>(&self, id: &str, f: F) -> Result<TaskRecord, A2aError>
+    pub(crate) async fn mutate<F>(&self, id: &str, f: F) -> Result<TaskRecord, Error>
     where
-        F: FnOnce(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, A2aError>,
+        F: FnOnce(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, Error>,
     {
         self.mutate_with(id, Batch::default(), f).await
     }
 
     /// `mutate`, committing `extra` in the same batch.
-    pub(crate) async fn mutate_with<F>(&self, id: &str, extra: Batch, f: F) -> Result<TaskRecord, A2aError>
+    pub(crate) async fn mutate_with<F>(&self, id: &str, extra: Batch, f: F) -> Result<TaskRecord, Error>
     where
-        F: FnOnce(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, A2aError>,
+        F: FnOnce(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, Error>,
     {
         loop {
             let Some(slot) = self.slot(id).await? else {
-                return match self.inner.store.get_task(id).await.map_err(internal)? {
-                    Some(r) => Err(refused(Refused::Terminal(r.state()))),
-                    None => Err(A2aError::task_not_found(id)),
+                return match self.inner.store.get_task(id).await? {
+                    Some(r) => Err(refused(id, Refused::Terminal(r.state()))),
+                    None => Err(Error::task_not_found(id)),
                 };
             };
             let mut st = slot.state.lock().await;
@@ -362,9 +360,9 @@ impl Engine {
         st: &mut SlotState,
         f: F,
         mut extra: Batch,
-    ) -> Result<TaskRecord, A2aError>
+    ) -> Result<TaskRecord, Error>
     where
-        F: FnOnce(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, A2aError>,
+        F: FnOnce(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, Error>,
     {
         let mut rec = st.record.clone();
         let now = Timestamp::now();
@@ -402,7 +400,7 @@ impl Engine {
         rec: &mut TaskRecord,
         events: &[StreamResponse],
         extra: Batch,
-    ) -> Result<(), A2aError> {
+    ) -> Result<(), Error> {
         let pending = st.pending.take();
         rec.version = if pending.is_some() { st.record.version } else { st.record.version + 1 };
         let batch = match pending.clone() {
@@ -427,7 +425,7 @@ impl Engine {
     /// Commits the creation of task `id` if it is still pending (see
     /// `create_task`): before a snapshot of it is published, or anything
     /// reads it from the store.
-    pub(crate) async fn commit_pending(&self, id: &str) -> Result<(), A2aError> {
+    pub(crate) async fn commit_pending(&self, id: &str) -> Result<(), Error> {
         if let Some(slot) = self.inner.slots.get(id) {
             let mut st = slot.state.lock().await;
             if st.pending.is_some() && !st.detached {
@@ -443,7 +441,7 @@ impl Engine {
         rec: &TaskRecord,
         events: &[StreamResponse],
         mut batch: Batch,
-    ) -> Result<(), A2aError> {
+    ) -> Result<(), Error> {
         batch.tasks.push(rec.clone());
         if self.inner.config.push_enabled {
             for e in events {
@@ -525,10 +523,10 @@ impl Engine {
         &self,
         task_id: &str,
         context_id: &str,
-    ) -> Result<Vec<ConversationTurn>, A2aError> {
+    ) -> Result<Vec<ConversationTurn>, Error> {
         // The task itself must be in the store for the turns to end at it.
         self.commit_pending(task_id).await?;
-        let tasks = self.inner.store.context_tasks(context_id).await.map_err(internal)?;
+        let tasks = self.inner.store.context_tasks(context_id).await?;
         let mut out = Vec::new();
         for rec in tasks {
             if rec.id() == task_id {
@@ -545,7 +543,7 @@ impl Engine {
                 st.steering.clear();
                 st.record.clone()
             }
-            None => self.record(task_id).await?.ok_or_else(|| A2aError::task_not_found(task_id))?,
+            None => self.record(task_id).await?.ok_or_else(|| Error::task_not_found(task_id))?,
         };
         out.push(turn_of(&current));
         Ok(out)
@@ -598,46 +596,33 @@ fn push_body(e: &StreamResponse) -> String {
 
 /// Refuses what only the owner (or an operator) may do to a principal
 /// that sees the task to answer its gate.
-pub(crate) fn answerer_only(p: &Principal, id: &str, what: &str) -> A2aError {
-    A2aError::new(
-        ErrorKind::PermissionDenied,
-        format!("{} may answer the gate of task {id:?} but not {what} it", p.id),
-    )
-    .with_meta("taskId", id)
-}
-
-pub(crate) fn internal(e: impl std::fmt::Display) -> A2aError {
-    tracing::error!(error = %e, "internal error");
-    A2aError::internal()
+pub(crate) fn answerer_only(p: &Principal, id: &str, what: &str) -> Error {
+    Error::permission_denied(format!("{} may answer the gate of task {id:?} but not {what} it", p.id))
+        .with_meta("taskId", id)
 }
 
 /// A failed commit of a task. A conflict means another writer committed
 /// the task while this one held its lock (in one process that is a bug, with
-/// several it is a lost race): never "not found", always internal, logged
-/// with the versions.
-fn store_failed(e: StoreError) -> A2aError {
-    match &e {
-        StoreError::Conflict { task_id, expected, found } => {
-            tracing::error!(
-                task = %task_id,
-                expected,
-                found,
-                "task changed by another writer since it was read; the change is not committed"
-            );
-            A2aError::internal()
-        }
-        StoreError::Backend(_) => internal(e),
+/// several it is a lost race): never "not found", always a store failure,
+/// logged with the versions.
+fn store_failed(e: StoreError) -> Error {
+    if let StoreError::Conflict { task_id, expected, found } = &e {
+        tracing::error!(
+            task = %task_id,
+            expected,
+            found,
+            "task changed by another writer since it was read; the change is not committed"
+        );
     }
+    Error::Store(e)
 }
 
-pub(crate) fn refused(r: Refused) -> A2aError {
+/// A change the state machine refused to task `id`.
+pub(crate) fn refused(id: &str, r: Refused) -> Error {
     match r {
-        Refused::Terminal(s) => A2aError::new(
-            ErrorKind::UnsupportedOperation,
-            format!("the task is in terminal state {}; terminal tasks cannot change", s.as_str()),
-        ),
-        Refused::Unspecified => A2aError::invalid_field("status.state", r.to_string()),
-        Refused::NotAllowed { .. } => A2aError::new(ErrorKind::UnsupportedOperation, r.to_string()),
+        Refused::Terminal(state) => Error::Terminal { id: id.to_owned(), state },
+        Refused::Unspecified => Error::invalid(FieldPath::of("status.state"), r.to_string()),
+        Refused::NotAllowed { .. } => Error::unsupported(r.to_string()),
     }
 }
 

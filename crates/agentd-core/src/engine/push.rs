@@ -2,23 +2,21 @@
 //! the principal that registered it and to operators: one principal never
 //! reads another's webhook credentials, even on a task both may see.
 
-use super::{Engine, internal};
+use super::Engine;
+use crate::error::{Error, FieldPath, Violations};
 use crate::principal::Principal;
 use crate::store::{Batch, PushConfigRow};
 use agentd_proto::{
-    A2aError, ErrorKind, ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse,
-    TaskPushConfigRef, TaskPushNotificationConfig, new_id,
+    ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse, TaskPushConfigRef,
+    TaskPushNotificationConfig, new_id,
 };
 
 impl Engine {
-    fn push_enabled(&self) -> Result<(), A2aError> {
+    fn push_enabled(&self) -> Result<(), Error> {
         if self.inner.config.push_enabled {
             Ok(())
         } else {
-            Err(A2aError::new(
-                ErrorKind::PushNotificationNotSupported,
-                "push notifications are turned off on this agent",
-            ))
+            Err(Error::PushNotSupported(Some("push notifications are turned off on this agent".into())))
         }
     }
 
@@ -26,18 +24,18 @@ impl Engine {
         &self,
         p: &Principal,
         mut cfg: TaskPushNotificationConfig,
-    ) -> Result<TaskPushNotificationConfig, A2aError> {
+    ) -> Result<TaskPushNotificationConfig, Error> {
         self.push_enabled()?;
         if cfg.task_id.is_empty() {
-            return Err(A2aError::invalid_field("taskId", "is required"));
+            return Err(Error::invalid(FieldPath::of("taskId"), "is required"));
         }
         if let Some(auth) = &cfg.authentication
             && auth.scheme.trim().is_empty()
         {
-            return Err(A2aError::invalid_field("authentication.scheme", "is required"));
+            return Err(Error::invalid(FieldPath::of("authentication.scheme"), "is required"));
         }
         self.owned_record(p, &cfg.task_id, "watch").await?;
-        self.check_push_url("url", &cfg.url).await?;
+        self.check_push_url(FieldPath::of("url"), &cfg.url).await?;
         if cfg.id.is_empty() {
             cfg.id = new_id();
         }
@@ -51,13 +49,13 @@ impl Engine {
             Some(slot) => Some(slot.state.lock().await),
             None => None,
         };
-        self.check_config_id(p, &cfg.task_id, &cfg.id, "id").await?;
+        self.check_config_id(p, &cfg.task_id, &cfg.id, FieldPath::of("id")).await?;
         cfg.tenant.clear();
         let batch = Batch {
             push_upserts: vec![PushConfigRow { owner: p.id.clone(), config: cfg.clone() }],
             ..Batch::default()
         };
-        self.inner.store.commit(batch).await.map_err(internal)?;
+        self.inner.store.commit(batch).await?;
         Ok(cfg)
     }
 
@@ -69,14 +67,14 @@ impl Engine {
         p: &Principal,
         task_id: &str,
         id: &str,
-        field: &str,
-    ) -> Result<(), A2aError> {
+        field: FieldPath,
+    ) -> Result<(), Error> {
         if id.is_empty() {
             return Ok(());
         }
-        match self.inner.store.get_push_config(task_id, id).await.map_err(internal)? {
+        match self.inner.store.get_push_config(task_id, id).await? {
             Some(existing) if !p.can_see(&existing.owner) => {
-                Err(A2aError::invalid_field(field, "is already used by another principal's config"))
+                Err(Error::invalid(field, "is already used by another principal's config"))
             }
             _ => Ok(()),
         }
@@ -86,18 +84,17 @@ impl Engine {
         &self,
         p: &Principal,
         req: TaskPushConfigRef,
-    ) -> Result<TaskPushNotificationConfig, A2aError> {
+    ) -> Result<TaskPushNotificationConfig, Error> {
         self.push_enabled()?;
         require_ref(&req)?;
         self.visible_record(p, &req.task_id).await?;
-        match self.inner.store.get_push_config(&req.task_id, &req.id).await.map_err(internal)? {
+        match self.inner.store.get_push_config(&req.task_id, &req.id).await? {
             Some(row) if p.can_see(&row.owner) => Ok(row.config),
-            _ => Err(A2aError::new(
-                ErrorKind::TaskNotFound,
-                format!("push config {:?} of task {:?} not found", req.id, req.task_id),
-            )
-            .with_meta("taskId", &req.task_id)
-            .with_meta("configId", &req.id)),
+            _ => {
+                Err(Error::not_found(format!("push config {:?} of task {:?} not found", req.id, req.task_id))
+                    .with_meta("taskId", &req.task_id)
+                    .with_meta("configId", &req.id))
+            }
         }
     }
 
@@ -105,16 +102,16 @@ impl Engine {
         &self,
         p: &Principal,
         req: ListTaskPushNotificationConfigsRequest,
-    ) -> Result<ListTaskPushNotificationConfigsResponse, A2aError> {
+    ) -> Result<ListTaskPushNotificationConfigsResponse, Error> {
         self.push_enabled()?;
         if req.task_id.is_empty() {
-            return Err(A2aError::invalid_field("taskId", "is required"));
+            return Err(Error::invalid(FieldPath::of("taskId"), "is required"));
         }
         if req.page_size < 0 {
-            return Err(A2aError::invalid_field("pageSize", "must not be negative"));
+            return Err(Error::invalid(FieldPath::of("pageSize"), "must not be negative"));
         }
         self.visible_record(p, &req.task_id).await?;
-        let rows = self.inner.store.list_push_configs(&req.task_id).await.map_err(internal)?;
+        let rows = self.inner.store.list_push_configs(&req.task_id).await?;
         Ok(ListTaskPushNotificationConfigsResponse {
             configs: rows.into_iter().filter(|r| p.can_see(&r.owner)).map(|r| r.config).collect(),
             next_page_token: String::new(),
@@ -122,28 +119,27 @@ impl Engine {
     }
 
     /// Idempotent: deleting a config that is not there succeeds.
-    pub async fn delete_push_config(&self, p: &Principal, req: TaskPushConfigRef) -> Result<(), A2aError> {
+    pub async fn delete_push_config(&self, p: &Principal, req: TaskPushConfigRef) -> Result<(), Error> {
         self.push_enabled()?;
         require_ref(&req)?;
         self.visible_record(p, &req.task_id).await?;
-        let Some(row) = self.inner.store.get_push_config(&req.task_id, &req.id).await.map_err(internal)?
-        else {
+        let Some(row) = self.inner.store.get_push_config(&req.task_id, &req.id).await? else {
             return Ok(());
         };
         if !p.can_see(&row.owner) {
             return Ok(());
         }
         let batch = Batch { push_deletes: vec![(req.task_id, req.id)], ..Batch::default() };
-        self.inner.store.commit(batch).await.map_err(internal)
+        Ok(self.inner.store.commit(batch).await?)
     }
 }
 
-fn require_ref(r: &TaskPushConfigRef) -> Result<(), A2aError> {
-    let mut v = Vec::new();
+fn require_ref(r: &TaskPushConfigRef) -> Result<(), Error> {
+    let mut v = Violations::default();
     for (field, value) in [("taskId", &r.task_id), ("id", &r.id)] {
         if value.is_empty() {
-            v.push(agentd_proto::FieldViolation { field: field.into(), description: "is required".into() });
+            v.add(FieldPath::of(field), "is required");
         }
     }
-    agentd_proto::validate::finish(v)
+    v.finish()
 }

@@ -1,15 +1,14 @@
 //! GetTask, ListTasks and CancelTask, and the one function that shapes a
 //! stored record into the Task a client sees.
 
-use super::{Engine, internal, refused};
+use super::{Engine, refused};
+use crate::error::{Error, FieldPath, Violations};
 use crate::principal::Principal;
 use crate::record::TaskRecord;
 use crate::store::TaskQuery;
 use crate::transition::{self, Change};
-use agentd_proto::validate;
 use agentd_proto::{
-    A2aError, CancelTaskRequest, ErrorKind, FieldViolation, GetTaskRequest, ListTasksRequest,
-    ListTasksResponse, Message, Task, TaskState,
+    CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse, Message, Task, TaskState,
 };
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -38,13 +37,13 @@ pub fn view(rec: &TaskRecord, history_length: Option<i32>, artifacts: bool) -> T
 }
 
 impl Engine {
-    pub async fn get_task(&self, p: &Principal, req: GetTaskRequest) -> Result<Task, A2aError> {
-        let mut v = Vec::new();
+    pub async fn get_task(&self, p: &Principal, req: GetTaskRequest) -> Result<Task, Error> {
+        let mut v = Violations::default();
         if req.id.is_empty() {
-            v.push(FieldViolation { field: "id".into(), description: "is required".into() });
+            v.add(FieldPath::of("id"), "is required");
         }
-        validate::history_length("historyLength", req.history_length, &mut v);
-        validate::finish(v)?;
+        v.history_length(FieldPath::of("historyLength"), req.history_length);
+        v.finish()?;
         let rec = self.visible_record(p, &req.id).await?;
         let mut t = self.view(&rec, req.history_length, true);
         if t.artifacts.as_ref().is_some_and(Vec::is_empty) {
@@ -53,34 +52,27 @@ impl Engine {
         Ok(t)
     }
 
-    pub async fn list_tasks(
-        &self,
-        p: &Principal,
-        req: ListTasksRequest,
-    ) -> Result<ListTasksResponse, A2aError> {
-        let mut v = Vec::new();
+    pub async fn list_tasks(&self, p: &Principal, req: ListTasksRequest) -> Result<ListTasksResponse, Error> {
+        let mut v = Violations::default();
         let page_size = req.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
         if !(1..=MAX_PAGE_SIZE).contains(&page_size) {
-            v.push(FieldViolation {
-                field: "pageSize".into(),
-                description: format!("must be between 1 and {MAX_PAGE_SIZE}, got {page_size}"),
-            });
+            v.add(
+                FieldPath::of("pageSize"),
+                format!("must be between 1 and {MAX_PAGE_SIZE}, got {page_size}"),
+            );
         }
-        validate::history_length("historyLength", req.history_length, &mut v);
+        v.history_length(FieldPath::of("historyLength"), req.history_length);
         let after = match req.page_token.as_str() {
             "" => None,
             tok => match decode_cursor(tok) {
                 Some(c) => Some(c),
                 None => {
-                    v.push(FieldViolation {
-                        field: "pageToken".into(),
-                        description: "is not a token this server issued".into(),
-                    });
+                    v.add(FieldPath::of("pageToken"), "is not a token this server issued");
                     None
                 }
             },
         };
-        validate::finish(v)?;
+        v.finish()?;
         let query = TaskQuery {
             owner: p.owner_filter(),
             context_id: (!req.context_id.is_empty()).then(|| req.context_id.clone()),
@@ -89,7 +81,7 @@ impl Engine {
             after,
             limit: usize::try_from(page_size).unwrap_or(50),
         };
-        let page = self.inner.store.list_tasks(&query).await.map_err(internal)?;
+        let page = self.inner.store.list_tasks(&query).await?;
         let include = req.include_artifacts.unwrap_or(false);
         let next_page_token = match (page.more, page.tasks.last()) {
             (true, Some(last)) => encode_cursor(last.updated_ms(), last.id()),
@@ -105,16 +97,16 @@ impl Engine {
 
     /// CancelTask. A task already CANCELED answers with its snapshot (cancel
     /// is idempotent); other terminal states are TaskNotCancelable.
-    pub async fn cancel_task(&self, p: &Principal, req: CancelTaskRequest) -> Result<Task, A2aError> {
+    pub async fn cancel_task(&self, p: &Principal, req: CancelTaskRequest) -> Result<Task, Error> {
         if req.id.is_empty() {
-            return Err(A2aError::invalid_field("id", "is required"));
+            return Err(Error::invalid(FieldPath::of("id"), "is required"));
         }
         self.cancel(p, &req.id, None).await
     }
 
     /// CancelTask with a status message saying why (a cascade, a closed
     /// conversation).
-    pub async fn cancel_because(&self, p: &Principal, id: &str, why: &str) -> Result<Task, A2aError> {
+    pub async fn cancel_because(&self, p: &Principal, id: &str, why: &str) -> Result<Task, Error> {
         self.cancel(p, id, Some(Message::agent_text(why))).await
     }
 
@@ -127,9 +119,8 @@ impl Engine {
         &self,
         p: &Principal,
         limit: usize,
-    ) -> Result<(Vec<TaskRecord>, bool), A2aError> {
-        let waiting =
-            self.inner.store.tasks_in_states(&[TaskState::InputRequired]).await.map_err(internal)?;
+    ) -> Result<(Vec<TaskRecord>, bool), Error> {
+        let waiting = self.inner.store.tasks_in_states(&[TaskState::InputRequired]).await?;
         // Oldest first from the store: walk it backwards.
         let mut addressed = waiting
             .into_iter()
@@ -142,40 +133,34 @@ impl Engine {
 
     /// The stored facts of a task the principal may see (owner, link,
     /// parent), for the runtime's commands; TaskNotFound otherwise.
-    pub async fn task_record(&self, p: &Principal, id: &str) -> Result<TaskRecord, A2aError> {
+    pub async fn task_record(&self, p: &Principal, id: &str) -> Result<TaskRecord, Error> {
         self.visible_record(p, id).await
     }
 
     /// [`Engine::task_record`] for acting on the task as its owner would
     /// (`what`: "cancel", "signal"): a principal that sees the task only to
     /// answer its gate gets PermissionDenied.
-    pub async fn owned_task_record(
-        &self,
-        p: &Principal,
-        id: &str,
-        what: &str,
-    ) -> Result<TaskRecord, A2aError> {
+    pub async fn owned_task_record(&self, p: &Principal, id: &str, what: &str) -> Result<TaskRecord, Error> {
         self.owned_record(p, id, what).await
     }
 
-    async fn cancel(&self, p: &Principal, id: &str, message: Option<Message>) -> Result<Task, A2aError> {
+    async fn cancel(&self, p: &Principal, id: &str, message: Option<Message>) -> Result<Task, Error> {
         let rec = self.owned_record(p, id, "cancel").await?;
         let answer = |rec: &TaskRecord| match rec.state() {
             TaskState::Canceled => Ok(self.view(rec, None, true)),
-            s => Err(A2aError::new(
-                ErrorKind::TaskNotCancelable,
-                format!("task {:?} is {} and can no longer be canceled", rec.id(), s.as_str()),
-            )
-            .with_meta("taskId", rec.id())),
+            state => Err(Error::NotCancelable { id: rec.id().to_owned(), state }),
         };
         if rec.state().is_terminal() {
             return answer(&rec);
         }
         let change = Change::Status { state: TaskState::Canceled, message };
-        match self.mutate(id, |r, now| transition::apply(r, change, now).map_err(refused)).await {
+        match self
+            .mutate(id, |r, now| transition::apply(r, change, now).map_err(|why| refused(id, why)))
+            .await
+        {
             Ok(rec) => Ok(self.view(&rec, None, true)),
             // Became terminal between the read and the change.
-            Err(e) if e.kind == ErrorKind::UnsupportedOperation => {
+            Err(Error::Terminal { .. }) => {
                 let rec = self.visible_record(p, id).await?;
                 answer(&rec)
             }
@@ -203,21 +188,18 @@ impl Engine {
         &self,
         p: &Principal,
         req: agentd_proto::SubscribeToTaskRequest,
-    ) -> Result<super::TaskEvents, A2aError> {
+    ) -> Result<super::TaskEvents, Error> {
         if req.id.is_empty() {
-            return Err(A2aError::invalid_field("id", "is required"));
+            return Err(Error::invalid(FieldPath::of("id"), "is required"));
         }
         loop {
             let Some(slot) = self.slot(&req.id).await? else {
                 let rec = self.visible_record(p, &req.id).await?;
-                return Err(A2aError::new(
-                    ErrorKind::UnsupportedOperation,
-                    format!(
-                        "task {:?} is {}; a terminal task has no events to subscribe to",
-                        req.id,
-                        rec.state().as_str()
-                    ),
-                )
+                return Err(Error::unsupported(format!(
+                    "task {:?} is {}; a terminal task has no events to subscribe to",
+                    req.id,
+                    rec.state().as_str()
+                ))
                 .with_meta("taskId", &req.id));
             };
             let st = slot.state.lock().await;
@@ -225,7 +207,7 @@ impl Engine {
                 continue;
             }
             if !st.record.visible_to(p) {
-                return Err(A2aError::task_not_found(&req.id));
+                return Err(Error::task_not_found(&req.id));
             }
             if !p.can_see(&st.record.owner) {
                 // Answering a gate is no licence to follow the whole task.

@@ -4,7 +4,8 @@
 //! lifecycle events published. At each model call the run takes the active
 //! reminders, which counts the call against each one's `ttl_turns`.
 
-use super::{Engine, internal, refused};
+use super::{Engine, refused};
+use crate::error::{Error, FieldPath, Invalid, Violation, Violations};
 use crate::events::NewEvent;
 use crate::principal::Principal;
 use crate::record::{LinkKind, TaskRecord};
@@ -19,8 +20,8 @@ use agentd_proto::ext::reminders::{
     CompatibilityEnvelope, InjectTaskReminderRequest, InjectTaskReminderResponse, Propagate, ReminderEvent,
     ReminderEventKind, URI,
 };
-use agentd_proto::validate::decode;
-use agentd_proto::{A2aError, ErrorKind, FieldViolation, SendMessageRequest, Timestamp, new_id};
+use agentd_proto::validate::{DecodeFailure, PathStep, decode_at};
+use agentd_proto::{SendMessageRequest, Timestamp, new_id};
 use std::sync::Arc;
 
 /// Longest `id`, `dedupeKey` and `source` accepted, in bytes.
@@ -34,7 +35,7 @@ impl Engine {
         &self,
         p: &Principal,
         req: InjectTaskReminderRequest,
-    ) -> Result<InjectTaskReminderResponse, A2aError> {
+    ) -> Result<InjectTaskReminderResponse, Error> {
         validate(&req, &self.inner.config.reminders)?;
         let task_id = req.task_id.clone();
         self.steerable_record(p, &task_id).await?;
@@ -46,7 +47,7 @@ impl Engine {
                     return Ok(done);
                 }
                 let rec = self.steerable_record(p, &task_id).await?;
-                return Err(refused(Refused::Terminal(rec.state())));
+                return Err(refused(&task_id, Refused::Terminal(rec.state())));
             };
             let mut st = slot.state.lock().await;
             if st.detached {
@@ -68,10 +69,10 @@ impl Engine {
 
     /// A record its owner or an operator asks for; TaskNotFound for
     /// anyone else.
-    async fn steerable_record(&self, p: &Principal, task_id: &str) -> Result<TaskRecord, A2aError> {
+    async fn steerable_record(&self, p: &Principal, task_id: &str) -> Result<TaskRecord, Error> {
         match self.record(task_id).await? {
             Some(r) if p.can_see(&r.owner) => Ok(r),
-            _ => Err(A2aError::task_not_found(task_id)),
+            _ => Err(Error::task_not_found(task_id)),
         }
     }
 
@@ -80,9 +81,9 @@ impl Engine {
         &self,
         task_id: &str,
         id: Option<&str>,
-    ) -> Result<Option<InjectTaskReminderResponse>, A2aError> {
+    ) -> Result<Option<InjectTaskReminderResponse>, Error> {
         let Some(id) = id else { return Ok(None) };
-        let found = self.inner.store.get_reminder(task_id, id).await.map_err(internal)?;
+        let found = self.inner.store.get_reminder(task_id, id).await?;
         Ok(found.as_ref().map(result_of))
     }
 
@@ -92,15 +93,13 @@ impl Engine {
         slot: &Arc<Slot>,
         st: &mut SlotState,
         mut r: ReminderRecord,
-    ) -> Result<ReminderRecord, A2aError> {
-        let active = self.inner.store.reminders(&r.task_id, true).await.map_err(internal)?;
+    ) -> Result<ReminderRecord, Error> {
+        let active = self.inner.store.reminders(&r.task_id, true).await?;
         let (mut displaced, kept): (Vec<_>, Vec<_>) =
             active.into_iter().partition(|a| r.dedupe_key.is_some() && a.dedupe_key == r.dedupe_key);
         let max = self.inner.config.reminders.max_pending_per_task;
         if kept.len() >= max as usize {
-            return Err(A2aError::new(
-                ErrorKind::UnsupportedOperation,
-                format!(
+            return Err(Error::unsupported(format!(
                     "task {:?} already holds {} active reminders, the limit (reminders.max_pending_per_task = {max}); \
                      wait for some to expire or reuse a dedupeKey to replace one",
                     r.task_id,
@@ -121,7 +120,7 @@ impl Engine {
         let events: Vec<ReminderEvent> =
             displaced.iter().map(|d| lifecycle_event(ReminderEventKind::Deduped, d, None)).collect();
         feed_events(&st.record, &events, &mut batch);
-        self.inner.store.commit(batch).await.map_err(internal)?;
+        self.inner.store.commit(batch).await?;
         self.publish_reminder_events(slot, st, events);
         if !st.running && slot.tx.receiver_count() == 0 {
             // Loaded only to serialise this change: nothing keeps it live.
@@ -148,7 +147,7 @@ impl Engine {
         }
     }
 
-    async fn accept_copy(&self, copy: ReminderRecord) -> Result<Option<ReminderRecord>, A2aError> {
+    async fn accept_copy(&self, copy: ReminderRecord) -> Result<Option<ReminderRecord>, Error> {
         loop {
             let Some(slot) = self.slot(&copy.task_id).await? else { return Ok(None) };
             let mut st = slot.state.lock().await;
@@ -280,7 +279,7 @@ impl Engine {
     /// under `metadata[URI]` (of the message, else of the request), if any.
     pub(super) fn compat_reminder(
         req: &SendMessageRequest,
-    ) -> Result<Option<InjectTaskReminderRequest>, A2aError> {
+    ) -> Result<Option<InjectTaskReminderRequest>, Error> {
         let Some(msg) = &req.message else { return Ok(None) };
         let (field, envelope) = match (msg.metadata.as_ref().and_then(|m| m.get(URI)), req.metadata.as_ref())
         {
@@ -291,11 +290,11 @@ impl Engine {
             },
             (None, None) => return Ok(None),
         };
-        let prefix = format!("{field}[\"{URI}\"]");
-        let envelope: CompatibilityEnvelope = decode(envelope.clone()).map_err(|e| relocate(e, &prefix))?;
+        let at = FieldPath::of(field).key(URI);
+        let envelope: CompatibilityEnvelope = decode_at(envelope.clone()).map_err(|e| located(e, &at))?;
         if msg.task_id.is_empty() {
-            return Err(A2aError::invalid_field(
-                "message.taskId",
+            return Err(Error::invalid(
+                FieldPath::of("message.taskId"),
                 "a message carrying a reminder must name the task it is for",
             ));
         }
@@ -308,28 +307,18 @@ impl Engine {
     }
 }
 
-/// Prefixes the fields an InvalidParams error names with where the
-/// payload sat.
-fn relocate(e: A2aError, prefix: &str) -> A2aError {
-    if e.kind != ErrorKind::InvalidParams {
-        return e;
-    }
-    let violations = e
-        .violations
-        .into_iter()
-        .map(|v| FieldViolation {
-            field: if v.field == "params" { prefix.to_owned() } else { format!("{prefix}.{}", v.field) },
-            description: v.description,
-        })
-        .collect();
-    A2aError::invalid_fields(violations)
+/// A payload's decode failure, named from where the payload sat.
+fn located(e: DecodeFailure, at: &FieldPath) -> Error {
+    let field = e.path.into_iter().fold(at.clone(), |path, step| match step {
+        PathStep::Member(name) => path.member(name),
+        PathStep::Index(i) => path.index(i),
+    });
+    Error::Invalid(Invalid::of(vec![Violation { field, description: e.description }]))
 }
 
-fn validate(req: &InjectTaskReminderRequest, limits: &ReminderLimits) -> Result<(), A2aError> {
-    let mut v = Vec::new();
-    let mut bad = |field: &str, description: String| {
-        v.push(FieldViolation { field: field.to_owned(), description });
-    };
+fn validate(req: &InjectTaskReminderRequest, limits: &ReminderLimits) -> Result<(), Error> {
+    let mut v = Violations::default();
+    let mut bad = |field: &'static str, description: String| v.add(FieldPath::of(field), description);
     if req.task_id.is_empty() {
         bad("taskId", "is required".into());
     }
@@ -361,7 +350,7 @@ fn validate(req: &InjectTaskReminderRequest, limits: &ReminderLimits) -> Result<
             _ => {}
         }
     }
-    agentd_proto::validate::finish(v)
+    v.finish()
 }
 
 fn new_record(task_id: &str, p: &Principal, req: &InjectTaskReminderRequest) -> ReminderRecord {

@@ -3,18 +3,18 @@
 //! new task, a direct reply, input for a waiting task, or steering input
 //! for a working one.
 
-use super::{Engine, TaskEvents, internal, refused};
+use super::{Engine, TaskEvents, refused};
 use crate::agent::Agent;
 use crate::claims::ContextClaim;
+use crate::error::{Error, FieldPath, Violations};
 use crate::principal::Principal;
 use crate::record::{LinkKind, StatusEntry, TaskLink, TaskMeta, TaskRecord};
 use crate::slots::Slot;
 use crate::store::{Batch, PushConfigRow};
 use crate::transition::{self, Change, Refused};
-use agentd_proto::validate;
 use agentd_proto::{
-    A2aError, ErrorKind, Message, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task,
-    TaskState, TaskStatus, Timestamp, new_id,
+    Message, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task, TaskState, TaskStatus,
+    Timestamp, new_id,
 };
 use std::sync::Arc;
 
@@ -58,7 +58,7 @@ impl Engine {
         &self,
         p: &Principal,
         req: SendMessageRequest,
-    ) -> Result<SendMessageResponse, A2aError> {
+    ) -> Result<SendMessageResponse, Error> {
         let cfg = req.configuration.clone().unwrap_or_default();
         if let Some(inject) = Engine::compat_reminder(&req)? {
             // A reminder, not a turn: the message enters no history.
@@ -85,7 +85,7 @@ impl Engine {
                     None => {
                         // The answer shows the task: its creation must be committed.
                         self.commit_pending(&id).await?;
-                        self.record(&id).await?.ok_or_else(|| A2aError::task_not_found(&id))?
+                        self.record(&id).await?.ok_or_else(|| Error::task_not_found(&id))?
                     }
                 };
                 Ok(SendMessageResponse::Task(self.view(&rec, cfg.history_length, true)))
@@ -100,7 +100,7 @@ impl Engine {
         p: &Principal,
         req: SendMessageRequest,
         close_on_interrupt: bool,
-    ) -> Result<SendOutcome, A2aError> {
+    ) -> Result<SendOutcome, Error> {
         if let Some(inject) = Engine::compat_reminder(&req)? {
             // Answered with the task's stream; the message starts no turn.
             let id = inject.task_id.clone();
@@ -108,22 +108,22 @@ impl Engine {
             let sub = agentd_proto::SubscribeToTaskRequest { tenant: req.tenant, id };
             return Ok(SendOutcome::Task(self.subscribe(p, sub).await?));
         }
-        let mut v = Vec::new();
+        let mut v = Violations::default();
         let Some(msg) = req.message else {
-            return Err(A2aError::invalid_field("message", "is required"));
+            return Err(Error::invalid(FieldPath::of("message"), "is required"));
         };
-        validate::message("message", &msg, &mut v);
+        v.message(&FieldPath::of("message"), &msg);
         let cfg = req.configuration.unwrap_or_default();
-        validate::history_length("configuration.historyLength", cfg.history_length, &mut v);
-        validate::finish(v)?;
+        v.history_length(FieldPath::of("configuration.historyLength"), cfg.history_length);
+        v.finish()?;
         self.check_media_types(&msg)?;
         let push = self.inline_push_config(p, &cfg).await?;
         if msg.task_id.is_empty()
             && let Some(command) = super::commands::find(&msg)?
         {
             if push.is_some() {
-                return Err(A2aError::invalid_field(
-                    "configuration.taskPushNotificationConfig",
+                return Err(Error::invalid(
+                    FieldPath::of("configuration.taskPushNotificationConfig"),
                     "is not accepted with a command; register a config on the task the command started",
                 ));
             }
@@ -136,20 +136,17 @@ impl Engine {
         }
     }
 
-    fn check_media_types(&self, msg: &Message) -> Result<(), A2aError> {
+    fn check_media_types(&self, msg: &Message) -> Result<(), Error> {
         for (i, part) in msg.parts.iter().enumerate() {
             let mt = part.media_type.trim();
             let accepted =
                 mt.is_empty() || self.inner.config.input_modes.iter().any(|m| media_type_matches(m, mt));
             if !accepted {
-                return Err(A2aError::new(
-                    ErrorKind::ContentTypeNotSupported,
-                    format!(
-                        "message.parts[{i}].mediaType {mt:?} is not accepted; this agent accepts {}",
-                        self.inner.config.input_modes.join(", ")
-                    ),
-                )
-                .with_meta("mediaType", mt));
+                return Err(Error::ContentTypeNotSupported {
+                    part: i,
+                    media_type: mt.to_owned(),
+                    accepted: self.inner.config.input_modes.join(", "),
+                });
             }
         }
         Ok(())
@@ -159,12 +156,12 @@ impl Engine {
         &self,
         p: &Principal,
         cfg: &SendMessageConfiguration,
-    ) -> Result<Option<PushConfigRow>, A2aError> {
+    ) -> Result<Option<PushConfigRow>, Error> {
         let Some(pc) = &cfg.task_push_notification_config else { return Ok(None) };
         if !self.inner.config.push_enabled {
-            return Err(A2aError::of(ErrorKind::PushNotificationNotSupported));
+            return Err(Error::PushNotSupported(None));
         }
-        self.check_push_url("configuration.taskPushNotificationConfig.url", &pc.url).await?;
+        self.check_push_url(FieldPath::of("configuration.taskPushNotificationConfig.url"), &pc.url).await?;
         Ok(Some(PushConfigRow { owner: p.id.clone(), config: pc.clone() }))
     }
 
@@ -175,19 +172,16 @@ impl Engine {
         cfg: &SendMessageConfiguration,
         push: Option<PushConfigRow>,
         close_on_interrupt: bool,
-    ) -> Result<SendOutcome, A2aError> {
+    ) -> Result<SendOutcome, Error> {
         let claim = match msg.context_id.as_str() {
             "" => None,
             context_id => self.claim_context(p, context_id).await?,
         };
         if !msg.context_id.is_empty() && self.inner.closed_contexts.contains(&msg.context_id) {
-            return Err(A2aError::new(
-                ErrorKind::UnsupportedOperation,
-                format!(
-                    "the conversation {:?} was closed and takes no new turns; omit contextId to start a new one",
-                    msg.context_id
-                ),
-            )
+            return Err(Error::unsupported(format!(
+                "the conversation {:?} was closed and takes no new turns; omit contextId to start a new one",
+                msg.context_id
+            ))
             .with_meta("contextId", &msg.context_id));
         }
         let context_id = if msg.context_id.is_empty() { new_id() } else { msg.context_id.clone() };
@@ -208,7 +202,7 @@ impl Engine {
         let events = Some((cfg.history_length, close_on_interrupt));
         let defer = !cfg.return_immediately && ANSWER_WHEN_SETTLED.try_with(|_| ()).is_ok();
         let (_, events) = self.create_task(start, batch, events, defer, claim).await?;
-        Ok(SendOutcome::Task(events.ok_or_else(A2aError::internal)?))
+        Ok(SendOutcome::Task(events.ok_or_else(Error::internal)?))
     }
 
     /// Claims a client-chosen context for `p`'s new task; refuses one that
@@ -217,10 +211,10 @@ impl Engine {
     /// principals starting the same context at once only one gets it: the
     /// other finds the claim, or, once the first task is committed and the
     /// claim released, that task in the store.
-    async fn claim_context(&self, p: &Principal, context_id: &str) -> Result<Option<ContextClaim>, A2aError> {
+    async fn claim_context(&self, p: &Principal, context_id: &str) -> Result<Option<ContextClaim>, Error> {
         let foreign = || {
-            A2aError::invalid_field(
-                "message.contextId",
+            Error::invalid(
+                FieldPath::of("message.contextId"),
                 "this contextId belongs to a conversation of another principal; omit it to start a new one",
             )
         };
@@ -229,7 +223,7 @@ impl Engine {
             Err(_) if p.is_operator() => None,
             Err(_) => return Err(foreign()),
         };
-        if !p.is_operator() && self.inner.store.context_foreign(context_id, &p.id).await.map_err(internal)? {
+        if !p.is_operator() && self.inner.store.context_foreign(context_id, &p.id).await? {
             return Err(foreign());
         }
         Ok(claim)
@@ -239,11 +233,11 @@ impl Engine {
     /// task as `start` describes, starts its run, and returns the record as
     /// committed. Nobody is authorized here: the caller (the runtime, on
     /// behalf of a principal it checked) decides the owner.
-    pub async fn start_task(&self, start: StartTask) -> Result<TaskRecord, A2aError> {
+    pub async fn start_task(&self, start: StartTask) -> Result<TaskRecord, Error> {
         if let Some(id) = &start.id
             && self.record(id).await?.is_some()
         {
-            return Err(A2aError::new(ErrorKind::Internal, format!("task id {id:?} is already taken")));
+            return Err(Error::Internal(format!("task id {id:?} is already taken")));
         }
         Ok(self.create_task(start, Batch::default(), None, false, None).await?.0)
     }
@@ -261,7 +255,7 @@ impl Engine {
         events: Option<(Option<i32>, bool)>,
         defer: bool,
         claim: Option<ContextClaim>,
-    ) -> Result<(TaskRecord, Option<TaskEvents>), A2aError> {
+    ) -> Result<(TaskRecord, Option<TaskEvents>), Error> {
         let id = start.id.unwrap_or_else(new_id);
         let context_id = start.context_id.filter(|c| !c.is_empty()).unwrap_or_else(new_id);
         let now = Timestamp::now();
@@ -334,20 +328,20 @@ impl Engine {
         cfg: &SendMessageConfiguration,
         push: Option<PushConfigRow>,
         close_on_interrupt: bool,
-    ) -> Result<SendOutcome, A2aError> {
+    ) -> Result<SendOutcome, Error> {
         let id = msg.task_id.clone();
         loop {
             let Some(slot) = self.slot(&id).await? else {
                 // Not live: terminal, or no such task.
                 let rec = self.visible_record(p, &id).await?;
-                return Err(refused(Refused::Terminal(rec.state())));
+                return Err(refused(&id, Refused::Terminal(rec.state())));
             };
             let mut st = slot.state.lock().await;
             if st.detached {
                 continue;
             }
             if !st.record.visible_to(p) {
-                return Err(A2aError::task_not_found(&id));
+                return Err(Error::task_not_found(&id));
             }
             if let Some(row) = &push {
                 // Registering a webhook is the owner's (or an operator's),
@@ -355,11 +349,11 @@ impl Engine {
                 if !p.can_see(&st.record.owner) {
                     return Err(super::answerer_only(p, &id, "watch"));
                 }
-                self.check_config_id(p, &id, &row.config.id, INLINE_ID).await?;
+                self.check_config_id(p, &id, &row.config.id, FieldPath::of(INLINE_ID)).await?;
             }
             if !msg.context_id.is_empty() && msg.context_id != st.record.task.context_id {
-                return Err(A2aError::invalid_field(
-                    "message.contextId",
+                return Err(Error::invalid(
+                    FieldPath::of("message.contextId"),
                     format!(
                         "does not match the context of task {id:?}; omit it or send {:?}",
                         st.record.task.context_id
@@ -370,13 +364,10 @@ impl Engine {
             let is_run = st.record.meta.link.as_ref().is_some_and(|l| l.kind == LinkKind::Run);
             if is_run && !gate_open && self.has_link_agent(LinkKind::Run) && !st.record.state().is_terminal()
             {
-                return Err(A2aError::new(
-                    ErrorKind::UnsupportedOperation,
-                    format!(
-                        "task {id:?} is a workflow run that is not waiting for an answer (no gate is open, \
+                return Err(Error::unsupported(format!(
+                    "task {id:?} is a workflow run that is not waiting for an answer (no gate is open, \
                          or it was answered already); see it with workflow.status"
-                    ),
-                )
+                ))
                 .with_meta("taskId", &id));
             }
             let keeper = if gate_open { self.gate_keeper().cloned() } else { None };
@@ -401,11 +392,12 @@ impl Engine {
                                 None => rec.meta.gate = None,
                             }
                         }
-                        let mut ev = transition::apply(rec, Change::Input(input), now).map_err(refused)?;
+                        let mut ev =
+                            transition::apply(rec, Change::Input(input), now).map_err(|r| refused(&id, r))?;
                         if !running {
                             // A waiting task resumes: INPUT_REQUIRED → WORKING.
                             let resume = Change::Status { state: TaskState::Working, message: None };
-                            ev.extend(transition::apply(rec, resume, now).map_err(refused)?);
+                            ev.extend(transition::apply(rec, resume, now).map_err(|r| refused(&id, r))?);
                         }
                         Ok(ev)
                     },
@@ -441,11 +433,11 @@ impl Engine {
         }
     }
 
-    pub(super) async fn check_push_url(&self, field: &str, url: &str) -> Result<(), A2aError> {
+    pub(super) async fn check_push_url(&self, field: FieldPath, url: &str) -> Result<(), Error> {
         if url.trim().is_empty() {
-            return Err(A2aError::invalid_field(field, "is required"));
+            return Err(Error::invalid(field, "is required"));
         }
-        self.inner.push_policy.check(url).await.map_err(|why| A2aError::invalid_field(field, why))
+        self.inner.push_policy.check(url).await.map_err(|why| Error::invalid(field, why))
     }
 }
 

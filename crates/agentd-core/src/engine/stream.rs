@@ -3,9 +3,10 @@
 //! in commit order, ending at a terminal state (and, for message streams,
 //! at an interrupted one).
 
+use crate::error::Error;
 use crate::record::TaskRecord;
 use crate::slots::{Event, Slot};
-use agentd_proto::{A2aError, ErrorKind, StreamResponse, Task};
+use agentd_proto::{StreamResponse, Task};
 use std::sync::Arc;
 use tokio::sync::broadcast::{self, error::RecvError};
 
@@ -82,7 +83,7 @@ impl TaskEvents {
 
     /// The next event, `None` when the stream is over. An error means this
     /// stream fell too far behind and was cut off (the task is unaffected).
-    pub async fn next(&mut self) -> Option<Result<Event, A2aError>> {
+    pub async fn next(&mut self) -> Option<Result<Event, Error>> {
         if self.first.is_some()
             && let Some(engine) = &self.engine
             && let Err(e) = engine.commit_pending(&self.task_id).await
@@ -98,7 +99,7 @@ impl TaskEvents {
 
     /// The next event, without committing a pending creation first (for
     /// [`Self::settle`], which publishes nothing).
-    async fn next_event(&mut self) -> Option<Result<Event, A2aError>> {
+    async fn next_event(&mut self) -> Option<Result<Event, Error>> {
         if let Some(t) = self.first.take() {
             let state = t.status.state;
             self.terminal = state.is_terminal();
@@ -132,10 +133,9 @@ impl TaskEvents {
             Err(RecvError::Closed) => None,
             Err(RecvError::Lagged(n)) => {
                 self.done = true;
-                Some(Err(A2aError::new(
-                    ErrorKind::Internal,
-                    format!("this stream fell {n} events behind and was closed; resubscribe to continue"),
-                )))
+                Some(Err(Error::Internal(format!(
+                    "this stream fell {n} events behind and was closed; resubscribe to continue"
+                ))))
             }
         }
     }

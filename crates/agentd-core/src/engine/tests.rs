@@ -235,8 +235,8 @@ async fn a_context_is_claimed_by_a_first_turn_not_committed_yet() {
     }
     assert!(store.commits().is_empty(), "alice's task is not committed yet");
     let e = engine.send_message(&bob, in_context(request(true), "shared")).await.expect_err("bob refused");
-    assert_eq!(e.kind, ErrorKind::InvalidParams, "{e}");
-    assert_eq!(e.violations[0].field, "message.contextId");
+    assert_eq!(e.kind(), agentd_proto::ErrorKind::InvalidParams, "{e}");
+    assert_eq!(e.violations()[0].field.to_string(), "message.contextId");
 
     go.notify_one();
     let first = task_of(alice_turn.await.unwrap().unwrap());
@@ -244,7 +244,7 @@ async fn a_context_is_claimed_by_a_first_turn_not_committed_yet() {
     assert!(engine.inner.claims.is_empty(), "the claim ended with the commit");
     // Now the store holds the answer: bob is still refused, alice continues.
     let e = engine.send_message(&bob, in_context(request(true), "shared")).await.expect_err("bob refused");
-    assert_eq!(e.violations[0].field, "message.contextId");
+    assert_eq!(e.violations()[0].field.to_string(), "message.contextId");
     go.notify_one();
     let second = task_of(engine.send_message(&user(), in_context(request(false), "shared")).await.unwrap());
     assert_eq!(second.context_id, "shared");
@@ -270,7 +270,7 @@ async fn every_commit_of_a_task_is_its_next_version() {
 /// Waits for `go`, then reports how its completion went on `result`.
 struct CompletesAndReports {
     go: Arc<Notify>,
-    result: tokio::sync::mpsc::UnboundedSender<Result<(), A2aError>>,
+    result: tokio::sync::mpsc::UnboundedSender<Result<(), Error>>,
 }
 
 #[async_trait]
@@ -295,7 +295,8 @@ async fn a_task_changed_by_another_writer_is_an_internal_error_not_a_missing_tas
     store.commit(Batch { tasks: vec![theirs], ..Batch::default() }).await.unwrap();
     go.notify_one();
     let e = results.recv().await.expect("the run reports").expect_err("the stale commit is refused");
-    assert_eq!(e.kind, ErrorKind::Internal, "{e}");
+    assert_eq!(e.kind(), agentd_proto::ErrorKind::Internal, "{e}");
+    assert!(!e.task_gone(), "a conflict is no missing task: {e}");
     let stored = store.task(&task.id).expect("still there");
     assert_eq!(
         (stored.state(), stored.version),

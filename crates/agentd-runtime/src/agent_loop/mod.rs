@@ -17,10 +17,10 @@ pub use reminders::reminder_messages;
 pub use tools::{Tool, Tools};
 
 use crate::model::{ChatMessage, ModelError, ModelProvider, ModelRequest};
-use agentd_core::{Agent, TaskControl, Turn};
-use agentd_proto::{A2aError, Message};
+use agentd_core::{Agent, Error, TaskControl, Turn};
+use agentd_proto::Message;
 use async_trait::async_trait;
-use reply::ReplyStream;
+use reply::{CallError, ReplyStream};
 use std::sync::Arc;
 use tokio::time::Instant;
 
@@ -41,11 +41,18 @@ enum Stop {
     Fail(String),
 }
 
-impl From<A2aError> for Stop {
-    fn from(_: A2aError) -> Self {
-        // Every TaskControl error means the task no longer accepts changes.
-        Stop::Gone
+impl From<Error> for Stop {
+    /// A task that is gone (ended by someone else, canceled) stops the run
+    /// quietly; any other failure to move it (a store write that failed)
+    /// fails the task, saying why.
+    fn from(e: Error) -> Self {
+        if e.task_gone() { Stop::Gone } else { Stop::Fail(failure_reason(&e)) }
     }
+}
+
+/// The status message of a task whose run could not record its work.
+pub(crate) fn failure_reason(e: &Error) -> String {
+    format!("the run could not record its work and stopped: {e}")
 }
 
 impl LoopAgent {
@@ -83,19 +90,20 @@ impl LoopAgent {
             };
             let response = tokio::select! {
                 r = reply.call(self.model.as_ref(), &request, c.cancelled()) => r,
-                () = tokio::time::sleep_until(deadline) => Err(ModelError::Timeout),
+                () = tokio::time::sleep_until(deadline) => Err(CallError::Model(ModelError::Timeout)),
             };
             let response = match response {
                 Ok(r) => r,
-                Err(ModelError::Cancelled) => return Err(Stop::Gone),
-                Err(ModelError::Timeout) if Instant::now() >= deadline => {
+                Err(CallError::Task(e)) => return Err(e.into()),
+                Err(CallError::Model(ModelError::Cancelled)) => return Err(Stop::Gone),
+                Err(CallError::Model(ModelError::Timeout)) if Instant::now() >= deadline => {
                     return Err(Stop::Fail(format!(
                         "the turn hit its deadline of {} s after {} model call(s); raise limits.deadline_secs for longer work",
                         self.limits.deadline.as_secs(),
                         step
                     )));
                 }
-                Err(e) => return Err(Stop::Fail(format!("the model call failed: {e}"))),
+                Err(CallError::Model(e)) => return Err(Stop::Fail(format!("the model call failed: {e}"))),
             };
             tokens += response.usage.input_tokens + response.usage.output_tokens;
             if tokens > self.limits.max_tokens {
@@ -138,8 +146,14 @@ impl Agent for LoopAgent {
         let c = turn.control;
         if let Err(Stop::Fail(why)) = self.turn(&c).await {
             tracing::info!(task = c.task_id(), reason = %why, "turn failed");
-            if let Err(e) = c.fail(&why).await {
-                tracing::debug!(task = c.task_id(), error = %e, "could not fail the turn");
+            match c.fail(&why).await {
+                Ok(()) => {}
+                Err(e) if e.task_gone() => {
+                    tracing::debug!(task = c.task_id(), error = %e, "the turn's task ended meanwhile")
+                }
+                Err(e) => {
+                    tracing::error!(task = c.task_id(), reason = %why, error = %e, "could not fail the turn")
+                }
             }
         }
     }

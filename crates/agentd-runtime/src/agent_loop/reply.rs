@@ -8,12 +8,20 @@
 //! reply: the texts of its calls are separated by [`STEP_SEPARATOR`].
 
 use crate::model::{ModelError, ModelProvider, ModelRequest, ModelResponse};
-use agentd_core::TaskControl;
-use agentd_proto::{A2aError, Artifact, Part};
+use agentd_core::{Error, TaskControl};
+use agentd_proto::{Artifact, Part};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, interval_at};
 use tokio_util::sync::CancellationToken;
+
+/// Why a streamed model call ended without a response.
+pub enum CallError {
+    /// The model failed (or the call was canceled).
+    Model(ModelError),
+    /// A chunk of the reply could not be committed to the task.
+    Task(Error),
+}
 
 /// Between the texts of two model calls of one turn: a blank line, so
 /// "Let me look that up." and the answer after the tool call read as two
@@ -48,7 +56,7 @@ impl ReplyStream {
         }
     }
 
-    async fn emit(&mut self, text: String, last: bool) -> Result<(), A2aError> {
+    async fn emit(&mut self, text: String, last: bool) -> Result<(), Error> {
         let artifact = Artifact {
             artifact_id: self.artifact_id.clone(),
             name: "reply".into(),
@@ -80,10 +88,10 @@ impl ReplyStream {
         model: &dyn ModelProvider,
         request: &ModelRequest,
         cancel: &CancellationToken,
-    ) -> Result<ModelResponse, ModelError> {
+    ) -> Result<ModelResponse, CallError> {
         if !self.pending.is_empty() {
             let text = std::mem::take(&mut self.pending);
-            self.emit(text, false).await.map_err(|_| ModelError::Cancelled)?;
+            self.emit(text, false).await.map_err(CallError::Task)?;
         }
         self.call_has_text = false;
         let (tx, mut rx) = mpsc::channel::<String>(256);
@@ -100,7 +108,7 @@ impl ReplyStream {
                     if let Ok(r) = &result && !self.call_has_text {
                         self.push(&r.text);
                     }
-                    return result;
+                    return result.map_err(CallError::Model);
                 }
                 Some(delta) = rx.recv() => {
                     self.push(&delta);
@@ -108,13 +116,13 @@ impl ReplyStream {
                     // is what a user waiting on a stream feels.
                     if !self.started && !self.pending.is_empty() {
                         let text = std::mem::take(&mut self.pending);
-                        self.emit(text, false).await.map_err(|_| ModelError::Cancelled)?;
+                        self.emit(text, false).await.map_err(CallError::Task)?;
                     }
                 }
                 _ = tick.tick() => {
                     if !self.pending.is_empty() {
                         let text = std::mem::take(&mut self.pending);
-                        self.emit(text, false).await.map_err(|_| ModelError::Cancelled)?;
+                        self.emit(text, false).await.map_err(CallError::Task)?;
                     }
                 }
             }
@@ -122,7 +130,7 @@ impl ReplyStream {
     }
 
     /// Closes the reply with what is left of the last call's text.
-    pub async fn finish(&mut self) -> Result<(), A2aError> {
+    pub async fn finish(&mut self) -> Result<(), Error> {
         let rest = std::mem::take(&mut self.pending);
         self.emit(rest, true).await
     }

@@ -9,11 +9,10 @@ pub mod ops;
 use crate::subagents::{Spawn, SubagentManager, task_id_of};
 use crate::workflows::Workflows;
 use agentd_core::{
-    CommandHandler, CommandOutcome, Engine, LinkKind, Principal, PrincipalRole, SendOutcome, TaskRecord,
+    CommandHandler, CommandOutcome, Engine, Error, FieldPath, LinkKind, Principal, PrincipalRole,
+    SendOutcome, TaskRecord,
 };
-use agentd_proto::{
-    A2aError, AgentSkill, ErrorKind, Message, Metadata, Part, Role, SendMessageRequest, new_id,
-};
+use agentd_proto::{AgentSkill, Message, Metadata, Part, Role, SendMessageRequest, new_id};
 use async_trait::async_trait;
 use ops::Schemas;
 use serde_json::{Value, json};
@@ -134,29 +133,24 @@ impl Commands {
         self
     }
 
-    fn workflows(&self) -> Result<&Arc<Workflows>, A2aError> {
-        self.workflows
-            .as_ref()
-            .ok_or_else(|| A2aError::new(ErrorKind::UnsupportedOperation, "this agent runs no workflows"))
+    fn workflows(&self) -> Result<&Arc<Workflows>, Error> {
+        self.workflows.as_ref().ok_or_else(|| Error::unsupported("this agent runs no workflows"))
     }
 
-    fn check(&self, p: &Principal, op: &str, args: &Value) -> Result<(), A2aError> {
+    fn check(&self, p: &Principal, op: &str, args: &Value) -> Result<(), Error> {
         if !self.schemas.knows(op) {
-            return Err(A2aError::invalid_field(
-                "op",
+            return Err(Error::invalid(
+                FieldPath::default().member("op"),
                 format!("{op:?} is not a command op; this agent runs: {}", ops::names().join(", ")),
             ));
         }
         if !self.grants.allows(p.role, op) {
             let role = role_name(p.role);
-            return Err(A2aError::new(
-                ErrorKind::PermissionDenied,
-                format!(
-                    "the command op {op:?} is not granted to role {role} ({}); an operator may run it, \
+            return Err(Error::permission_denied(format!(
+                "the command op {op:?} is not granted to role {role} ({}); an operator may run it, \
                      or grant it in commands.grants.{role}",
-                    p.id
-                ),
-            )
+                p.id
+            ))
             .with_meta("op", op)
             .with_meta("role", role));
         }
@@ -181,15 +175,13 @@ impl Commands {
     }
 
     /// The subagent a handle (or task id) names, if the caller may see it.
-    async fn subagent(&self, p: &Principal, engine: &Engine, id: &str) -> Result<TaskRecord, A2aError> {
-        let not_found = || {
-            A2aError::new(ErrorKind::TaskNotFound, format!("no subagent {id:?} is visible to you"))
-                .with_meta("subagent", id)
-        };
+    async fn subagent(&self, p: &Principal, engine: &Engine, id: &str) -> Result<TaskRecord, Error> {
+        let not_found =
+            || Error::not_found(format!("no subagent {id:?} is visible to you")).with_meta("subagent", id);
         let task_id = task_id_of(id);
-        let rec = engine.task_record(p, task_id).await.map_err(|e| match e.kind {
-            ErrorKind::TaskNotFound => not_found(),
-            _ => e,
+        let rec = engine.task_record(p, task_id).await.map_err(|e| match e {
+            Error::TaskNotFound { .. } => not_found(),
+            e => e,
         })?;
         match &rec.meta.link {
             Some(l) if l.kind == LinkKind::Subagent && (id == task_id || l.id == id) => Ok(rec),
@@ -219,7 +211,7 @@ impl Commands {
         })
     }
 
-    async fn kill(&self, p: &Principal, engine: &Engine, rec: &TaskRecord) -> Result<Value, A2aError> {
+    async fn kill(&self, p: &Principal, engine: &Engine, rec: &TaskRecord) -> Result<Value, Error> {
         let handle = rec.meta.link.as_ref().map(|l| l.id.clone()).unwrap_or_default();
         let mut canceled = Vec::new();
         // Who is below is read first: canceling the subagent sets off the
@@ -231,7 +223,7 @@ impl Commands {
                     self.subagents.ended(rec.id());
                     canceled.push(rec.id().to_owned());
                 }
-                Err(e) if e.kind == ErrorKind::TaskNotCancelable => {} // ended meanwhile
+                Err(Error::NotCancelable { .. }) => {} // ended meanwhile
                 Err(e) => return Err(e),
             }
         }
@@ -247,7 +239,7 @@ impl Commands {
         engine: &Engine,
         rec: &TaskRecord,
         input: String,
-    ) -> Result<TaskRecord, A2aError> {
+    ) -> Result<TaskRecord, Error> {
         let message = Message {
             message_id: new_id(),
             task_id: rec.id().to_owned(),
@@ -259,7 +251,7 @@ impl Commands {
         match engine.send(p, req, true).await? {
             // The engine answers with the task's events from now on.
             SendOutcome::Task(events) => drop(events),
-            SendOutcome::Message(_) => return Err(A2aError::internal()),
+            SendOutcome::Message(_) => return Err(Error::internal()),
         }
         engine.task_record(p, rec.id()).await
     }
@@ -270,7 +262,7 @@ pub const GATE_LIST_MAX: usize = 100;
 
 /// `gate.list`: the open gates addressed to `p` on others' tasks, as the
 /// engine decides, with what a client needs to render and answer each.
-async fn gate_list(p: &Principal, engine: &Engine) -> Result<Value, A2aError> {
+async fn gate_list(p: &Principal, engine: &Engine) -> Result<Value, Error> {
     let (recs, truncated) = engine.gates_addressed_to(p, GATE_LIST_MAX).await?;
     let gates: Vec<Value> = recs
         .iter()
@@ -304,7 +296,7 @@ impl CommandHandler for Commands {
         op: &str,
         args: Value,
         engine: &Engine,
-    ) -> Result<CommandOutcome, A2aError> {
+    ) -> Result<CommandOutcome, Error> {
         self.check(p, op, &args)?;
         let reply = match op {
             "status" => self.status(p, engine),
@@ -352,7 +344,7 @@ impl CommandHandler for Commands {
                     let why = format!("canceled by {} (workflow.cancel)", p.id);
                     match engine.cancel_because(p, rec.id(), &why).await {
                         Ok(_) => {}
-                        Err(e) if e.kind == ErrorKind::TaskNotCancelable => {} // ended meanwhile
+                        Err(Error::NotCancelable { .. }) => {} // ended meanwhile
                         Err(e) => return Err(e),
                     }
                 }
@@ -369,7 +361,7 @@ impl CommandHandler for Commands {
             "conversation.get" => {
                 let ctx = arg(&args, "contextId");
                 let turns: Vec<Value> = engine
-                    .context_turns(p, &ctx, "contextId")
+                    .context_turns(p, &ctx, &FieldPath::default().member("contextId"))
                     .await?
                     .iter()
                     .map(|t| {
@@ -385,13 +377,14 @@ impl CommandHandler for Commands {
             "conversation.close" => {
                 let ctx = arg(&args, "contextId");
                 let why = format!("the conversation was closed by {} (conversation.close)", p.id);
-                let canceled = engine.close_context(p, &ctx, "contextId", &why).await?;
+                let canceled =
+                    engine.close_context(p, &ctx, &FieldPath::default().member("contextId"), &why).await?;
                 json!({"contextId": ctx, "closed": true, "canceled": canceled})
             }
             other => {
                 // Known to the schema table but not dispatched: a bug.
                 tracing::error!(op = other, "command op without an implementation");
-                return Err(A2aError::internal());
+                return Err(Error::internal());
             }
         };
         Ok(CommandOutcome::Reply(reply))

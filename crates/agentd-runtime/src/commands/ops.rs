@@ -3,7 +3,7 @@
 //! The card's extension params are built from this table, so what is
 //! declared is what runs.
 
-use agentd_proto::{A2aError, FieldViolation};
+use agentd_core::{Error, FieldPath, Invalid, Violation};
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::paths::LocationSegment;
 use jsonschema::{ValidationError, Validator};
@@ -189,57 +189,44 @@ impl Schemas {
 
     /// Checks `args` against `op`'s schema; every violation names its
     /// field relative to the command object (`instruction`, `name`).
-    pub fn check(&self, op: &str, args: &Value) -> Result<(), A2aError> {
+    pub fn check(&self, op: &str, args: &Value) -> Result<(), Error> {
         let Some((_, v)) = self.validators.iter().find(|(name, _)| *name == op) else {
             return Ok(());
         };
-        check_with(v, args)
+        check_with(v, args).map_err(Error::Invalid)
     }
 }
 
-/// `args` against a compiled schema, as InvalidParams listing every
-/// violated field.
-pub fn check_with(v: &Validator, args: &Value) -> Result<(), A2aError> {
-    let mut violations: Vec<FieldViolation> = Vec::new();
+/// `args` against a compiled schema, listing every violated field.
+pub fn check_with(v: &Validator, args: &Value) -> Result<(), Invalid> {
+    let mut violations: Vec<Violation> = Vec::new();
     for e in v.iter_errors(args) {
         violations.extend(violations_of(&e));
     }
-    if violations.is_empty() { Ok(()) } else { Err(A2aError::invalid_fields(violations)) }
+    if violations.is_empty() { Ok(()) } else { Err(Invalid::of(violations)) }
 }
 
-/// The dotted path of an instance location: `a.b[2].c`.
-fn dotted<'a>(segments: impl Iterator<Item = LocationSegment<'a>>) -> String {
-    let mut out = String::new();
-    for s in segments {
-        match s {
-            LocationSegment::Property(p) => {
-                if !out.is_empty() {
-                    out.push('.');
-                }
-                out.push_str(&p);
-            }
-            LocationSegment::Index(i) => out.push_str(&format!("[{i}]")),
-        }
-    }
-    out
+/// The path of an instance location: members and indices of the data the
+/// client wrote (`a.b[2].c`).
+fn path_of<'a>(segments: impl Iterator<Item = LocationSegment<'a>>) -> FieldPath {
+    segments.fold(FieldPath::default(), |path, s| match s {
+        LocationSegment::Property(p) => path.member(p.to_string()),
+        LocationSegment::Index(i) => path.index(i),
+    })
 }
 
-fn join(base: &str, name: &str) -> String {
-    if base.is_empty() { name.to_owned() } else { format!("{base}.{name}") }
-}
-
-fn violations_of(e: &ValidationError<'_>) -> Vec<FieldViolation> {
-    let at = dotted(e.instance_path().segments());
-    let one = |field: String, description: String| vec![FieldViolation { field, description }];
+fn violations_of(e: &ValidationError<'_>) -> Vec<Violation> {
+    let at = path_of(e.instance_path().segments());
+    let one = |field: FieldPath, description: String| vec![Violation { field, description }];
     match e.kind() {
         ValidationErrorKind::Required { property } => {
             let name = property.as_str().map_or_else(|| property.to_string(), str::to_owned);
-            one(join(&at, &name), "is required".into())
+            one(at.member(name), "is required".into())
         }
         ValidationErrorKind::AdditionalProperties { unexpected } => unexpected
             .iter()
-            .map(|name| FieldViolation {
-                field: join(&at, name),
+            .map(|name| Violation {
+                field: at.clone().member(name.clone()),
                 description: "is not an argument of this op".into(),
             })
             .collect(),
@@ -263,8 +250,8 @@ fn type_name(kind: &jsonschema::error::TypeKind) -> String {
 mod tests {
     use super::*;
 
-    fn fields(e: &A2aError) -> Vec<&str> {
-        e.violations.iter().map(|v| v.field.as_str()).collect()
+    fn fields(e: &Error) -> Vec<String> {
+        e.violations().iter().map(|v| v.field.to_string()).collect()
     }
 
     #[test]
@@ -290,7 +277,7 @@ mod tests {
         assert_eq!(got, ["extra", "input", "instruction", "name"], "{e:?}");
         let e = s.check("subagent.status", &json!({"id": ""})).unwrap_err();
         assert_eq!(fields(&e), ["id"]);
-        assert!(e.violations[0].description.contains("empty"), "{e:?}");
+        assert!(e.violations()[0].description.contains("empty"), "{e:?}");
         let e = s.check("status", &json!({"verbose": true})).unwrap_err();
         assert_eq!(fields(&e), ["verbose"]);
     }

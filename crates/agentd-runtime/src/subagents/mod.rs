@@ -21,9 +21,10 @@ pub use tool::SpawnSubagentTool;
 use crate::agent_loop::{Limits, LoopAgent, Tools};
 use crate::model::ModelProvider;
 use agentd_core::{
-    Engine, LinkKind, Principal, PrincipalRole, StartTask, TaskLink, TaskMeta, TaskObserver, TaskRecord,
+    Engine, Error, LinkKind, Principal, PrincipalRole, StartTask, TaskLink, TaskMeta, TaskObserver,
+    TaskRecord,
 };
-use agentd_proto::{A2aError, ErrorKind, Message, Part, Role, TaskState, new_id};
+use agentd_proto::{Message, Part, Role, TaskState, new_id};
 use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -137,7 +138,7 @@ impl SubagentManager {
     /// Starts a subagent: checks the limits, reserves its place, and starts
     /// its task (SUBMITTED, then its own agent loop). The record returned
     /// is the task as created.
-    pub async fn spawn(&self, engine: &Engine, spawn: Spawn) -> Result<TaskRecord, A2aError> {
+    pub async fn spawn(&self, engine: &Engine, spawn: Spawn) -> Result<TaskRecord, Error> {
         if self.live_count() >= self.limits.max_live {
             self.prune(engine).await;
         }
@@ -219,7 +220,7 @@ impl SubagentManager {
             match engine.task_record(&daemon_principal(), &id).await {
                 Ok(rec) if !rec.state().is_terminal() => {}
                 Ok(_) => self.ended(&id),
-                Err(e) if e.kind == ErrorKind::TaskNotFound => {} // reserved, not yet committed
+                Err(Error::TaskNotFound { .. }) => {} // reserved, not yet committed
                 Err(e) => tracing::warn!(task = %id, error = %e, "could not check a subagent"),
             }
         }
@@ -276,8 +277,8 @@ impl SubagentManager {
     }
 }
 
-fn limit_error(limit: &str, value: usize, message: String) -> A2aError {
-    A2aError::new(ErrorKind::UnsupportedOperation, message)
+fn limit_error(limit: &str, value: usize, message: String) -> Error {
+    Error::unsupported(message)
         .with_meta("limit", format!("subagents.{limit}"))
         .with_meta("value", value.to_string())
 }

@@ -9,8 +9,8 @@ use super::{Spawn, SubagentManager};
 use crate::agent_loop::Tool;
 use crate::commands::ops::{check_with, spawn_schema};
 use crate::model::ToolSpec;
-use agentd_core::TaskControl;
-use agentd_proto::{A2aError, TaskState};
+use agentd_core::{Error, TaskControl};
+use agentd_proto::TaskState;
 use async_trait::async_trait;
 use serde_json::Value;
 use std::sync::Arc;
@@ -29,11 +29,15 @@ impl SpawnSubagentTool {
     }
 }
 
-fn describe(e: &A2aError) -> String {
-    if e.violations.is_empty() {
-        e.message.clone()
+fn describe(e: &Error) -> String {
+    if e.violations().is_empty() {
+        e.to_string()
     } else {
-        e.violations.iter().map(|v| format!("`{}` {}", v.field, v.description)).collect::<Vec<_>>().join("; ")
+        e.violations()
+            .iter()
+            .map(|v| format!("`{}` {}", v.field, v.description))
+            .collect::<Vec<_>>()
+            .join("; ")
     }
 }
 
@@ -54,9 +58,9 @@ impl Tool for SpawnSubagentTool {
     }
 
     async fn call(&self, args: Value, control: &TaskControl) -> Result<String, String> {
-        check_with(&self.schema, &args).map_err(|e| describe(&e))?;
+        check_with(&self.schema, &args).map_err(|e| describe(&Error::Invalid(e)))?;
         let field = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_owned);
-        let me = control.record().await.map_err(|e| e.message)?;
+        let me = control.record().await.map_err(|e| e.to_string())?;
         let engine = control.engine();
         let spawn = Spawn {
             owner: me.owner.clone(),
@@ -70,7 +74,7 @@ impl Tool for SpawnSubagentTool {
         let child = self.manager.spawn(engine, spawn).await.map_err(|e| describe(&e))?;
         let handle = child.meta.link.as_ref().map(|l| l.id.clone()).unwrap_or_else(|| child.id().to_owned());
         let done = tokio::select! {
-            r = engine.settled(child.id()) => r.map_err(|e| e.message)?,
+            r = engine.settled(child.id()) => r.map_err(|e| e.to_string())?,
             () = control.cancelled().cancelled() => {
                 let why = format!("canceled because its parent task {} ended", me.id());
                 self.manager.cancel_below(engine, me.id(), &why).await;

@@ -5,24 +5,22 @@
 use super::Workflows;
 use super::state::RunState;
 use crate::commands::ops::check_with;
-use agentd_core::{GateKeeper, TaskRecord};
-use agentd_proto::{A2aError, ErrorKind, FieldViolation, Message, PartContent};
+use agentd_core::{Error, FieldPath, GateKeeper, Invalid, TaskRecord};
+use agentd_proto::{Message, PartContent};
 use agentd_workflow::StepStatus;
 use serde_json::Value;
 
 impl GateKeeper for Workflows {
-    fn accept(&self, rec: &mut TaskRecord, answer: &Message) -> Result<(), A2aError> {
+    fn accept(&self, rec: &mut TaskRecord, answer: &Message) -> Result<(), Error> {
         let Some(open) = rec.meta.gate.clone() else { return Ok(()) };
-        let mut st = RunState::from_checkpoint(rec.meta.checkpoint.as_ref())
-            .map_err(|e| A2aError::new(ErrorKind::Internal, e))?;
+        let mut st = RunState::from_checkpoint(rec.meta.checkpoint.as_ref()).map_err(Error::Internal)?;
         let Some(step) = st.gate.as_ref().map(|g| g.step.clone()) else {
-            return Err(A2aError::new(ErrorKind::Internal, "the run has no open gate"));
+            return Err(Error::Internal("the run has no open gate".into()));
         };
         let value = answer_value(answer, open.ask_schema.as_ref())?;
         if let Some(schema) = &open.ask_schema {
-            let v = jsonschema::validator_for(schema).map_err(|e| {
-                A2aError::new(ErrorKind::Internal, format!("the gate's schema does not compile: {e}"))
-            })?;
+            let v = jsonschema::validator_for(schema)
+                .map_err(|e| Error::Internal(format!("the gate's schema does not compile: {e}")))?;
             check_with(&v, &value).map_err(located)?;
         }
         let s = st.step_mut(&step);
@@ -36,23 +34,15 @@ impl GateKeeper for Workflows {
 }
 
 /// Violations of an answer, named from `answer` (`answer.approve`).
-fn located(e: A2aError) -> A2aError {
-    let violations: Vec<FieldViolation> = e
-        .violations
-        .into_iter()
-        .map(|v| FieldViolation {
-            field: if v.field.is_empty() { "answer".into() } else { format!("answer.{}", v.field) },
-            description: v.description,
-        })
-        .collect();
-    let mut out = A2aError::invalid_fields(violations);
-    out.message = format!("the answer does not satisfy the gate's schema: {}", out.message);
-    out
+fn located(e: Invalid) -> Error {
+    let mut out = e.under(&FieldPath::default().member("answer"));
+    out.lead = Some("the answer does not satisfy the gate's schema".into());
+    Error::Invalid(out)
 }
 
 /// The answer a message carries: its DataPart, or its text, parsed as JSON
 /// unless the schema asks for a string.
-fn answer_value(m: &Message, schema: Option<&Value>) -> Result<Value, A2aError> {
+fn answer_value(m: &Message, schema: Option<&Value>) -> Result<Value, Error> {
     if let Some(v) = m.parts.iter().find_map(|p| match &p.content {
         PartContent::Data(v) => Some(Value::clone(v)),
         _ => None,
@@ -65,8 +55,7 @@ fn answer_value(m: &Message, schema: Option<&Value>) -> Result<Value, A2aError> 
         return Ok(Value::String(text));
     }
     serde_json::from_str(text.trim()).map_err(|e| {
-        A2aError::invalid_field(
-            "message.parts",
+        Error::invalid(FieldPath::of("message.parts"),
             format!("the gate expects an answer matching its schema: a DataPart, or text that parses as JSON ({e})"),
         )
     })

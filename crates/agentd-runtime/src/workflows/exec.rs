@@ -23,9 +23,11 @@ pub(super) enum Stop {
     Fail(String),
 }
 
-impl From<agentd_proto::A2aError> for Stop {
-    fn from(_: agentd_proto::A2aError) -> Self {
-        Stop::Gone
+impl From<agentd_core::Error> for Stop {
+    /// Only a run whose task is gone stops quietly; a change that failed
+    /// otherwise (a store write) fails the run, saying why.
+    fn from(e: agentd_core::Error) -> Self {
+        if e.task_gone() { Stop::Gone } else { Stop::Fail(crate::agent_loop::failure_reason(&e)) }
     }
 }
 
@@ -73,6 +75,9 @@ impl Workflows {
         let st =
             update(c, |_, meta| meta.gate = None, Some((TaskState::Failed, Some(Message::agent_text(why)))))
                 .await;
+        if let Err(Stop::Fail(e)) = &st {
+            tracing::error!(task = c.task_id(), reason = why, error = %e, "could not fail the run");
+        }
         // Steps still running (a branch beside the failed one, a step past
         // the deadline) stop with the run.
         let because = format!("canceled because workflow run task {} failed", c.task_id());

@@ -8,9 +8,9 @@ use super::events::{GateAction, RunEvent, RunEventState};
 use super::exec::{Stop, fmt_duration, update, update_with};
 use super::state::{GateState, RunState, now_ms};
 use agentd_core::{
-    Batch, BridgeDelivery, Engine, GateAnnouncement, LinkKind, OpenGate, TaskControl, TaskRecord,
+    Batch, BridgeDelivery, Engine, Error, GateAnnouncement, LinkKind, OpenGate, TaskControl, TaskRecord,
 };
-use agentd_proto::{A2aError, ErrorKind, Message, TaskState};
+use agentd_proto::{Message, TaskState};
 use agentd_workflow::{Definition, Fallback, StepKind, StepStatus, render};
 use serde_json::Value;
 use std::sync::Arc;
@@ -168,12 +168,8 @@ impl Workflows {
 
     /// Arms the deadlines of the gates open now, and announces those the
     /// bridge had not taken (at startup).
-    pub async fn rearm_gates(self: &Arc<Self>, engine: &Engine) -> Result<usize, A2aError> {
-        let waiting = engine
-            .store()
-            .tasks_in_states(&[TaskState::InputRequired])
-            .await
-            .map_err(|e| A2aError::new(ErrorKind::Internal, e.to_string()))?;
+    pub async fn rearm_gates(self: &Arc<Self>, engine: &Engine) -> Result<usize, Error> {
+        let waiting = engine.store().tasks_in_states(&[TaskState::InputRequired]).await?;
         let mut n = 0;
         for rec in waiting {
             if rec.meta.link.as_ref().is_some_and(|l| l.kind == LinkKind::Run) && rec.meta.gate.is_some() {

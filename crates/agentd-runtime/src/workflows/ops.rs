@@ -5,8 +5,8 @@ use super::events::{RunEvent, RunEventState};
 use super::ids::{run_id, task_id_of};
 use super::state::{RunState, now_ms};
 use crate::commands::ops::check_with;
-use agentd_core::{Engine, LinkKind, Principal, StartTask, TaskLink, TaskMeta, TaskRecord};
-use agentd_proto::{A2aError, ErrorKind, FieldViolation, Message, Part, Role, new_id};
+use agentd_core::{Engine, Error, FieldPath, LinkKind, Principal, StartTask, TaskLink, TaskMeta, TaskRecord};
+use agentd_proto::{Message, Part, Role, new_id};
 use serde_json::{Value, json};
 
 impl Workflows {
@@ -18,11 +18,11 @@ impl Workflows {
         engine: &Engine,
         workflow: &str,
         inputs: Value,
-    ) -> Result<TaskRecord, A2aError> {
+    ) -> Result<TaskRecord, Error> {
         let Some(def) = self.catalog.definition(workflow) else {
             let known = self.catalog.names();
-            return Err(A2aError::invalid_field(
-                "workflow",
+            return Err(Error::invalid(
+                FieldPath::default().member("workflow"),
                 format!(
                     "no workflow named {workflow:?} (workflows: {})",
                     if known.is_empty() { "none".to_owned() } else { known.join(", ") }
@@ -31,26 +31,10 @@ impl Workflows {
         };
         if let Some(schema) = &def.inputs_schema {
             let v = jsonschema::validator_for(schema).map_err(|e| {
-                A2aError::new(
-                    ErrorKind::Internal,
-                    format!("the inputs schema of {workflow:?} does not compile: {e}"),
-                )
+                Error::Internal(format!("the inputs schema of {workflow:?} does not compile: {e}"))
             })?;
-            check_with(&v, &inputs).map_err(|e| {
-                A2aError::invalid_fields(
-                    e.violations
-                        .into_iter()
-                        .map(|v| FieldViolation {
-                            field: if v.field.is_empty() {
-                                "inputs".into()
-                            } else {
-                                format!("inputs.{}", v.field)
-                            },
-                            description: v.description,
-                        })
-                        .collect(),
-                )
-            })?;
+            check_with(&v, &inputs)
+                .map_err(|e| Error::Invalid(e.under(&FieldPath::default().member("inputs"))))?;
         }
         let task_id = new_id();
         let run = run_id(workflow, &task_id);
@@ -100,15 +84,13 @@ impl Workflows {
     }
 
     /// The run a run id (or task id) names, if the caller may see it.
-    pub async fn find(&self, p: &Principal, engine: &Engine, run: &str) -> Result<TaskRecord, A2aError> {
-        let not_found = || {
-            A2aError::new(ErrorKind::TaskNotFound, format!("no workflow run {run:?} is visible to you"))
-                .with_meta("run", run)
-        };
+    pub async fn find(&self, p: &Principal, engine: &Engine, run: &str) -> Result<TaskRecord, Error> {
+        let not_found =
+            || Error::not_found(format!("no workflow run {run:?} is visible to you")).with_meta("run", run);
         let task_id = task_id_of(run).ok_or_else(not_found)?;
-        let rec = engine.task_record(p, &task_id).await.map_err(|e| match e.kind {
-            ErrorKind::TaskNotFound => not_found(),
-            _ => e,
+        let rec = engine.task_record(p, &task_id).await.map_err(|e| match e {
+            Error::TaskNotFound { .. } => not_found(),
+            e => e,
         })?;
         match &rec.meta.link {
             Some(l) if l.kind == LinkKind::Run && (run == task_id || l.id == run) => Ok(rec),
@@ -161,12 +143,12 @@ impl Workflows {
         rec: &TaskRecord,
         signal: &str,
         data: Value,
-    ) -> Result<Value, A2aError> {
+    ) -> Result<Value, Error> {
         if rec.state().is_terminal() {
-            return Err(A2aError::new(
-                ErrorKind::UnsupportedOperation,
-                format!("the run is {} and takes no more signals", rec.state().as_str()),
-            ));
+            return Err(Error::unsupported(format!(
+                "the run is {} and takes no more signals",
+                rec.state().as_str()
+            )));
         }
         let c = engine.control(rec.id()).await?;
         let name = signal.to_owned();

@@ -3,7 +3,7 @@
 //! cancels them, and a child started before a restart is adopted.
 
 use super::Workflows;
-use super::exec::update;
+use super::exec::{Stop, update};
 use crate::subagents::Spawn;
 use agentd_core::{Principal, PrincipalRole, TaskControl, TaskRecord};
 use agentd_proto::{Message, Part, PartContent, Role, TaskState, new_id};
@@ -98,7 +98,7 @@ impl Workflows {
         let id = match adopted {
             Some(id) => id,
             None => {
-                let owner = c.record().await.map_err(|e| e.message)?.owner;
+                let owner = c.record().await.map_err(|e| e.to_string())?.owner;
                 let spawn = Spawn {
                     owner,
                     parent: Some(c.task_id().to_owned()),
@@ -108,16 +108,19 @@ impl Workflows {
                     command: None,
                     max_tokens,
                 };
-                let rec = self.deps.subagents.spawn(engine, spawn).await.map_err(|e| e.message)?;
+                let rec = self.deps.subagents.spawn(engine, spawn).await.map_err(|e| e.to_string())?;
                 let (sid, cid) = (step.to_owned(), rec.id().to_owned());
-                update(c, move |s, _| s.step_mut(&sid).child = Some(cid), None)
-                    .await
-                    .map_err(|_| "the run ended".to_owned())?;
+                update(c, move |s, _| s.step_mut(&sid).child = Some(cid), None).await.map_err(|stop| {
+                    match stop {
+                        Stop::Gone => "the run ended".to_owned(),
+                        Stop::Fail(why) => why,
+                    }
+                })?;
                 rec.id().to_owned()
             }
         };
         let rec = tokio::select! {
-            r = engine.settled(&id) => r.map_err(|e| e.message)?,
+            r = engine.settled(&id) => r.map_err(|e| e.to_string())?,
             () = c.cancelled().cancelled() => return Err("the run was canceled".into()),
         };
         child_result(&rec)

@@ -6,8 +6,8 @@ use crate::agent_loop::Limits;
 use crate::delegate::{DelegateError, DelegateRequest};
 use crate::model::ScriptedProvider;
 use crate::subagents::SubagentLimits;
-use agentd_core::{EngineConfig, GateAnnouncement, Principal, PrincipalRole, PushUrlPolicy};
-use agentd_proto::{A2aError, Artifact, Part, Task, TaskState, TaskStatus};
+use agentd_core::{EngineConfig, Error, GateAnnouncement, Principal, PrincipalRole, PushUrlPolicy};
+use agentd_proto::{Artifact, Part, Task, TaskState, TaskStatus};
 use agentd_store::MemoryStore;
 use agentd_workflow::parse;
 use serde_json::json;
@@ -43,7 +43,7 @@ struct Bridge(Mutex<Vec<GateAnnouncement>>);
 
 #[async_trait]
 impl GateBridge for Bridge {
-    async fn announce(&self, a: GateAnnouncement) -> Result<(), A2aError> {
+    async fn announce(&self, a: GateAnnouncement) -> Result<(), Error> {
         self.0.lock().unwrap().push(a);
         Ok(())
     }

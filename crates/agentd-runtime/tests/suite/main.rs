@@ -11,3 +11,4 @@ mod model_openai;
 mod model_openai_failures;
 mod model_scripted;
 mod reminders_waiting_task;
+mod store_failures;

@@ -6,8 +6,7 @@
 use super::body::{slack_body, webhook_body};
 use super::channel::{Channel, DeclaredChannel, LOG};
 use crate::push::SsrfGuard;
-use agentd_core::{Batch, BridgeDelivery, BridgeTarget, Engine, GateAnnouncement, GateBridge};
-use agentd_proto::{A2aError, ErrorKind};
+use agentd_core::{Batch, BridgeDelivery, BridgeTarget, Engine, Error, GateAnnouncement, GateBridge};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 
@@ -36,21 +35,18 @@ impl ChannelBridge {
         self.channels.values().filter_map(|c| c.as_ref().err().cloned()).collect()
     }
 
-    fn channel(&self, name: &str) -> Result<&Channel, A2aError> {
+    fn channel(&self, name: &str) -> Result<&Channel, Error> {
         let bare = name.strip_prefix(CHANNEL_PREFIX).unwrap_or(name);
         match self.channels.get(bare) {
             Some(Ok(c)) => Ok(c),
-            Some(Err(why)) => Err(A2aError::new(ErrorKind::InvalidParams, why.clone())),
+            Some(Err(why)) => Err(Error::invalid_input(why.clone())),
             None => {
                 let names: Vec<&str> = self.channels.keys().map(String::as_str).collect();
-                Err(A2aError::new(
-                    ErrorKind::InvalidParams,
-                    format!(
-                        "no channel named {bare:?} is declared in the instruction document \
+                Err(Error::invalid_input(format!(
+                    "no channel named {bare:?} is declared in the instruction document \
                          (::!channel{{name=… kind=… target=…}}); declared: [{}]",
-                        names.join(", ")
-                    ),
-                ))
+                    names.join(", ")
+                )))
             }
         }
     }
@@ -60,17 +56,17 @@ impl ChannelBridge {
     /// The outbox row an announcement becomes, checked (channel, kind,
     /// SSRF) but not queued: for a caller that commits it in its own batch,
     /// together with the change that opened the gate.
-    pub async fn delivery(&self, a: &GateAnnouncement) -> Result<BridgeDelivery, A2aError> {
+    pub async fn delivery(&self, a: &GateAnnouncement) -> Result<BridgeDelivery, Error> {
         let channel = self.channel(&a.channel)?;
         // Refused before queuing: a row that can never be delivered would
         // only retry. Delivery checks again (DNS may change).
         if channel.kind != LOG
             && let Err(why) = self.guard.check_url(&channel.url).await
         {
-            return Err(A2aError::new(
-                ErrorKind::InvalidParams,
-                format!("channel {:?}: its target is refused: {why}", channel.name),
-            ));
+            return Err(Error::invalid_input(format!(
+                "channel {:?}: its target is refused: {why}",
+                channel.name
+            )));
         }
         let body = match channel.kind.as_str() {
             "slack" => slack_body(a),
@@ -90,20 +86,20 @@ impl ChannelBridge {
 
 #[async_trait]
 impl GateBridge for ChannelBridge {
-    async fn announce(&self, a: GateAnnouncement) -> Result<(), A2aError> {
+    async fn announce(&self, a: GateAnnouncement) -> Result<(), Error> {
         let delivery = self.delivery(&a).await?;
         let channel = delivery.target.channel.clone();
         let batch = Batch { bridge_deliveries: vec![delivery], ..Batch::default() };
         self.engine.store().commit(batch).await.map_err(|e| {
             tracing::error!(error = %e, channel = %channel, "could not queue a gate announcement");
-            A2aError::new(ErrorKind::Internal, format!("the announcement could not be queued: {e}"))
+            Error::Internal(format!("the announcement could not be queued: {e}"))
         })?;
         tracing::debug!(task = %a.task_id, channel = %channel, escalation = a.escalation, "gate announcement queued");
         self.engine.push_wakeup().notify_one();
         Ok(())
     }
 
-    async fn delivery(&self, a: &GateAnnouncement) -> Option<Result<BridgeDelivery, A2aError>> {
+    async fn delivery(&self, a: &GateAnnouncement) -> Option<Result<BridgeDelivery, Error>> {
         Some(ChannelBridge::delivery(self, a).await)
     }
 }

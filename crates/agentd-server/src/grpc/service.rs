@@ -9,6 +9,7 @@ use super::status::to_status;
 use crate::admission::StreamSlot;
 use crate::auth::AuthFailure;
 use crate::dispatch::EventSource;
+use crate::errors::grpc;
 use crate::params::{RequestContext, authenticate, service_params};
 use crate::state::AppState;
 use agentd_core::SendOutcome;
@@ -119,7 +120,7 @@ fn events(src: EventSource, shutdown: CancellationToken, slot: StreamSlot) -> Ev
                     };
                     match next? {
                         Ok(ev) => Some((Ok(Arc::unwrap_or_clone(ev).into()), Some(EventSource::Task(evs)))),
-                        Err(e) => Some((Err(to_status(&e)), None)),
+                        Err(e) => Some((Err(to_status(&grpc(e))), None)),
                     }
                 }
             }
@@ -133,7 +134,7 @@ impl A2aService for A2aGrpc {
         let (ctx, msg) = self.begin(req, m::SEND_MESSAGE)?;
         let r = async {
             super::limits::check_send(&msg, self.state.config.json)?;
-            self.engine(&ctx).send_message(&ctx.principal, msg.try_into()?).await
+            self.engine(&ctx).send_message(&ctx.principal, msg.try_into()?).await.map_err(grpc)
         }
         .await;
         finish(&ctx, r)
@@ -146,7 +147,7 @@ impl A2aService for A2aGrpc {
         let slot = self.state.admission.stream().map_err(|e| to_status(&e))?;
         let r = async {
             super::limits::check_send(&msg, self.state.config.json)?;
-            Ok(match self.engine(&ctx).send(&ctx.principal, msg.try_into()?, true).await? {
+            Ok(match self.engine(&ctx).send(&ctx.principal, msg.try_into()?, true).await.map_err(grpc)? {
                 SendOutcome::Message(msg) => EventSource::One(Box::new(StreamResponse::Message(msg))),
                 SendOutcome::Task(evs) => {
                     EventSource::Task(Box::new(evs.with_reminder_events(reminder_events(&ctx))))
@@ -159,18 +160,20 @@ impl A2aService for A2aGrpc {
 
     async fn get_task(&self, req: Request<pb::GetTaskRequest>) -> Result<pb::Task> {
         let (ctx, msg) = self.begin(req, m::GET_TASK)?;
-        finish(&ctx, self.engine(&ctx).get_task(&ctx.principal, msg.into()).await)
+        finish(&ctx, self.engine(&ctx).get_task(&ctx.principal, msg.into()).await.map_err(grpc))
     }
 
     async fn list_tasks(&self, req: Request<pb::ListTasksRequest>) -> Result<pb::ListTasksResponse> {
         let (ctx, msg) = self.begin(req, m::LIST_TASKS)?;
-        let r = async { self.engine(&ctx).list_tasks(&ctx.principal, msg.try_into()?).await }.await;
+        let r =
+            async { self.engine(&ctx).list_tasks(&ctx.principal, msg.try_into()?).await.map_err(grpc) }.await;
         finish(&ctx, r)
     }
 
     async fn cancel_task(&self, req: Request<pb::CancelTaskRequest>) -> Result<pb::Task> {
         let (ctx, msg) = self.begin(req, m::CANCEL_TASK)?;
-        let r = async { self.engine(&ctx).cancel_task(&ctx.principal, msg.try_into()?).await }.await;
+        let r = async { self.engine(&ctx).cancel_task(&ctx.principal, msg.try_into()?).await.map_err(grpc) }
+            .await;
         finish(&ctx, r)
     }
 
@@ -179,7 +182,7 @@ impl A2aService for A2aGrpc {
     async fn subscribe_to_task(&self, req: Request<pb::SubscribeToTaskRequest>) -> Result<EventStream> {
         let (ctx, msg) = self.begin(req, m::SUBSCRIBE_TO_TASK)?;
         let slot = self.state.admission.stream().map_err(|e| to_status(&e))?;
-        let r = self.engine(&ctx).subscribe(&ctx.principal, msg.into()).await;
+        let r = self.engine(&ctx).subscribe(&ctx.principal, msg.into()).await.map_err(grpc);
         let r = r.map(|evs| evs.with_reminder_events(reminder_events(&ctx)));
         finish(&ctx, r.map(|evs| Opened(events(EventSource::Task(Box::new(evs)), self.shutdown(), slot))))
     }
@@ -189,7 +192,7 @@ impl A2aService for A2aGrpc {
         req: Request<pb::TaskPushNotificationConfig>,
     ) -> Result<pb::TaskPushNotificationConfig> {
         let (ctx, msg) = self.begin(req, m::CREATE_PUSH_CONFIG)?;
-        finish(&ctx, self.engine(&ctx).create_push_config(&ctx.principal, msg.into()).await)
+        finish(&ctx, self.engine(&ctx).create_push_config(&ctx.principal, msg.into()).await.map_err(grpc))
     }
 
     async fn get_task_push_notification_config(
@@ -197,7 +200,7 @@ impl A2aService for A2aGrpc {
         req: Request<pb::GetTaskPushNotificationConfigRequest>,
     ) -> Result<pb::TaskPushNotificationConfig> {
         let (ctx, msg) = self.begin(req, m::GET_PUSH_CONFIG)?;
-        finish(&ctx, self.engine(&ctx).get_push_config(&ctx.principal, msg.into()).await)
+        finish(&ctx, self.engine(&ctx).get_push_config(&ctx.principal, msg.into()).await.map_err(grpc))
     }
 
     async fn list_task_push_notification_configs(
@@ -205,7 +208,7 @@ impl A2aService for A2aGrpc {
         req: Request<pb::ListTaskPushNotificationConfigsRequest>,
     ) -> Result<pb::ListTaskPushNotificationConfigsResponse> {
         let (ctx, msg) = self.begin(req, m::LIST_PUSH_CONFIGS)?;
-        finish(&ctx, self.engine(&ctx).list_push_configs(&ctx.principal, msg.into()).await)
+        finish(&ctx, self.engine(&ctx).list_push_configs(&ctx.principal, msg.into()).await.map_err(grpc))
     }
 
     async fn get_extended_agent_card(
@@ -221,7 +224,7 @@ impl A2aService for A2aGrpc {
         req: Request<pb::DeleteTaskPushNotificationConfigRequest>,
     ) -> Result<()> {
         let (ctx, msg) = self.begin(req, m::DELETE_PUSH_CONFIG)?;
-        finish(&ctx, self.engine(&ctx).delete_push_config(&ctx.principal, msg.into()).await)
+        finish(&ctx, self.engine(&ctx).delete_push_config(&ctx.principal, msg.into()).await.map_err(grpc))
     }
 }
 

@@ -9,6 +9,7 @@ use agentd_core::{Engine, EngineConfig, GateAnnouncement, GateBridge, OutboxItem
 use agentd_proto::ErrorKind;
 use agentd_runtime::EchoAgent;
 use agentd_server::bridges::{BridgeSecrets, ChannelBridge, DeclaredChannel, SigningKey, sign};
+use agentd_server::errors::json;
 use agentd_server::push::{PushWorkerConfig, SsrfGuard, spawn_push_worker};
 use agentd_store::{SqliteOptions, SqliteStore};
 use axum::extract::State;
@@ -218,17 +219,17 @@ async fn unknown_channels_kinds_and_refused_targets_are_clear_errors_and_queue_n
     let bridge = ChannelBridge::new(e.clone(), &declared, SsrfGuard::new(false));
     assert_eq!(bridge.problems().len(), 1, "{:?}", bridge.problems());
 
-    let err = bridge.announce(announcement("t", "nowhere")).await.unwrap_err();
+    let err = json(bridge.announce(announcement("t", "nowhere")).await.unwrap_err());
     assert_eq!(err.kind, ErrorKind::InvalidParams);
     assert!(err.message.contains("\"nowhere\"") && err.message.contains("[mail, ops]"), "{}", err.message);
-    let err = bridge.announce(announcement("t", "mail")).await.unwrap_err();
+    let err = json(bridge.announce(announcement("t", "mail")).await.unwrap_err());
     assert!(
         err.message.contains("kind \"email\"") && err.message.contains("webhook, slack"),
         "{}",
         err.message
     );
     // Without --push-allow-private, loopback targets are refused as for push.
-    let err = bridge.announce(announcement("t", "ops")).await.unwrap_err();
+    let err = json(bridge.announce(announcement("t", "ops")).await.unwrap_err());
     assert!(err.message.contains("push.allow_private"), "{}", err.message);
     assert!(e.store().due_outbox(i64::MAX, 10).await.unwrap().is_empty(), "nothing was queued");
 }

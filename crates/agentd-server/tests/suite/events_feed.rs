@@ -119,5 +119,5 @@ async fn emit_event_is_seen_by_the_tasks_owner_and_operators_only() {
     let nothing = tokio::time::timeout(std::time::Duration::from_millis(200), b.next()).await;
     assert!(nothing.is_err(), "bob sees nothing of alice's task: {nothing:?}");
     let e = engine.emit_event(EventKind::Run, "no-such-task", json!({})).await.expect_err("unknown task");
-    assert_eq!(e.kind, agentd_proto::ErrorKind::TaskNotFound);
+    assert_eq!(e.kind(), agentd_proto::ErrorKind::TaskNotFound);
 }

@@ -4,16 +4,9 @@
 //! missing `a2a-version` follows the version policy. The daemon declares no
 //! extensions, so this builds the server by hand.
 
-use agentd_core::{Engine, EngineConfig};
-use agentd_runtime::EchoAgent;
+use crate::support::serve_in_process;
 use agentd_server::grpc::pb::{self, a2a_service_client::A2aServiceClient};
-use agentd_server::push::SsrfGuard;
-use agentd_server::{
-    Admission, AppState, Authenticator, CardConfig, CardService, DeclaredExtension, ExtensionRegistry,
-    ServerConfig, VersionPolicy,
-};
-use agentd_store::MemoryStore;
-use std::sync::Arc;
+use agentd_server::{DeclaredExtension, ExtensionRegistry, VersionPolicy};
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 use tonic::{Code, Request};
@@ -34,44 +27,8 @@ fn ext(uri: &str, required: bool) -> DeclaredExtension {
 
 /// A server on 127.0.0.1:0 declaring both extensions; its gRPC client.
 async fn start(policy: VersionPolicy) -> (A2aServiceClient<Channel>, CancellationToken) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let engine = Engine::new(
-        Arc::new(MemoryStore::default()),
-        Arc::new(EchoAgent),
-        Arc::new(SsrfGuard::new(true)),
-        EngineConfig::default(),
-    );
     let extensions = ExtensionRegistry::new(vec![ext(REQUIRED, true), ext(OPTIONAL, false)]);
-    let card = CardService::new(
-        CardConfig {
-            name: "t".into(),
-            description: "t".into(),
-            version: "1".into(),
-            base_url: format!("http://{addr}"),
-            streaming: true,
-            push_notifications: false,
-            bearer_auth: false,
-            input_modes: vec!["text/plain".into()],
-            output_modes: vec!["text/plain".into()],
-            skills: vec![agentd_server::card::chat_skill()],
-            provider: None,
-            documentation_url: None,
-            max_age_secs: 60,
-        },
-        &extensions,
-    );
-    let shutdown = CancellationToken::new();
-    let state = AppState {
-        engine,
-        auth: Arc::new(Authenticator::default()),
-        card: Arc::new(card),
-        extensions: Arc::new(extensions),
-        admission: Arc::new(Admission::new(&ServerConfig::default())),
-        config: Arc::new(ServerConfig { version_policy: policy, ..ServerConfig::default() }),
-        shutdown: shutdown.clone(),
-    };
-    tokio::spawn(agentd_server::serve(listener, state, shutdown.clone()));
+    let (addr, shutdown) = serve_in_process(extensions, policy).await;
     let ch = Channel::from_shared(format!("http://{addr}")).expect("uri").connect().await.expect("connect");
     (A2aServiceClient::new(ch), shutdown)
 }

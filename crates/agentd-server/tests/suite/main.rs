@@ -7,6 +7,8 @@
 
 mod bridges;
 mod events_feed;
+mod field_names;
 mod fuzz_regressions;
 mod grpc_extensions;
 mod push_delivery;
+mod support;

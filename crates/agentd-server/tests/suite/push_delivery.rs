@@ -9,6 +9,7 @@ use agentd_proto::{
     SendMessageResponse, StreamResponse, TaskPushNotificationConfig, TaskState, new_id,
 };
 use agentd_runtime::EchoAgent;
+use agentd_server::errors::json;
 use agentd_server::push::{GuardedResolver, PushWorkerConfig, SsrfGuard, refusal_reason, spawn_push_worker};
 use agentd_store::MemoryStore;
 use axum::extract::State;
@@ -441,7 +442,7 @@ async fn registration_refuses_private_urls_naming_the_field() {
     ] {
         let cfg =
             TaskPushNotificationConfig { task_id: task_id.clone(), url: url.into(), ..Default::default() };
-        let e = engine.create_push_config(&alice(), cfg).await.expect_err(url);
+        let e = json(engine.create_push_config(&alice(), cfg).await.expect_err(url));
         assert_eq!(e.kind, ErrorKind::InvalidParams, "{url}");
         assert_eq!(e.violations.first().map(|v| v.field.as_str()), Some("url"), "{url}: {e}");
     }
@@ -449,6 +450,7 @@ async fn registration_refuses_private_urls_naming_the_field() {
         .send_message(&alice(), request("hi", Some(webhook("http://192.168.0.1/hook".into()))))
         .await
         .expect_err("inline config with a private URL");
+    let e = json(e);
     assert_eq!(e.kind, ErrorKind::InvalidParams);
     assert_eq!(e.violations[0].field, "configuration.taskPushNotificationConfig.url");
 

@@ -1,0 +1,59 @@
+//! What several areas share: the server built in process on a real socket.
+
+use agentd_core::{Engine, EngineConfig};
+use agentd_runtime::EchoAgent;
+use agentd_server::push::SsrfGuard;
+use agentd_server::{
+    Admission, AppState, Authenticator, CardConfig, CardService, ExtensionRegistry, ServerConfig,
+    VersionPolicy,
+};
+use agentd_store::MemoryStore;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// The server (echo agent, in-memory store) serving every binding on
+/// 127.0.0.1:0 until the token is canceled; its address.
+pub async fn serve_in_process(
+    extensions: ExtensionRegistry,
+    policy: VersionPolicy,
+) -> (SocketAddr, CancellationToken) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let engine = Engine::new(
+        Arc::new(MemoryStore::default()),
+        Arc::new(EchoAgent),
+        Arc::new(SsrfGuard::new(true)),
+        EngineConfig::default(),
+    );
+    let card = CardService::new(
+        CardConfig {
+            name: "t".into(),
+            description: "t".into(),
+            version: "1".into(),
+            base_url: format!("http://{addr}"),
+            streaming: true,
+            push_notifications: false,
+            bearer_auth: false,
+            input_modes: vec!["text/plain".into()],
+            output_modes: vec!["text/plain".into()],
+            skills: vec![agentd_server::card::chat_skill()],
+            provider: None,
+            documentation_url: None,
+            max_age_secs: 60,
+        },
+        &extensions,
+    );
+    let shutdown = CancellationToken::new();
+    let state = AppState {
+        engine,
+        auth: Arc::new(Authenticator::default()),
+        card: Arc::new(card),
+        extensions: Arc::new(extensions),
+        admission: Arc::new(Admission::new(&ServerConfig::default())),
+        config: Arc::new(ServerConfig { version_policy: policy, ..ServerConfig::default() }),
+        shutdown: shutdown.clone(),
+    };
+    tokio::spawn(agentd_server::serve(listener, state, shutdown.clone()));
+    (addr, shutdown)
+}
