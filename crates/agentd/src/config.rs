@@ -79,6 +79,7 @@ pub struct Config {
     pub a2a: A2aConfig,
     pub bridges: BridgesConfig,
     pub card: CardSection,
+    pub shutdown: ShutdownConfig,
     /// Keys of the document's `!config` that agentd does not use (logged at start).
     #[serde(skip)]
     pub ignored_document_keys: Vec<String>,
@@ -151,6 +152,22 @@ impl A2aConfig {
             self.peers.push(peer);
         }
         Ok(())
+    }
+}
+
+/// How a stop (SIGTERM, SIGINT) drains the daemon.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ShutdownConfig {
+    /// How long running turns may go on to finish once a stop begins, in
+    /// seconds; the tasks of those still running then fail with a status
+    /// saying the daemon stopped.
+    pub grace_secs: u64,
+}
+
+impl Default for ShutdownConfig {
+    fn default() -> Self {
+        Self { grace_secs: 30 }
     }
 }
 
@@ -436,6 +453,7 @@ impl Default for Config {
             a2a: A2aConfig::default(),
             bridges: BridgesConfig::default(),
             card: CardSection::default(),
+            shutdown: ShutdownConfig::default(),
             ignored_document_keys: Vec::new(),
             reminders: RemindersConfig::default(),
             events: EventsConfig::default(),
@@ -601,6 +619,7 @@ pub fn load(flags: &ServeFlags) -> anyhow::Result<Config> {
         ("AGENTD_EVENTS_RETAIN_COUNT", &mut cfg.events.retain_count),
         ("AGENTD_EVENTS_RETAIN_SECS", &mut cfg.events.retain_secs),
         ("AGENTD_EVENTS_PRUNE_INTERVAL_MS", &mut cfg.events.prune_interval_ms),
+        ("AGENTD_SHUTDOWN_GRACE_SECS", &mut cfg.shutdown.grace_secs),
     ] {
         if let Some(v) = env(name) {
             *key = v.parse().with_context(|| format!("{name}={v:?} is not a number"))?;

@@ -27,6 +27,7 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let limits = state.config.connections.clone();
+    let background = state.engine.background().clone();
     let router = crate::routes::app(state);
     let builder = Arc::new(conn::builder(&limits));
     let caps = ConnectionCaps::new(limits.max_connections, limits.max_connections_per_peer);
@@ -65,7 +66,7 @@ pub async fn serve(
         }
         let (router, builder, limits, shutdown) =
             (router.clone(), builder.clone(), limits.clone(), shutdown.clone());
-        tokio::spawn(conn::serve(stream, router, builder, limits, shutdown, admitted));
+        background.spawn(conn::serve(stream, router, builder, limits, shutdown, admitted));
     }
     drop(listener);
     caps.drained().await;

@@ -7,6 +7,11 @@
 //! directory or other process-wide state. What a daemon needs goes to its
 //! own process (`Daemon::start_with_env`).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests spawn their own clients and servers; the rule is for the daemon"
+)]
+
 mod common;
 // The scripted OpenAI-compatible model server of `agentd-runtime`'s suite:
 // one copy, shared across the two crates' test binaries.
