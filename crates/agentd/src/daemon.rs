@@ -280,10 +280,12 @@ impl Daemon {
         // after what they have in flight.
         let mut server = background.spawn(agentd_server::serve(listener, state, shutdown.clone()));
         let ended_early = tokio::select! {
-            r = &mut server => Some(r),
+            // The listener ends by itself at `shutdown` too.
+            biased;
             () = shutdown.cancelled() => None,
+            r = &mut server => Some(r),
         };
-        if let Some(r) = ended_early {
+        if let Some(r) = ended_early.filter(|_| !shutdown.is_cancelled()) {
             background.stop(STOP_WAIT).await;
             r.context("the listener task failed")?.context("the listener failed")?;
             anyhow::bail!("the listener stopped before a shutdown was asked for");
