@@ -270,10 +270,10 @@ impl Daemon {
             engine.clone(),
             Duration::from_millis(cfg.events.prune_interval_ms.max(10)),
         ));
-        engine
-            .emit_lifecycle(LifecycleEvent::Started, VERSION)
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot write the start event: {e}"))?;
+        if let Err(e) = engine.emit_lifecycle(LifecycleEvent::Started, VERSION).await {
+            background.stop(STOP_WAIT).await;
+            anyhow::bail!("cannot write the start event: {e}");
+        }
         log_start(&cfg, &card_name);
         tracing::info!(url = %base_url, agent = %cfg.agent, data = %cfg.data_dir.display(), "agentd listening on {base_url}");
         // Accepting stops at `shutdown`; open connections are asked to close
