@@ -13,6 +13,8 @@
 //! Every loop is bounded by a count or a deadline, and only loopback
 //! targets are accepted.
 
+#![allow(clippy::disallowed_methods, reason = "a load generator, not the daemon: it spawns its clients")]
+
 mod coldstart;
 mod fanout;
 mod hostile;

@@ -70,6 +70,7 @@ impl Admission {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "the test plays concurrent runs")]
 mod tests {
     use super::*;
     use std::sync::{Arc, Mutex};

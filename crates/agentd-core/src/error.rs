@@ -43,6 +43,9 @@ pub enum Error {
     /// (the table's message when `None`).
     #[error("{}", .0.as_deref().unwrap_or(ErrorKind::PushNotificationNotSupported.codes().message))]
     PushNotSupported(Option<String>),
+    /// The daemon is stopping and takes no new work.
+    #[error("{0}")]
+    Unavailable(String),
     /// The store failed: an internal error the client sees without its cause.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -102,6 +105,7 @@ impl Error {
             Error::PermissionDenied { .. } => ErrorKind::PermissionDenied,
             Error::ContentTypeNotSupported { .. } => ErrorKind::ContentTypeNotSupported,
             Error::PushNotSupported(_) => ErrorKind::PushNotificationNotSupported,
+            Error::Unavailable(_) => ErrorKind::Unavailable,
             Error::Store(_) | Error::Internal(_) => ErrorKind::Internal,
         }
     }
@@ -117,6 +121,7 @@ impl Error {
             Error::Terminal { .. }
             | Error::Invalid(_)
             | Error::PushNotSupported(_)
+            | Error::Unavailable(_)
             | Error::Store(_)
             | Error::Internal(_) => Meta::new(),
         }

@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod annotations;
+pub mod background;
 pub mod claims;
 pub mod conversations;
 pub mod engine;
@@ -20,6 +21,7 @@ pub mod store;
 pub mod transition;
 
 pub use agent::{Agent, ConversationTurn, TaskControl, Turn};
+pub use background::Background;
 pub use engine::{
     CommandHandler, CommandOutcome, Engine, EngineConfig, PushUrlPolicy, SendOutcome, StartTask, TaskEvents,
     TaskObserver,

@@ -81,6 +81,10 @@ impl Slots {
     pub fn len(&self) -> usize {
         self.map.len()
     }
+    /// The live slots now (a copy: the map may change meanwhile).
+    pub fn all(&self) -> Vec<Arc<Slot>> {
+        self.map.iter().map(|e| e.value().clone()).collect()
+    }
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }

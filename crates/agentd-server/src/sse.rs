@@ -120,6 +120,9 @@ fn events(
                 }
                 Phase::Running(EventSource::Task(mut evs)) => {
                     let next = tokio::select! {
+                        // Events already published go out before a shutdown
+                        // ends the stream: a task's final status among them.
+                        biased;
                         n = evs.next() => n,
                         () = shutdown.cancelled() => None,
                     };

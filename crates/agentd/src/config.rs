@@ -82,6 +82,7 @@ pub struct Config {
     pub a2a: A2aConfig,
     pub bridges: BridgesConfig,
     pub card: CardSection,
+    pub shutdown: ShutdownConfig,
     /// Keys of the document's `!config` that agentd does not use (logged at start).
     #[serde(skip)]
     pub ignored_document_keys: Vec<String>,
@@ -157,6 +158,22 @@ impl A2aConfig {
             self.peers.push(peer);
         }
         Ok(())
+    }
+}
+
+/// How a stop (SIGTERM, SIGINT) drains the daemon.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ShutdownConfig {
+    /// How long running turns may go on to finish once a stop begins, in
+    /// seconds; the tasks of those still running then fail with a status
+    /// saying the daemon stopped.
+    pub grace_secs: u64,
+}
+
+impl Default for ShutdownConfig {
+    fn default() -> Self {
+        Self { grace_secs: 30 }
     }
 }
 
@@ -440,6 +457,7 @@ impl Default for Config {
             a2a: A2aConfig::default(),
             bridges: BridgesConfig::default(),
             card: CardSection::default(),
+            shutdown: ShutdownConfig::default(),
             ignored_document_keys: Vec::new(),
             unknown_env: Vec::new(),
             reminders: RemindersConfig::default(),

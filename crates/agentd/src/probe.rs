@@ -5,29 +5,27 @@
 //! it; requests are never refused because of the probe.
 
 use agentd_client::root_cause;
+use agentd_core::Background;
 use agentd_runtime::model::ModelConfig;
 use agentd_server::Readiness;
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 
 const CHECK: &str = "model";
 const RETRY: Duration = Duration::from_secs(30);
 const TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Probes in the background: now, then every 30 s while it fails.
-pub fn spawn(cfg: &ModelConfig, readiness: Readiness, shutdown: CancellationToken) {
+/// Probes in the background: now, then every 30 s while it fails (until
+/// the daemon stops).
+pub fn spawn(cfg: &ModelConfig, readiness: Readiness, background: &Background) {
     if cfg.kind != agentd_runtime::model::ModelKind::Openai {
         readiness.set(CHECK, true, format!("{} (built in, nothing to reach)", cfg.kind));
         return;
     }
     readiness.set(CHECK, false, "not probed yet");
     let cfg = cfg.clone();
-    tokio::spawn(async move {
+    background.spawn_until_shutdown(async move {
         while !probe_once(&cfg, &readiness).await {
-            tokio::select! {
-                () = shutdown.cancelled() => return,
-                () = tokio::time::sleep(RETRY) => {}
-            }
+            tokio::time::sleep(RETRY).await;
         }
     });
 }

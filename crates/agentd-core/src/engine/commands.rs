@@ -188,11 +188,14 @@ impl Engine {
         }
         let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
         let (engine, id) = (self.clone(), id.to_owned());
-        rt.spawn(async move {
-            for o in observers {
-                o.task_ended(&engine, &id, state).await;
-            }
-        });
+        self.inner.background.spawn_on(
+            async move {
+                for o in observers {
+                    o.task_ended(&engine, &id, state).await;
+                }
+            },
+            &rt,
+        );
     }
 }
 

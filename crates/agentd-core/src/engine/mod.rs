@@ -9,6 +9,7 @@ mod commands;
 mod conversation;
 mod emit;
 mod feed;
+mod lifecycle;
 mod push;
 mod read;
 mod reminders;
@@ -105,6 +106,15 @@ struct Inner {
     /// propagate. In memory only: after a restart only waiting children
     /// survive, and those are not found again.
     children: DashMap<String, Vec<String>>,
+    /// Every task the engine spawns is tracked here (see `lifecycle.rs`).
+    background: crate::Background,
+    /// The runs of turns, also on `background`: a shutdown waits for them.
+    runs: tokio_util::task::TaskTracker,
+    /// Set when the daemon stops taking new work (shutdown began).
+    stopping: std::sync::atomic::AtomicBool,
+    /// Set when the runs left after the grace were stopped: a run that
+    /// ends now leaves its task as the shutdown left it.
+    halted: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Clone)]
@@ -140,6 +150,10 @@ impl Engine {
                 gates: OnceLock::new(),
                 closed_contexts: DashSet::new(),
                 children: DashMap::new(),
+                background: crate::Background::new(),
+                runs: tokio_util::task::TaskTracker::new(),
+                stopping: Default::default(),
+                halted: Default::default(),
             }),
             annotate: false,
         }
@@ -478,7 +492,7 @@ impl Engine {
             None => link_agent().unwrap_or_else(|| self.inner.agent.clone()),
         };
         let mut admission = self.inner.conversations.admit(&control.context_id);
-        tokio::spawn(async move {
+        let run = self.inner.runs.track_future(async move {
             let id = control.task_id.clone();
             tokio::select! {
                 () = admission.wait_turn() => {}
@@ -490,6 +504,7 @@ impl Engine {
             engine.inner.conversations.release(admission);
             engine.finish_run(&id, generation).await;
         });
+        self.inner.background.spawn(run);
     }
 
     /// After a run: a task still active with nothing running it fails.
@@ -501,7 +516,10 @@ impl Engine {
             }
             st.running = false;
             let state = st.record.state();
-            let orphaned = !st.detached && !state.is_terminal() && !state.is_interrupted();
+            // After a shutdown stopped the run, the task stays as the
+            // shutdown left it (failed, or a workflow run for resume).
+            let orphaned =
+                !st.detached && !state.is_terminal() && !state.is_interrupted() && !self.is_halted();
             if !orphaned && !st.detached && slot.tx.receiver_count() == 0 {
                 st.detached = true;
                 self.inner.slots.remove(id);
@@ -627,4 +645,5 @@ pub(crate) fn refused(id: &str, r: Refused) -> Error {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "tests play concurrent callers")]
 mod tests;

@@ -101,6 +101,7 @@ impl Engine {
         req: SendMessageRequest,
         close_on_interrupt: bool,
     ) -> Result<SendOutcome, Error> {
+        self.refuse_when_stopping()?;
         if let Some(inject) = Engine::compat_reminder(&req)? {
             // Answered with the task's stream; the message starts no turn.
             let id = inject.task_id.clone();

@@ -174,7 +174,8 @@ impl Drop for TaskEvents {
         }
         if let (Some(engine), Ok(rt)) = (self.engine.take(), tokio::runtime::Handle::try_current()) {
             let id = std::mem::take(&mut self.task_id);
-            rt.spawn(async move { engine.evict_idle(&id).await });
+            let background = engine.inner.background.clone();
+            background.spawn_on(async move { engine.evict_idle(&id).await }, &rt);
         }
     }
 }

@@ -304,3 +304,38 @@ async fn a_task_changed_by_another_writer_is_an_internal_error_not_a_missing_tas
         "the other writer's commit stands"
     );
 }
+
+/// Works until its run is cancelled, then ends without a word.
+struct UntilCancelled;
+
+#[async_trait]
+impl Agent for UntilCancelled {
+    async fn run(&self, turn: Turn) {
+        turn.control.cancelled().cancelled().await;
+    }
+}
+
+#[tokio::test]
+async fn a_stopping_engine_refuses_new_messages_and_commits_nothing() {
+    let (engine, store) = engine(Completes { go: None, reads_conversation: false });
+    engine.stop_accepting();
+    let e = engine.send_message(&user(), request(false)).await.expect_err("refused");
+    assert_eq!(e.kind(), agentd_proto::ErrorKind::Unavailable, "{e:?}");
+    assert!(e.to_string().contains("shutting down"), "{e}");
+    assert!(store.commits().is_empty(), "nothing was created");
+}
+
+#[tokio::test]
+async fn a_halt_fails_a_running_task_with_the_stop_reason() {
+    let store = Arc::new(CountingStore::default());
+    let engine =
+        Engine::new(store.clone(), Arc::new(UntilCancelled), Arc::new(AnyUrl), EngineConfig::default());
+    let task = task_of(engine.send_message(&user(), request(true)).await.unwrap());
+    assert!(!engine.drain_runs(std::time::Duration::ZERO).await, "the turn is still running");
+    assert_eq!(engine.halt(std::time::Duration::from_secs(10)).await, 1);
+    let stored = store.task(&task.id).expect("committed");
+    assert_eq!(stored.state(), TaskState::Failed);
+    let why = stored.task.status.message.as_ref().map(|m| format!("{:?}", m.parts)).unwrap_or_default();
+    assert!(why.contains(super::lifecycle::STOPPED), "{why}");
+    assert!(engine.drain_runs(std::time::Duration::ZERO).await, "the run ended");
+}

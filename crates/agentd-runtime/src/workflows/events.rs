@@ -84,22 +84,39 @@ pub struct FeedSink {
 }
 
 impl FeedSink {
-    /// Starts the writer task; it ends when the sink is dropped.
+    /// Starts the writer task, tracked on the engine's background work; it
+    /// ends when the sink is dropped, or at shutdown once it has written
+    /// what was already handed to it.
     pub fn new(engine: agentd_core::Engine) -> Self {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<RunEvent>();
-        tokio::spawn(async move {
-            while let Some(event) = rx.recv().await {
-                let kind = match event {
-                    RunEvent::Run { .. } => EventKind::Run,
-                    RunEvent::Step { .. } => EventKind::Step,
-                    RunEvent::Gate { .. } => EventKind::Gate,
+        let background = engine.background().clone();
+        let shutdown = background.shutdown().clone();
+        background.spawn(async move {
+            loop {
+                let event = tokio::select! {
+                    e = rx.recv() => e,
+                    () = shutdown.cancelled() => None,
                 };
-                if let Err(e) = engine.emit_event(kind, event.task_id(), event.data()).await {
-                    tracing::warn!(error = %e, kind = event.kind(), "could not write a workflow event to the feed");
-                }
+                let Some(event) = event else { break };
+                write(&engine, event).await;
+            }
+            rx.close();
+            while let Ok(event) = rx.try_recv() {
+                write(&engine, event).await;
             }
         });
         Self { tx }
+    }
+}
+
+async fn write(engine: &agentd_core::Engine, event: RunEvent) {
+    let kind = match event {
+        RunEvent::Run { .. } => EventKind::Run,
+        RunEvent::Step { .. } => EventKind::Step,
+        RunEvent::Gate { .. } => EventKind::Gate,
+    };
+    if let Err(e) = engine.emit_event(kind, event.task_id(), event.data()).await {
+        tracing::warn!(error = %e, kind = event.kind(), "could not write a workflow event to the feed");
     }
 }
 

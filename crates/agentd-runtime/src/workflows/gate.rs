@@ -197,7 +197,8 @@ impl Workflows {
             return;
         }
         let this = self.me.upgrade();
-        tokio::spawn(async move {
+        // Dropped at shutdown: a restart arms the gates again.
+        engine.background().clone().spawn_until_shutdown(async move {
             let Some(this) = this else { return };
             this.watch(engine, key.0.clone()).await;
             this.watching.remove(&key);

@@ -3,6 +3,11 @@
 //! Tests share this process: none may change its environment, working
 //! directory or other process-wide state.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests spawn their own clients and servers; the rule is for the daemon"
+)]
+
 // A scripted OpenAI-compatible model server (also used by `agentd`'s suite).
 mod model_support;
 

@@ -112,6 +112,8 @@ fn events(src: EventSource, shutdown: CancellationToken, slot: StreamSlot) -> Ev
                 EventSource::Feed(_) => None,
                 EventSource::Task(mut evs) => {
                     let next = tokio::select! {
+                        // Events already published go out first (see sse.rs).
+                        biased;
                         n = evs.next() => n,
                         () = shutdown.cancelled() => {
                             let e = A2aError::new(ErrorKind::Unavailable, "the server is shutting down; resubscribe");

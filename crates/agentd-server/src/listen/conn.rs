@@ -111,6 +111,7 @@ pub async fn serve(
     builder: Arc<auto::Builder<TokioExecutor>>,
     limits: ConnectionLimits,
     shutdown: CancellationToken,
+    stopped: CancellationToken,
     _admitted: Admitted,
 ) {
     let in_flight = InFlight(Arc::new(watch::Sender::new(0)));
@@ -134,7 +135,15 @@ pub async fn serve(
     let conn = builder.serve_connection(TokioIo::new(stream), svc);
     tokio::pin!(conn);
     let mut closing = false;
+    // After `stopped` (the daemon's work is over, its streams ended) a
+    // connection closes as soon as nothing is in flight, without waiting
+    // for a peer to go away.
+    let mut stopping = false;
     loop {
+        let (first, idle) = match stopping {
+            true => (Duration::ZERO, Duration::ZERO),
+            false => (limits.header_read_timeout, limits.idle_timeout),
+        };
         tokio::select! {
             r = conn.as_mut() => {
                 if let Err(e) = r {
@@ -146,7 +155,14 @@ pub async fn serve(
                 conn.as_mut().graceful_shutdown();
                 closing = true;
             }
-            () = in_flight.quiet_for(limits.header_read_timeout, limits.idle_timeout) => {
+            () = stopped.cancelled(), if !stopping => {
+                if !closing {
+                    conn.as_mut().graceful_shutdown();
+                    closing = true;
+                }
+                stopping = true;
+            }
+            () = in_flight.quiet_for(first, idle) => {
                 if closing {
                     // Asked to close a period ago and still here, with
                     // nothing in flight: a peer that does not read.

@@ -18,15 +18,20 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 /// Serves the bindings on an already bound listener until `shutdown`
-/// fires, then waits for open connections to finish (each is asked to
-/// close; streams end with `shutdown`). Taking the listener (not an
-/// address) lets tests bind `127.0.0.1:0`.
+/// fires, then waits for open connections to finish: each is asked to
+/// close after what it has in flight. Streams end with `state.shutdown`
+/// (the same token, or a later one: the daemon lets running turns finish
+/// first), after which a connection closes as soon as nothing is in
+/// flight. Connections are tracked on the engine's background work.
+/// Taking the listener (not an address) lets tests bind `127.0.0.1:0`.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let limits = state.config.connections.clone();
+    let background = state.engine.background().clone();
+    let stopped = state.shutdown.clone();
     let router = crate::routes::app(state);
     let builder = Arc::new(conn::builder(&limits));
     let caps = ConnectionCaps::new(limits.max_connections, limits.max_connections_per_peer);
@@ -63,9 +68,9 @@ pub async fn serve(
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
-        let (router, builder, limits, shutdown) =
-            (router.clone(), builder.clone(), limits.clone(), shutdown.clone());
-        tokio::spawn(conn::serve(stream, router, builder, limits, shutdown, admitted));
+        let (router, builder, limits, shutdown, stopped) =
+            (router.clone(), builder.clone(), limits.clone(), shutdown.clone(), stopped.clone());
+        background.spawn(conn::serve(stream, router, builder, limits, shutdown, stopped, admitted));
     }
     drop(listener);
     caps.drained().await;

@@ -70,7 +70,8 @@ struct Results {
     held: Vec<(GroupKey, i64)>,
 }
 
-/// Starts the worker. It stops when `shutdown` is cancelled, after
+/// Starts the worker, tracked on the engine's background work. It stops
+/// when `shutdown` is cancelled, after
 /// committing what it delivered; rows still pending stay in the outbox and
 /// are delivered after a restart.
 pub fn spawn_push_worker(
@@ -78,7 +79,8 @@ pub fn spawn_push_worker(
     cfg: PushWorkerConfig,
     shutdown: CancellationToken,
 ) -> JoinHandle<()> {
-    tokio::spawn(async move {
+    let background = engine.background().clone();
+    background.spawn(async move {
         match Deliverer::new(SsrfGuard::new(cfg.allow_private), cfg.timeout, cfg.bridge_secrets.clone()) {
             Ok(deliverer) => Worker { engine, cfg, deliverer, held: HashMap::new() }.run(shutdown).await,
             Err(e) => {

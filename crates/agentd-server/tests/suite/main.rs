@@ -5,6 +5,11 @@
 //! Tests share this process: none may change its environment, working
 //! directory or other process-wide state.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests spawn their own clients and servers; the rule is for the daemon"
+)]
+
 mod bridges;
 mod events_feed;
 mod field_names;

@@ -34,6 +34,8 @@ impl Steps {
         let mut frames = client.stream(METHOD, &params).await.ok()?;
         let (task, mut task_rx) = watch::channel(task_id.unwrap_or_default().to_owned());
         let (end, mut end_rx) = watch::channel(None::<TaskState>);
+        // The CLI's client, not the daemon: nothing to track at a shutdown.
+        #[allow(clippy::disallowed_methods)]
         let handle = tokio::spawn(async move {
             let mut early: Vec<Value> = Vec::new();
             // The run's last state the feed showed.

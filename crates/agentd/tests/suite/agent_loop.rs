@@ -15,6 +15,11 @@ struct Scripted {
 
 /// A daemon whose model replays `steps`; `limits` is YAML for the `limits` key.
 fn scripted(steps: Value, limits: &str) -> Scripted {
+    scripted_as(steps, limits, false)
+}
+
+/// `scripted`, as an `agentd serve` process when `process` (kill -9).
+fn scripted_as(steps: Value, limits: &str, process: bool) -> Scripted {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("script.json");
     std::fs::write(&script, serde_json::to_vec(&steps).unwrap()).unwrap();
@@ -28,7 +33,8 @@ fn scripted(steps: Value, limits: &str) -> Scripted {
     );
     std::fs::write(&config, yaml).unwrap();
     let data = dir.path().join("data");
-    let daemon = Daemon::start_in(&data, &["--config", config.to_str().unwrap()]);
+    let args = ["--config", config.to_str().unwrap()];
+    let daemon = if process { Daemon::process_in(&data, &args) } else { Daemon::start_in(&data, &args) };
     Scripted { daemon, record, _dir: dir }
 }
 
@@ -226,7 +232,7 @@ async fn a_model_error_fails_the_turn_with_the_reason() {
 #[tokio::test]
 async fn a_restart_in_the_middle_of_a_turn_fails_it_with_a_reason() {
     let slow = json!({"deltas": ["a", "b", "c"], "delay_ms": 5000});
-    let mut s = scripted(json!([slow]), "");
+    let mut s = scripted_as(json!([slow]), "", true);
     let mut p = send_params("m1", "long work", None);
     p["configuration"] = json!({"returnImmediately": true});
     let id = s.daemon.call("SendMessage", p).await["task"]["id"].as_str().unwrap().to_owned();

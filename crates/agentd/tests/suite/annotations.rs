@@ -183,7 +183,7 @@ async fn the_status_history_survives_restarts_and_kill_9() {
     d.wait_task(b, &working_id, 10, |t| task_state(t) == "TASK_STATE_WORKING").await;
     assert_eq!(d.stop().code(), Some(0));
 
-    let mut d = Daemon::start_in(dir.path(), &["--agent", "tck"]);
+    let mut d = Daemon::process_in(dir.path(), &["--agent", "tck"]);
     let (_, r) = d.op_with(b, "GetTask", json!({"id": done_id}), &ON).await;
     let again = r.expect("get");
     assert_eq!(ann(&again), ann(&done), "the history of a finished task is exactly as it was");

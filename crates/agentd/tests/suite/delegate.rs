@@ -123,7 +123,7 @@ async fn peer_failures_are_errors_that_name_the_peer() {
     assert!(text.contains("\"gone\"") && text.contains("agent card"), "{text}");
 
     // The peer dies in the middle of the task.
-    let mut peer = Daemon::start(&["--agent", "tck"]);
+    let mut peer = Daemon::process(&["--agent", "tck"]);
     let d = Arc::new(delegator("b", &peer.url, None));
     let d2 = d.clone();
     let call = tokio::spawn(async move {

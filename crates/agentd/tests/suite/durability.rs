@@ -29,7 +29,7 @@ async fn snapshot(d: &Daemon, id: &str) -> (Value, Value) {
 #[tokio::test]
 async fn acknowledged_tasks_and_push_configs_survive_kill_9() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let mut d = Daemon::start_in(tmp.path(), TCK);
+    let mut d = Daemon::process_in(tmp.path(), TCK);
     let mut ids = Vec::new();
     // Plain tasks.
     for i in 0..40 {
@@ -81,7 +81,7 @@ async fn acknowledged_tasks_and_push_configs_survive_kill_9() {
     let list_before = d.call("ListTasks", json!({"pageSize": 100, "includeArtifacts": true})).await;
 
     d.kill9();
-    let d = Daemon::start_in(tmp.path(), TCK);
+    let d = Daemon::process_in(tmp.path(), TCK);
     for (id, want) in &before {
         let got = snapshot(&d, id).await;
         assert_eq!(&got.0, &want.0, "task {id} is identical after kill -9");
@@ -95,7 +95,7 @@ async fn acknowledged_tasks_and_push_configs_survive_kill_9() {
 #[tokio::test]
 async fn a_task_working_at_kill_9_is_failed_with_a_reason_after_restart() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let mut d = Daemon::start_in(tmp.path(), TCK);
+    let mut d = Daemon::process_in(tmp.path(), TCK);
     let r = d
         .call(
             "SendMessage",
@@ -106,7 +106,7 @@ async fn a_task_working_at_kill_9_is_failed_with_a_reason_after_restart() {
     // The agent works for 4 s: kill it while it does.
     wait_for_state(&d, &id, "TASK_STATE_WORKING", Duration::from_secs(3)).await;
     d.kill9();
-    let d = Daemon::start_in(tmp.path(), TCK);
+    let d = Daemon::process_in(tmp.path(), TCK);
     let t = d.call("GetTask", json!({"id": id})).await;
     assert_eq!(t["status"]["state"], "TASK_STATE_FAILED", "never left WORKING: {t}");
     let why = t["status"]["message"]["parts"][0]["text"].as_str().unwrap_or_default();
@@ -126,13 +126,13 @@ async fn a_task_working_at_kill_9_is_failed_with_a_reason_after_restart() {
 #[tokio::test]
 async fn a_waiting_task_survives_kill_9_and_can_be_subscribed_and_resumed() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let mut d = Daemon::start_in(tmp.path(), TCK);
+    let mut d = Daemon::process_in(tmp.path(), TCK);
     let r = d.call("SendMessage", send("tck-input-required", "start", None)).await;
     let id = r["task"]["id"].as_str().expect("id").to_owned();
     let before = d.call("GetTask", json!({"id": id})).await;
     d.kill9();
 
-    let d = Daemon::start_in(tmp.path(), TCK);
+    let d = Daemon::process_in(tmp.path(), TCK);
     let after = d.call("GetTask", json!({"id": id})).await;
     assert_eq!(after, before, "the waiting task is unchanged");
     assert_eq!(after["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
@@ -178,7 +178,7 @@ async fn load(http: reqwest::Client, url: String, stop: Arc<AtomicBool>, worker:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_acknowledged_send_survives_kill_9_under_load() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let mut d = Daemon::start_in(tmp.path(), TCK);
+    let mut d = Daemon::process_in(tmp.path(), TCK);
     let stop = Arc::new(AtomicBool::new(false));
     let mut workers = Vec::new();
     for w in 0..6 {
@@ -202,7 +202,7 @@ async fn every_acknowledged_send_survives_kill_9_under_load() {
     eprintln!("{} sends acknowledged before the kill", acks.len());
     assert!(acks.len() >= 20, "the load produced acknowledged sends: {}", acks.len());
 
-    let d = Daemon::start_in(tmp.path(), TCK);
+    let d = Daemon::process_in(tmp.path(), TCK);
     for (id, acked_state) in &acks {
         let r = d.rpc("GetTask", json!({"id": id})).await;
         assert!(r.get("error").is_none(), "acknowledged task {id} is lost after kill -9: {r}");
@@ -221,14 +221,14 @@ async fn every_acknowledged_send_survives_kill_9_under_load() {
 #[tokio::test]
 async fn sigterm_exits_zero_and_keeps_everything() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let mut d = Daemon::start_in(tmp.path(), TCK);
+    let mut d = Daemon::process_in(tmp.path(), TCK);
     let r = d.call("SendMessage", send("tck-artifact-text", "x", None)).await;
     let id = r["task"]["id"].as_str().expect("id").to_owned();
     let before = d.call("GetTask", json!({"id": id})).await;
     let status = d.stop();
     assert!(status.success(), "SIGTERM exits with status 0: {status:?}; log:\n{}", d.log());
     assert_eq!(status.code(), Some(0));
-    let d = Daemon::start_in(tmp.path(), TCK);
+    let d = Daemon::process_in(tmp.path(), TCK);
     assert_eq!(d.call("GetTask", json!({"id": id})).await, before);
 }
 
@@ -271,7 +271,7 @@ async fn a_second_daemon_on_the_same_data_directory_is_refused_and_the_first_is_
     let config =
         write_config(tmp.path(), &format!("model:\n  kind: scripted\n  script: {}\n", script.display()));
     let data = tmp.path().join("data");
-    let first = Daemon::start_in(&data, &["--config", config.to_str().expect("utf-8")]);
+    let first = Daemon::process_in(&data, &["--config", config.to_str().expect("utf-8")]);
     let mut p = send_params(&uniq("m"), "work", None);
     p["configuration"] = json!({"returnImmediately": true});
     let id = first.call("SendMessage", p).await["task"]["id"].as_str().expect("id").to_owned();
@@ -304,4 +304,77 @@ async fn a_second_daemon_on_the_same_data_directory_is_refused_and_the_first_is_
         !seen.iter().any(|e| e["kind"] == "task" && e["data"]["status"]["state"] == "TASK_STATE_FAILED"),
         "no task was failed by a second recovery: {seen:?}"
     );
+}
+
+/// A SIGTERM while the scripted model is in the middle of a turn (the
+/// turn takes `deltas × delay_ms`), with `grace` seconds of grace. The
+/// task is followed by a REST stream opened before the signal. Returns the
+/// daemon (stopped, with its exit status checked to be 0), the task id and
+/// the stream's last frame.
+async fn sigterm_during_a_turn(delay_ms: u64, grace: u64) -> (scripted::Scripted, String, Value) {
+    let slow = json!({"deltas": ["one ", "two ", "three"], "delay_ms": delay_ms});
+    let yaml = format!("shutdown:\n  grace_secs: {grace}\n");
+    let mut s = scripted::scripted_process(json!([slow]), &yaml, false);
+    let mut p = send_params("m1", "long work", None);
+    p["configuration"] = json!({"returnImmediately": true});
+    let id = s.d.call("SendMessage", p).await["task"]["id"].as_str().expect("id").to_owned();
+    let stream =
+        s.d.http
+            .post(s.d.rest_url(&format!("/tasks/{id}:subscribe")))
+            .header("A2A-Version", "1.0")
+            .send()
+            .await
+            .expect("subscribe");
+    let (tx, first) = tokio::sync::oneshot::channel();
+    let reader = tokio::spawn(read_to_end(stream, Duration::from_secs(30), tx));
+    first.await.expect("the stream is open");
+    s.wait_calls(1).await;
+    let placeholder = s.d.as_token(None);
+    let d = std::mem::replace(&mut s.d, placeholder);
+    let (status, d) = tokio::task::spawn_blocking(move || {
+        let mut d = d;
+        (d.stop(), d)
+    })
+    .await
+    .expect("stop");
+    assert_eq!(status.code(), Some(0), "a drained daemon exits 0: {status:?}; log:\n{}", d.log());
+    let (text, clean) = reader.await.expect("reader");
+    assert!(clean, "the stream ended cleanly: {text:?}");
+    let last = text.lines().filter_map(|l| l.strip_prefix("data:")).next_back().expect("frames");
+    let last: Value = serde_json::from_str(last.trim()).expect("a JSON frame");
+    s.d = d;
+    (s, id, last)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_a_running_turn_finish_within_the_grace() {
+    // Three seconds of turn, thirty of grace.
+    let (mut s, id, last) = sigterm_during_a_turn(1000, 30).await;
+    assert_eq!(
+        last["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "the stream's final frame: {last}"
+    );
+    s.start_again();
+    let t = s.d.call("GetTask", json!({"id": id})).await;
+    assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{t}");
+    let text = t["artifacts"][0]["parts"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(text, "one two three", "the whole reply: {t}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_past_the_grace_fails_the_turn_with_an_explicit_stop_status() {
+    // Fifteen seconds of turn, one of grace.
+    let (mut s, id, last) = sigterm_during_a_turn(5000, 1).await;
+    let stopped = "agentd was stopped while this task was running";
+    assert_eq!(
+        last["statusUpdate"]["status"]["state"], "TASK_STATE_FAILED",
+        "the stream's final frame: {last}"
+    );
+    assert!(last.to_string().contains(stopped), "{last}");
+    s.start_again();
+    let t = s.d.call("GetTask", json!({"id": id})).await;
+    assert_eq!(t["status"]["state"], "TASK_STATE_FAILED", "{t}");
+    let why = t["status"]["message"]["parts"][0]["text"].as_str().expect("a status message");
+    assert!(why.contains(stopped), "the stop's reason: {why}");
+    assert!(!why.contains("restarted"), "not the message of a crash: {why}");
 }

@@ -139,7 +139,7 @@ async fn each_principal_sees_only_its_own_tasks_events_and_operators_see_all() {
 #[tokio::test]
 async fn goodbye_at_shutdown_and_a_reconnect_after_restart_continues_without_resync() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut d = Daemon::start_in(dir.path(), &["--agent", "tck"]);
+    let mut d = Daemon::process_in(dir.path(), &["--agent", "tck"]);
     let mut f = feed(&d, json!({"fromSeq": 0})).await;
     f.hello().await;
     let id = send(&d, "tck-complete-task").await;
@@ -266,7 +266,7 @@ async fn replay_then_live_has_no_gap_and_no_duplicate_under_concurrent_writes() 
 
 #[tokio::test]
 async fn the_events_verb_tails_the_feed_until_goodbye() {
-    let d = Daemon::start(&["--agent", "tck"]);
+    let d = Daemon::process(&["--agent", "tck"]);
     let id = send(&d, "tck-complete-task").await;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentd"))
         .args(["events", "--url", &d.url, "--from-seq", "0", "--kinds", "task,lifecycle"])
@@ -347,7 +347,7 @@ async fn subagents_and_closed_conversations_are_events_and_a_subagent_is_annotat
 #[tokio::test]
 async fn acknowledged_changes_have_their_events_after_kill_9() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut d = Daemon::start_in(dir.path(), &["--agent", "tck"]);
+    let mut d = Daemon::process_in(dir.path(), &["--agent", "tck"]);
     let id = send(&d, "tck-complete-task").await;
     d.kill9();
     let d = Daemon::start_in(dir.path(), &["--agent", "tck"]);

@@ -1,11 +1,18 @@
-//! The end-to-end suite of the `agentd` binary: one test binary, one module
-//! per area. Most tests start the real daemon as a process on
-//! `127.0.0.1:0` with its own data directory (`common::Daemon`) and talk to
-//! it as a client would; the harness lives in `common/`.
+//! The end-to-end suite of `agentd`: one test binary, one module per area.
+//! Most tests start a real daemon in this process on `127.0.0.1:0` with its
+//! own data directory (`common::Daemon`, built on `agentd::Daemon`) and
+//! talk to it as a client would; where the process is the subject (kill -9,
+//! signals, its environment) it is the `agentd` binary. The harness lives
+//! in `common/`.
 //!
 //! Tests share this process: none may change its environment, working
 //! directory or other process-wide state. What a daemon needs goes to its
-//! own process (`Daemon::start_with_env`).
+//! arguments and config, or to its own process (`Daemon::start_with_env`).
+
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests spawn their own clients and servers; the rule is for the daemon"
+)]
 
 mod common;
 // The scripted OpenAI-compatible model server of `agentd-runtime`'s suite:

@@ -288,7 +288,10 @@ async fn an_idle_open_stream_carries_keep_alive_comments() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_ends_open_streams_cleanly_and_exits_zero() {
-    let mut d = Daemon::start(TCK);
+    // A process (the signal is the subject) with no grace: the turn that
+    // is running is stopped at once.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut d = Daemon::start_with_env(tmp.path(), TCK, &[("AGENTD_SHUTDOWN_GRACE_SECS", "0")]);
     let id = waiting_task(&d).await;
     let rpc = d
         .http
@@ -306,7 +309,7 @@ async fn sigterm_ends_open_streams_cleanly_and_exits_zero() {
         .await
         .expect("rest subscribe");
     // A task the agent works on for 4 s: its stream must end at the stop
-    // too, without waiting for the task.
+    // too, without waiting for the task, with the task's final status.
     let r = d
         .call(
             "SendMessage",
@@ -350,8 +353,12 @@ async fn sigterm_ends_open_streams_cleanly_and_exits_zero() {
         "open streams do not hold the stop: {:?}",
         started.elapsed()
     );
+    let mut busy_text = String::new();
     for (name, h) in [("JSON-RPC", rpc_read), ("REST", rest_read), ("REST (working task)", busy_read)] {
         let (text, clean) = h.await.expect("reader");
+        if name.contains("working") {
+            busy_text = text.clone();
+        }
         assert!(clean, "{name}: the stream ended cleanly, not cut off: {text:?}");
         assert!(text.matches("data:").count() >= 1, "{name}: the snapshot, then the close: {text:?}");
         assert!(
@@ -359,10 +366,19 @@ async fn sigterm_ends_open_streams_cleanly_and_exits_zero() {
             "{name}: closed by the stop, not by the task: {text:?}"
         );
     }
-    // The task that was working is failed with a reason after a restart.
+    let last = busy_text.lines().filter_map(|l| l.strip_prefix("data:")).next_back().expect("frames");
+    let last: Value = serde_json::from_str(last.trim()).expect("JSON frame");
+    assert_eq!(
+        last["statusUpdate"]["status"]["state"], "TASK_STATE_FAILED",
+        "the working task's stream ends with its final status: {busy_text:?}"
+    );
+    // The task that was working is failed with the stop's reason (not a
+    // crash's) after a restart.
     let d = Daemon::start_in(&d.data_dir.clone(), TCK);
     let t = d.call("GetTask", json!({"id": working})).await;
     assert_eq!(t["status"]["state"], "TASK_STATE_FAILED", "{t}");
+    let why = t["status"]["message"]["parts"][0]["text"].as_str().expect("a status message");
+    assert!(why.contains("agentd was stopped while this task was running"), "{why}");
 }
 
 #[tokio::test]

@@ -28,19 +28,20 @@ struct Principals {
 
 fn start() -> Principals {
     let (conf, data) = (tempfile::tempdir().expect("tempdir"), tempfile::tempdir().expect("tempdir"));
-    let ops_digest = hex::encode(Sha256::digest(OPS.as_bytes()));
+    let digest = |t: &str| hex::encode(Sha256::digest(t.as_bytes()));
+    let (alice, bob, ops) = (digest(ALICE), digest(BOB), digest(OPS));
     let yaml = format!(
         r#"auth:
   tokens:
-    - {{id: "user:alice", role: user, token: "env:ALICE_TOKEN"}}
-    - {{id: "user:bob", role: user, token: "env:BOB_TOKEN"}}
-    - {{id: "operator:ops", role: operator, sha256: "{ops_digest}"}}
+    - {{id: "user:alice", role: user, sha256: "{alice}"}}
+    - {{id: "user:bob", role: user, sha256: "{bob}"}}
+    - {{id: "operator:ops", role: operator, sha256: "{ops}"}}
 "#
     );
     let path = conf.path().join("agentd.yaml");
     std::fs::write(&path, yaml).expect("write config");
     let args = ["--agent", "tck", "--push-allow-private", "--config", path.to_str().expect("utf-8 path")];
-    let d = Daemon::start_with_env(data.path(), &args, &[("ALICE_TOKEN", ALICE), ("BOB_TOKEN", BOB)]);
+    let d = Daemon::start_in(data.path(), &args);
     let (alice, bob, ops) = (d.as_token(Some(ALICE)), d.as_token(Some(BOB)), d.as_token(Some(OPS)));
     Principals { d, alice, bob, ops, _conf: conf, _data: data }
 }

@@ -21,7 +21,7 @@ steps:
 
 /// A daemon whose `ops` channel posts to `rx`, signed with [`SECRET`]
 /// (kept in a file of the returned directory).
-fn bridged(rx: &Receiver) -> (Scripted, tempfile::TempDir, tempfile::TempDir) {
+fn bridged(rx: &Receiver, process: bool) -> (Scripted, tempfile::TempDir, tempfile::TempDir) {
     let document = doc(&[("gated", REVIEW), ("escalating", ESCALATING)], "operator").replace(
         "::!channel{name=ops kind=webhook}",
         &format!("::!channel{{name=ops kind=webhook target={}}}", rx.url()),
@@ -31,7 +31,7 @@ fn bridged(rx: &Receiver) -> (Scripted, tempfile::TempDir, tempfile::TempDir) {
     std::fs::write(&secret, SECRET).expect("write secret");
     let config =
         format!("push:\n  allow_private: true\nbridges:\n  secrets:\n    ops: file:{}\n", secret.display());
-    let (s, dir) = daemon_with(Some(&document), json!([]), false, &config);
+    let (s, dir) = daemon_of(Some(&document), json!([]), false, &config, process);
     (s, dir, secrets)
 }
 
@@ -69,7 +69,7 @@ async fn wait_announced(s: &Scripted, task_id: &str) {
 #[tokio::test]
 async fn an_open_gate_is_announced_once_signed_and_not_again_after_restarts() {
     let mut rx = Receiver::start(0).await;
-    let (mut s, _doc, _secret) = bridged(&rx);
+    let (mut s, _doc, _secret) = bridged(&rx, true);
     let t = run(&s.d, "gated", json!({"what": "v2"})).await;
     assert_eq!(task_state(&t), "TASK_STATE_INPUT_REQUIRED", "{t}");
     let task_id = id(&t);
@@ -109,7 +109,7 @@ async fn an_open_gate_is_announced_once_signed_and_not_again_after_restarts() {
 #[tokio::test]
 async fn escalate_after_announces_the_gate_again_as_an_escalation() {
     let mut rx = Receiver::start(0).await;
-    let (s, _doc, _secret) = bridged(&rx);
+    let (s, _doc, _secret) = bridged(&rx, false);
     let task_id = id(&run(&s.d, "escalating", json!({})).await);
     let first = rx.next("the announcement", Duration::from_secs(20)).await;
     assert_eq!(
@@ -133,7 +133,7 @@ async fn escalate_after_announces_the_gate_again_as_an_escalation() {
 #[tokio::test]
 async fn the_gate_names_its_channel_as_the_document_writes_it_on_the_wire_in_the_feed_and_the_bridge() {
     let mut rx = Receiver::start(0).await;
-    let (s, _doc, _secret) = bridged(&rx);
+    let (s, _doc, _secret) = bridged(&rx, false);
     let mut feed = crate::common::feed::feed(&s.d, json!({"fromSeq": 0})).await;
     feed.hello().await;
     let task_id = id(&run(&s.d, "gated", json!({"what": "v2"})).await);

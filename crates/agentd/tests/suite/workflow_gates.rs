@@ -162,7 +162,7 @@ async fn a_gate_escalates_then_times_out_by_its_fallback() {
 
 #[tokio::test]
 async fn a_gate_deadline_survives_a_restart() {
-    let (mut s, _doc) = daemon(Some(&doc(&[("deadlines", DEADLINES)], "operator")), json!([]), false);
+    let (mut s, _doc) = daemon_process(Some(&doc(&[("deadlines", DEADLINES)], "operator")), json!([]), false);
     let t = id(&run(&s.d, "deadlines", json!({})).await);
     s.kill9_and_restart();
     let failed = wait_state(&s.d, &t, "TASK_STATE_FAILED", 10).await;
@@ -185,7 +185,7 @@ steps:
 #[tokio::test]
 async fn a_run_killed_in_a_step_and_at_a_gate_resumes_and_finishes() {
     let slow = json!([{"text": "work done", "delay_ms": 3000}]);
-    let (mut s, _doc) = daemon(Some(&doc(&[("work", WORK)], "operator")), slow, false);
+    let (mut s, _doc) = daemon_process(Some(&doc(&[("work", WORK)], "operator")), slow, false);
     let t = task(
         &s.d.ok(
             B,
@@ -212,7 +212,7 @@ async fn a_run_killed_in_a_step_and_at_a_gate_resumes_and_finishes() {
 
 #[tokio::test]
 async fn a_live_run_keeps_its_definition_when_the_document_changes() {
-    let (mut s, dir) = daemon(Some(&doc(&[("review", REVIEW)], "operator")), json!([]), false);
+    let (mut s, dir) = daemon_process(Some(&doc(&[("review", REVIEW)], "operator")), json!([]), false);
     let t = id(&run(&s.d, "review", json!({"what": "v1"})).await);
     let before = status(&s.d, &t).await["definitionHash"].clone();
     let changed = REVIEW.replace("output: \"{{steps.ask.output.ok}}\"", "output: changed");

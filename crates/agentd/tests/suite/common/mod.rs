@@ -1,8 +1,13 @@
-//! Test harness: runs the real `agentd` binary on `127.0.0.1:0` with its own
-//! data directory and talks to it over HTTP as a client would.
+//! Test harness: runs a real daemon on `127.0.0.1:0` with its own data
+//! directory and talks to it over HTTP as a client would. By default the
+//! daemon runs in this process (`inprocess.rs`: `agentd::Daemon` on a
+//! thread of its own); where the process is the subject (kill -9,
+//! signals, its environment, its memory) it is the `agentd` binary
+//! (`Daemon::process*`, `Daemon::start_with_env`).
 
 pub mod annotations;
 pub mod feed;
+pub mod inprocess;
 pub mod principals;
 pub mod receiver;
 pub mod scripted;
@@ -20,6 +25,7 @@ pub use sse::SseStream;
 
 pub struct Daemon {
     child: Option<Child>,
+    in_process: Option<inprocess::InProcess>,
     pub url: String,
     pub data_dir: PathBuf,
     _tmp: Option<tempfile::TempDir>,
@@ -30,7 +36,8 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// Starts a daemon with a fresh data directory and extra `serve` args.
+    /// Starts a daemon in this process with a fresh data directory and
+    /// extra `serve` args.
     pub fn start(args: &[&str]) -> Daemon {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().to_path_buf();
@@ -39,11 +46,39 @@ impl Daemon {
         d
     }
 
-    /// Starts a daemon on an existing data directory (restart tests).
+    /// Starts a daemon in this process on an existing data directory
+    /// (restart tests).
     pub fn start_in(dir: &Path, args: &[&str]) -> Daemon {
+        let log = Arc::new(Mutex::new(String::new()));
+        let (in_process, url) = inprocess::InProcess::start(dir, args, log.clone())
+            .unwrap_or_else(|e| panic!("agentd did not start: {e}; log:\n{}", log.lock().unwrap()));
+        Daemon {
+            child: None,
+            in_process: Some(in_process),
+            url,
+            data_dir: dir.to_path_buf(),
+            _tmp: None,
+            log,
+            http: reqwest::Client::new(),
+            token: None,
+        }
+    }
+
+    /// `start` as an `agentd serve` process (kill -9, signals, its memory).
+    pub fn process(args: &[&str]) -> Daemon {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().to_path_buf();
+        let mut d = Daemon::process_in(&dir, args);
+        d._tmp = Some(tmp);
+        d
+    }
+
+    /// `start_in` as an `agentd serve` process.
+    pub fn process_in(dir: &Path, args: &[&str]) -> Daemon {
         Daemon::start_with_env(dir, args, &[])
     }
 
+    /// An `agentd serve` process with extra environment variables.
     pub fn start_with_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Daemon {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentd"));
         cmd.arg("serve").arg("--listen").arg("127.0.0.1:0").arg("--data-dir").arg(dir);
@@ -80,6 +115,7 @@ impl Daemon {
         };
         Daemon {
             child: Some(child),
+            in_process: None,
             url,
             data_dir: dir.to_path_buf(),
             _tmp: None,
@@ -97,6 +133,7 @@ impl Daemon {
     pub fn as_token(&self, token: Option<&str>) -> Daemon {
         Daemon {
             child: None,
+            in_process: None,
             url: self.url.clone(),
             data_dir: self.data_dir.clone(),
             _tmp: None,
@@ -185,14 +222,26 @@ impl Daemon {
 
     /// SIGKILL, no chance to flush anything.
     pub fn kill9(&mut self) {
+        assert!(self.in_process.is_none(), "kill -9 needs a daemon process: start it with Daemon::process*");
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
         }
     }
 
-    /// SIGTERM and wait for a clean exit.
+    /// SIGTERM and wait for a clean exit (in process: the same stop, with
+    /// the status a process would exit with).
     pub fn stop(&mut self) -> std::process::ExitStatus {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(mut d) = self.in_process.take() {
+            return match d.stop() {
+                Ok(()) => std::process::ExitStatus::from_raw(0),
+                Err(e) => {
+                    self.log.lock().unwrap().push_str(&format!("agentd: {e}\n"));
+                    std::process::ExitStatus::from_raw(1 << 8)
+                }
+            };
+        }
         let mut c = self.child.take().expect("running daemon");
         let _ = Command::new("kill").arg("-TERM").arg(c.id().to_string()).status();
         let deadline = Instant::now() + Duration::from_secs(15);
@@ -360,7 +409,7 @@ pub async fn read_to_end(
 impl Daemon {
     /// The PID of the running daemon process.
     pub fn pid(&self) -> u32 {
-        self.child.as_ref().expect("running daemon").id()
+        self.child.as_ref().expect("a daemon process: start it with Daemon::process*").id()
     }
 }
 

@@ -19,15 +19,17 @@ pub struct Principals {
 }
 
 pub fn start(dir: &Path, extra: &str) -> Principals {
-    let ops_digest = hex::encode(Sha256::digest(OPS.as_bytes()));
+    let digest = |t: &str| hex::encode(Sha256::digest(t.as_bytes()));
+    let (alice, bob, ops) = (digest(ALICE), digest(BOB), digest(OPS));
+    // Digests, not `env:` references: the daemon runs in this process.
     let yaml = format!(
-        "auth:\n  tokens:\n    - {{id: \"user:alice\", role: user, token: \"env:ALICE_TOKEN\"}}\n    \
-         - {{id: \"user:bob\", role: user, token: \"env:BOB_TOKEN\"}}\n    \
-         - {{id: \"operator:ops\", role: operator, sha256: \"{ops_digest}\"}}\n{extra}"
+        "auth:\n  tokens:\n    - {{id: \"user:alice\", role: user, sha256: \"{alice}\"}}\n    \
+         - {{id: \"user:bob\", role: user, sha256: \"{bob}\"}}\n    \
+         - {{id: \"operator:ops\", role: operator, sha256: \"{ops}\"}}\n{extra}"
     );
     let conf = write_config(dir, &yaml);
     let args = ["--agent", "tck", "--push-allow-private", "--config", conf.to_str().expect("utf-8 path")];
-    let d = Daemon::start_with_env(&dir.join("data"), &args, &[("ALICE_TOKEN", ALICE), ("BOB_TOKEN", BOB)]);
+    let d = Daemon::start_in(&dir.join("data"), &args);
     let (alice, bob, ops) = (d.as_token(Some(ALICE)), d.as_token(Some(BOB)), d.as_token(Some(OPS)));
     Principals { d, alice, bob, ops }
 }

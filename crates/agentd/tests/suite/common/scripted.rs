@@ -13,14 +13,25 @@ pub const BOT: &str = "bot-token-5555555555";
 pub const OPS: &str = "ops-token-abcdefghij";
 pub const CAROL: &str = "carol-token-2468024680";
 
-const TOKENS: &str = r#"auth:
-  tokens:
-    - {id: "user:alice", role: user, token: "env:ALICE_TOKEN"}
-    - {id: "user:bob", role: user, token: "env:BOB_TOKEN"}
-    - {id: "user:carol", role: user, token: "env:CAROL_TOKEN"}
-    - {id: "agent:bot", role: agent, token: "env:BOT_TOKEN"}
-    - {id: "operator:ops", role: operator, token: "env:OPS_TOKEN"}
-"#;
+/// The principals and their tokens; each token is read from a file
+/// (`file:` references: an in-process daemon has no environment of its own).
+const PRINCIPALS: [(&str, &str, &str); 5] = [
+    ("user:alice", "user", ALICE),
+    ("user:bob", "user", BOB),
+    ("user:carol", "user", CAROL),
+    ("agent:bot", "agent", BOT),
+    ("operator:ops", "operator", OPS),
+];
+
+fn tokens_section(dir: &Path) -> String {
+    let mut yaml = String::from("auth:\n  tokens:\n");
+    for (i, (id, role, token)) in PRINCIPALS.iter().enumerate() {
+        let file = dir.join(format!("token-{i}"));
+        std::fs::write(&file, token).expect("write token file");
+        yaml.push_str(&format!("    - {{id: {id:?}, role: {role}, token: \"file:{}\"}}\n", file.display()));
+    }
+    yaml
+}
 
 pub struct Scripted {
     /// Without tokens: every caller is `operator:local`. With tokens: no
@@ -28,6 +39,8 @@ pub struct Scripted {
     pub d: Daemon,
     pub record: PathBuf,
     config: PathBuf,
+    /// An `agentd serve` process (kill -9, signals) rather than in process.
+    process: bool,
     _dir: tempfile::TempDir,
 }
 
@@ -51,13 +64,18 @@ impl Scripted {
     /// and config (the script replays from its first step).
     pub fn restart(&mut self) {
         self.d.stop();
-        self.d = start(&self.d.data_dir.clone(), &self.config);
+        self.d = start(&self.d.data_dir.clone(), &self.config, self.process);
+    }
+    /// Starts the daemon again on the same data and config after the test
+    /// stopped it (in this process).
+    pub fn start_again(&mut self) {
+        self.d = start(&self.d.data_dir.clone(), &self.config, false);
     }
     /// Kills the daemon (SIGKILL: no shutdown at all) and starts it again
     /// on the same data and config.
     pub fn kill9_and_restart(&mut self) {
         self.d.kill9();
-        self.d = start(&self.d.data_dir.clone(), &self.config);
+        self.d = start(&self.d.data_dir.clone(), &self.config, self.process);
     }
     /// Every request the model received so far.
     pub fn recorded(&self) -> Vec<Value> {
@@ -77,6 +95,15 @@ impl Scripted {
 /// (e.g. `subagents:` or `commands:` sections). With `tokens`, five
 /// principals: alice, bob and carol (users), bot (agent), ops (operator).
 pub fn scripted(steps: Value, yaml: &str, tokens: bool) -> Scripted {
+    scripted_daemon(steps, yaml, tokens, false)
+}
+
+/// `scripted` as an `agentd serve` process (kill -9, signals).
+pub fn scripted_process(steps: Value, yaml: &str, tokens: bool) -> Scripted {
+    scripted_daemon(steps, yaml, tokens, true)
+}
+
+fn scripted_daemon(steps: Value, yaml: &str, tokens: bool, process: bool) -> Scripted {
     let dir = tempfile::tempdir().expect("tempdir");
     let script = dir.path().join("script.json");
     std::fs::write(&script, serde_json::to_vec(&steps).expect("steps")).expect("write script");
@@ -92,23 +119,20 @@ pub fn scripted(steps: Value, yaml: &str, tokens: bool) -> Scripted {
         record.display()
     );
     if tokens {
-        config.push_str(TOKENS);
+        config.push_str(&tokens_section(dir.path()));
     }
     let path = dir.path().join("agentd.yaml");
     std::fs::write(&path, config).expect("write config");
-    let d = start(&dir.path().join("data"), &path);
-    Scripted { d, record, config: path, _dir: dir }
+    let d = start(&dir.path().join("data"), &path, process);
+    Scripted { d, record, config: path, process, _dir: dir }
 }
 
-fn start(data: &Path, config: &Path) -> Daemon {
-    let env = [
-        ("ALICE_TOKEN", ALICE),
-        ("BOB_TOKEN", BOB),
-        ("BOT_TOKEN", BOT),
-        ("OPS_TOKEN", OPS),
-        ("CAROL_TOKEN", CAROL),
-    ];
-    Daemon::start_with_env(data, &["--config", config.to_str().expect("utf-8 path")], &env)
+fn start(data: &Path, config: &Path, process: bool) -> Daemon {
+    let args = ["--config", config.to_str().expect("utf-8 path")];
+    match process {
+        true => Daemon::process_in(data, &args),
+        false => Daemon::start_in(data, &args),
+    }
 }
 
 pub fn recorded(path: &Path) -> Vec<Value> {

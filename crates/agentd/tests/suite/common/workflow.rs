@@ -27,12 +27,28 @@ pub fn daemon(doc: Option<&str>, steps: Value, tokens: bool) -> (Scripted, tempf
     daemon_with(doc, steps, tokens, "")
 }
 
+/// [`daemon`] as an `agentd serve` process (kill -9).
+pub fn daemon_process(doc: Option<&str>, steps: Value, tokens: bool) -> (Scripted, tempfile::TempDir) {
+    daemon_of(doc, steps, tokens, "", true)
+}
+
 /// [`daemon`] with `config` appended to its YAML config.
 pub fn daemon_with(
     doc: Option<&str>,
     steps: Value,
     tokens: bool,
     config: &str,
+) -> (Scripted, tempfile::TempDir) {
+    daemon_of(doc, steps, tokens, config, false)
+}
+
+/// [`daemon_with`], in this process or as a process.
+pub fn daemon_of(
+    doc: Option<&str>,
+    steps: Value,
+    tokens: bool,
+    config: &str,
+    process: bool,
 ) -> (Scripted, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
     let yaml = match doc {
@@ -43,7 +59,11 @@ pub fn daemon_with(
         }
         None => String::new(),
     };
-    (scripted(steps, &format!("{yaml}{config}"), tokens), dir)
+    let yaml = format!("{yaml}{config}");
+    match process {
+        true => (scripted_process(steps, &yaml, tokens), dir),
+        false => (scripted(steps, &yaml, tokens), dir),
+    }
 }
 
 /// A document with the given workflow blocks and one person, `approver`,

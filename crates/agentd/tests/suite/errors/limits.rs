@@ -267,7 +267,7 @@ async fn send_big(d: &Daemon, limit: usize, part: serde_json::Value) -> (u64, St
 /// of the request path: parse, history, store, answer.
 #[tokio::test]
 async fn max_size_bodies_cost_a_bounded_multiple_of_their_size() {
-    let d = Daemon::start(&["--agent", "tck"]);
+    let d = Daemon::process(&["--agent", "tck"]);
     let limit: usize = 4 * 1024 * 1024;
     // Warm: the first request's own costs (threads, store pages) are not the body's.
     let r = d.ok(Binding::JsonRpc, "SendMessage", tck("tck-complete-task")).await;
@@ -291,7 +291,7 @@ async fn max_size_bodies_cost_a_bounded_multiple_of_their_size() {
     // One text part, on a daemon of its own: the same copies, but in one
     // buffer, which the allocator keeps per thread (about 4 times, measured).
     {
-        let d = Daemon::start(&["--agent", "tck"]);
+        let d = Daemon::process(&["--agent", "tck"]);
         let r = d.ok(Binding::JsonRpc, "SendMessage", tck("tck-complete-task")).await;
         assert_eq!(task_state(&r["task"]), "TASK_STATE_COMPLETED");
         let before = peak_rss(d.pid());

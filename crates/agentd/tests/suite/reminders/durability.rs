@@ -12,7 +12,7 @@ use serde_json::json;
 #[tokio::test]
 async fn a_reminder_to_a_waiting_task_survives_kill_9() {
     let dir = tempfile::tempdir().unwrap();
-    let mut d = Daemon::start_in(dir.path(), &["--agent", "tck"]);
+    let mut d = Daemon::process_in(dir.path(), &["--agent", "tck"]);
     let sent = d.call("SendMessage", tck("tck-input-required")).await;
     assert_eq!(task_state(&sent["task"]), "TASK_STATE_INPUT_REQUIRED", "{sent}");
     let id = sent["task"]["id"].as_str().unwrap().to_owned();

@@ -12,7 +12,7 @@ use serde_json::json;
 
 #[tokio::test]
 async fn a_reminder_to_a_gated_run_survives_kill_9_and_reaches_the_first_model_call_after_the_answer() {
-    let mut s = scripted(json!([{"text": "They approved."}]), "", false);
+    let mut s = scripted_process(json!([{"text": "They approved."}]), "", false);
     let run = task(
         &s.d.ok(Binding::JsonRpc, "SendMessage", command("workflow.run", json!({"workflow": "demo"}))).await,
     );

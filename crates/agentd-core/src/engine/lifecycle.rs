@@ -1,0 +1,94 @@
+//! Stopping the engine. A shutdown first stops taking new work (a new
+//! message is refused as Unavailable), then lets the running turns finish
+//! within a grace, then stops what is left: each such task gets an
+//! explicit FAILED status saying the daemon stopped while it ran (not the
+//! message `recover` writes after a crash), except the runs of a link kind
+//! with its own agent (workflow runs), which keep their checkpoint and
+//! resume at the next start.
+
+use super::{Engine, refused};
+use crate::error::Error;
+use crate::store::Batch;
+use crate::transition::{self, Change};
+use agentd_proto::{Message, TaskState};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// The status message of a task whose turn a shutdown stopped.
+pub const STOPPED: &str =
+    "agentd was stopped while this task was running and its turn did not finish within the shutdown grace";
+
+impl Engine {
+    /// The tracker and shutdown token of every task the engine spawns;
+    /// the daemon registers its own background tasks on it too.
+    pub fn background(&self) -> &crate::Background {
+        &self.inner.background
+    }
+
+    /// Stops taking new work: from now on a new message is refused.
+    pub fn stop_accepting(&self) {
+        self.inner.stopping.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether [`Engine::stop_accepting`] was called.
+    pub fn is_stopping(&self) -> bool {
+        self.inner.stopping.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn is_halted(&self) -> bool {
+        self.inner.halted.load(Ordering::SeqCst)
+    }
+
+    /// Unavailable while the daemon shuts down.
+    pub(super) fn refuse_when_stopping(&self) -> Result<(), Error> {
+        if self.is_stopping() {
+            return Err(Error::Unavailable(
+                "agentd is shutting down and takes no new messages; send it again once the agent is back"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Waits up to `grace` for every run of a turn to end (runs started
+    /// meanwhile, a queued turn or a subagent, included); true when none
+    /// is left.
+    pub async fn drain_runs(&self, grace: Duration) -> bool {
+        self.inner.runs.close();
+        tokio::time::timeout(grace, self.inner.runs.wait()).await.is_ok()
+    }
+
+    /// Stops every run still going: its task fails with [`STOPPED`], or,
+    /// for a workflow run, is left for the next start to resume. Waits up
+    /// to `within` for the runs to end. Returns how many tasks failed.
+    pub async fn halt(&self, within: Duration) -> usize {
+        self.inner.halted.store(true, Ordering::SeqCst);
+        let mut failed = 0;
+        for slot in self.inner.slots.all() {
+            let mut st = slot.state.lock().await;
+            // A detached slot's task ended (or left memory) meanwhile.
+            if st.detached || !st.running {
+                continue;
+            }
+            let resumable = st.record.meta.link.as_ref().is_some_and(|l| self.has_link_agent(l.kind));
+            if resumable {
+                st.cancel.cancel();
+                continue;
+            }
+            let change =
+                Change::Status { state: TaskState::Failed, message: Some(Message::agent_text(STOPPED)) };
+            let id = st.record.id().to_owned();
+            let fail = |rec: &mut _, now| transition::apply(rec, change, now).map_err(|r| refused(&id, r));
+            match self.commit_locked(&slot, &mut st, fail, Batch::default()).await {
+                Ok(_) => failed += 1,
+                Err(e) => {
+                    tracing::warn!(task = %st.record.id(), error = %e, "could not record that a shutdown stopped the task")
+                }
+            }
+        }
+        if tokio::time::timeout(within, self.inner.runs.wait()).await.is_err() {
+            tracing::warn!(runs = self.inner.runs.len(), "runs still going after they were stopped");
+        }
+        failed
+    }
+}

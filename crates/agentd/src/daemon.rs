@@ -1,0 +1,438 @@
+//! The daemon as a library: [`Daemon::build`] checks the configuration,
+//! opens the store and recovers it; [`Daemon::serve`] serves a bound
+//! listener until a shutdown token fires, then drains: it stops taking new
+//! work, lets running turns finish within `shutdown.grace_secs`, stops the
+//! rest with an explicit status, ends the streams and waits for every
+//! background task (all are on the engine's [`agentd_core::Background`]).
+//! `agentd serve` (`serve.rs`) is a thin caller; the tests run daemons in
+//! process the same way.
+
+use crate::config::{Config, resolve_secret};
+use agentd_core::{Engine, EngineConfig, GateBridge, Principal};
+use agentd_proto::AgentProvider;
+use agentd_proto::ext::events::LifecycleEvent;
+use agentd_proto::jsonrpc::methods;
+use agentd_runtime::agent_loop::{Tool, Tools};
+use agentd_runtime::commands;
+use agentd_runtime::delegate::{A2aDelegator, DelegateTool, Delegator};
+use agentd_runtime::model::ModelKind;
+use agentd_runtime::subagents::SubagentManager;
+use agentd_runtime::workflows::{FeedSink, WorkflowDeps, Workflows};
+use agentd_server::bridges::{BridgeSecrets, ChannelBridge, DeclaredChannel, SigningKey};
+use agentd_server::push::{PushWorkerConfig, SsrfGuard, spawn_push_worker};
+use agentd_server::{
+    Admission, AppState, Authenticator, CardConfig, CardService, DeclaredExtension, ExtensionRegistry,
+    Readiness, ServerConfig, TokenEntry, VersionPolicy,
+};
+use agentd_store::{SqliteOptions, SqliteStore};
+use anyhow::Context;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// How long runs stopped after the grace get to end, and how long the
+/// background work gets once told to stop.
+const HALT_WAIT: Duration = Duration::from_secs(5);
+const STOP_WAIT: Duration = Duration::from_secs(10);
+
+/// A daemon built from its configuration, with its store open and
+/// recovered, not serving yet.
+pub struct Daemon {
+    cfg: Config,
+    engine: Engine,
+    auth: Authenticator,
+    extensions: ExtensionRegistry,
+    skills: Vec<agentd_proto::AgentSkill>,
+    card_name: String,
+    card_description: String,
+    input_modes: Vec<String>,
+    bridge_secrets: BridgeSecrets,
+    /// Held until the daemon is dropped (after `serve` returns).
+    _data_dir: crate::data_lock::DataDirLock,
+}
+
+impl Daemon {
+    /// Checks the configuration, locks the data directory, opens the store
+    /// and recovers it (workflow runs resume; other tasks that were running
+    /// fail with a reason). Logs go to the caller's tracing subscriber.
+    pub async fn build(cfg: Config) -> anyhow::Result<Daemon> {
+        for key in &cfg.ignored_document_keys {
+            tracing::warn!(key = %key, "the instruction document's !config sets a key agentd does not use; ignored");
+        }
+        for name in &cfg.unknown_env {
+            tracing::warn!(variable = %name, "this AGENTD_* variable is no configuration key (docs/configuration.md); ignored");
+        }
+        // Credentials and model first: a config error must not touch the data
+        // (opening the store runs recovery).
+        let auth = Authenticator::new(tokens(&cfg)?);
+        let model = agentd_runtime::model::from_config(cfg.model.clone())
+            .map_err(|e| anyhow::anyhow!("model: {e}"))?;
+        let grants = cfg.commands.grants()?;
+        let subagents = SubagentManager::new(model.clone(), cfg.limits.limits(), cfg.subagents.limits());
+        let delegator = delegator(&cfg)?;
+        let mut tools: Vec<Arc<dyn Tool>> =
+            subagents.tool().into_iter().map(|t| Arc::new(t) as Arc<dyn Tool>).collect();
+        if let Some(t) = DelegateTool::new(delegator.clone()) {
+            tools.push(Arc::new(t));
+        }
+        let instruction = crate::instruction::load(cfg.instruction.as_deref())?;
+        let bridge_secrets = bridge_secrets(&cfg, &instruction.channels)?;
+        let agent = agentd_runtime::profile(
+            cfg.agent.as_str(),
+            model.clone(),
+            &instruction.system_prompt,
+            cfg.limits.limits(),
+            Tools::new(tools),
+        )
+        .context("unknown agent profile")?;
+        if cfg.data_dir.exists() && !cfg.data_dir.is_dir() {
+            anyhow::bail!(
+                "the data directory {} is a file, not a directory: point --data-dir (AGENTD_DATA_DIR) elsewhere",
+                cfg.data_dir.display()
+            );
+        }
+        std::fs::create_dir_all(&cfg.data_dir)
+            .with_context(|| format!("cannot create data directory {}", cfg.data_dir.display()))?;
+        // Before the store is opened (recovery would fail another daemon's
+        // running tasks); held until the daemon is dropped.
+        let data_dir = crate::data_lock::lock(&cfg.data_dir)?;
+        let db = cfg.data_dir.join("agentd.db");
+        check_writable(&cfg.data_dir, &db)?;
+        let store = SqliteStore::open(
+            &db,
+            SqliteOptions { synchronous_full: cfg.store.sync == crate::config::StoreSync::Full },
+        )
+        .with_context(|| format!("cannot open the store at {}", db.display()))?;
+        let reminder_limits = cfg.reminders.limits()?;
+        let engine_cfg = EngineConfig {
+            push_enabled: cfg.push.enabled,
+            reminders: reminder_limits,
+            events_retain_count: cfg.events.retain_count,
+            events_retain: Duration::from_secs(cfg.events.retain_secs),
+            ..EngineConfig::default()
+        };
+        let input_modes = engine_cfg.input_modes.clone();
+        let engine =
+            Engine::new(Arc::new(store), agent, Arc::new(SsrfGuard::new(cfg.push.allow_private)), engine_cfg);
+        // Opened gates are announced through the bridge; runs delegate through
+        // the same delegator as the model's `delegate` tool; run, step and gate
+        // events go to the events feed.
+        let gate_bridge = gate_bridge(&cfg, &engine, &instruction.channels);
+        let workflows = Workflows::new(
+            instruction.workflows,
+            WorkflowDeps {
+                subagents: subagents.clone(),
+                system_prompt: instruction.system_prompt.clone(),
+                bridge: Some(gate_bridge),
+                delegator: Some(delegator.clone()),
+                events: Some(Arc::new(FeedSink::new(engine.clone()))),
+            },
+        );
+        workflows.install(&engine);
+        engine.set_commands(Arc::new(
+            commands::Commands::new(grants, subagents.clone(), model.name())
+                .with_workflows(workflows.clone()),
+        ));
+        engine.add_observer(subagents);
+        // Runs that were working resume here; the others fail with a reason.
+        let failed = engine.recover().await.map_err(|e| anyhow::anyhow!("recovery failed: {e}"))?;
+        if failed > 0 {
+            tracing::warn!(tasks = failed, "tasks interrupted by the last shutdown were marked failed");
+        }
+        workflows.rearm_gates(&engine).await.map_err(|e| anyhow::anyhow!("recovery failed: {e}"))?;
+
+        let mut declared = agentd_server::ext_docs::declared();
+        let mut command_params = commands::card_params();
+        command_params.insert("workflows".into(), workflows.catalog().card_entries().into());
+        declared.push(DeclaredExtension {
+            uri: commands::URI.into(),
+            description:
+                "Commands: a DataPart {\"agentd\": {\"op\": …}} runs an op deterministically (see params.ops)"
+                    .into(),
+            required: false,
+            params: Some(command_params),
+            methods: vec![methods::SEND_MESSAGE.into(), methods::SEND_STREAMING_MESSAGE.into()],
+        });
+        declared.push(crate::reminders::declared(&reminder_limits));
+        let extensions = ExtensionRegistry::new(declared);
+        let mut skills = vec![agentd_server::card::chat_skill()];
+        skills.extend(commands::skills());
+        skills.extend(workflows.catalog().skills());
+        // The card names the agent: the config's `card:`, else the document.
+        let card_name =
+            cfg.card.name.clone().or(instruction.title.clone()).unwrap_or_else(|| "agentd".into());
+        let card_description = cfg
+            .card
+            .description
+            .clone()
+            .or(instruction.summary.clone())
+            .unwrap_or_else(|| format!("An agentd agent ({} profile) served over A2A 1.0", cfg.agent));
+        Ok(Daemon {
+            cfg,
+            engine,
+            auth,
+            extensions,
+            skills,
+            card_name,
+            card_description,
+            input_modes,
+            bridge_secrets,
+            _data_dir: data_dir,
+        })
+    }
+
+    /// Binds the configured `listen` address.
+    pub async fn bind(&self) -> anyhow::Result<TcpListener> {
+        TcpListener::bind(self.cfg.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", self.cfg.listen))
+    }
+
+    /// Serves on `listener` until `shutdown` fires, then drains (see the
+    /// module's documentation). Returns once every background task ended.
+    pub async fn serve(self, listener: TcpListener, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let Daemon {
+            cfg,
+            engine,
+            auth,
+            extensions,
+            skills,
+            card_name,
+            card_description,
+            input_modes,
+            bridge_secrets,
+            _data_dir,
+        } = self;
+        let local = listener.local_addr()?;
+        let base_url = cfg.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
+        let card = CardService::new(
+            CardConfig {
+                name: card_name.clone(),
+                description: card_description,
+                version: env!("CARGO_PKG_VERSION").into(),
+                base_url: base_url.clone(),
+                streaming: true,
+                push_notifications: cfg.push.enabled,
+                bearer_auth: auth.is_protected(),
+                input_modes,
+                output_modes: vec!["text/plain".into(), "application/json".into()],
+                skills,
+                provider: cfg
+                    .card
+                    .provider
+                    .as_ref()
+                    .map(|p| AgentProvider { organization: p.organization.clone(), url: p.url.clone() }),
+                documentation_url: cfg.card.documentation_url.clone(),
+                max_age_secs: 300,
+            },
+            &extensions,
+        );
+        let background = engine.background().clone();
+        let readiness = Readiness::default();
+        crate::probe::spawn(&cfg.model, readiness.clone(), &background);
+        let config = Arc::new(ServerConfig {
+            version_policy: if cfg.a2a_version == crate::config::VersionMode::Strict {
+                VersionPolicy::Strict
+            } else {
+                VersionPolicy::Lenient
+            },
+            max_body_bytes: cfg.max_body_bytes,
+            keep_alive: Duration::from_secs(cfg.sse_keep_alive_secs),
+            connections: cfg.server.connections(),
+            json: cfg.server.json(),
+            max_body_bytes_in_flight: cfg.server.max_body_bytes_in_flight,
+            max_streams: cfg.server.max_streams,
+            readiness: readiness.clone(),
+        });
+        let state = AppState {
+            engine: engine.clone(),
+            auth: Arc::new(auth),
+            card: Arc::new(card),
+            extensions: Arc::new(extensions),
+            admission: Arc::new(Admission::new(&config)),
+            config,
+            // Streams end when the background work stops: after the drain,
+            // so they carry their tasks' ends.
+            shutdown: background.shutdown().clone(),
+        };
+        // Always running: bridge announcements use the outbox even when push
+        // notifications are disabled (then no push rows are ever queued).
+        let _push = spawn_push_worker(
+            engine.clone(),
+            PushWorkerConfig {
+                allow_private: cfg.push.allow_private,
+                max_attempts: cfg.push.max_attempts,
+                timeout: Duration::from_secs(cfg.push.timeout_secs),
+                backoff_base: Duration::from_millis(cfg.push.backoff_ms),
+                bridge_secrets,
+                ..PushWorkerConfig::default()
+            },
+            background.shutdown().clone(),
+        );
+        background.spawn_until_shutdown(prune_events(
+            engine.clone(),
+            Duration::from_millis(cfg.events.prune_interval_ms.max(10)),
+        ));
+        if let Err(e) = engine.emit_lifecycle(LifecycleEvent::Started, VERSION).await {
+            background.stop(STOP_WAIT).await;
+            anyhow::bail!("cannot write the start event: {e}");
+        }
+        log_start(&cfg, &card_name);
+        tracing::info!(url = %base_url, agent = %cfg.agent, data = %cfg.data_dir.display(), "agentd listening on {base_url}");
+        // Accepting stops at `shutdown`; open connections are asked to close
+        // after what they have in flight.
+        let mut server = background.spawn(agentd_server::serve(listener, state, shutdown.clone()));
+        let ended_early = tokio::select! {
+            // The listener ends by itself at `shutdown` too.
+            biased;
+            () = shutdown.cancelled() => None,
+            r = &mut server => Some(r),
+        };
+        if let Some(r) = ended_early.filter(|_| !shutdown.is_cancelled()) {
+            background.stop(STOP_WAIT).await;
+            r.context("the listener task failed")?.context("the listener failed")?;
+            anyhow::bail!("the listener stopped before a shutdown was asked for");
+        }
+        drain(&engine, &readiness, Duration::from_secs(cfg.shutdown.grace_secs)).await;
+        if !background.stop(STOP_WAIT).await {
+            tracing::warn!(tasks = background.len(), "background tasks still running at exit");
+        }
+        if server.is_finished()
+            && let Ok(Err(e)) = server.await
+        {
+            tracing::warn!(error = %e, "the listener ended with an error");
+        }
+        tracing::info!("agentd stopped");
+        Ok(())
+    }
+}
+
+/// Stops taking work, lets the runs finish within `grace`, then stops
+/// those left with an explicit status.
+async fn drain(engine: &Engine, readiness: &Readiness, grace: Duration) {
+    tracing::info!(grace_secs = grace.as_secs(), "shutting down: no new work; running turns may finish");
+    readiness.set("shutdown", false, "agentd is shutting down");
+    engine.stop_accepting();
+    // Committed before the feeds close, so open feeds deliver it.
+    if let Err(e) = engine.emit_lifecycle(LifecycleEvent::Stopping, VERSION).await {
+        tracing::warn!(error = %e, "cannot write the stop event");
+    }
+    if engine.drain_runs(grace).await {
+        return;
+    }
+    let failed = engine.halt(HALT_WAIT).await;
+    tracing::warn!(
+        tasks = failed,
+        grace_secs = grace.as_secs(),
+        "turns still running after the shutdown grace were stopped; their tasks failed (workflow runs resume at the next start)"
+    );
+}
+
+/// The store must be written to (recovery, every commit); the engine
+/// reports a failed write as an internal error without its cause, so a
+/// read-only directory or database is named here, with the system's reason.
+fn check_writable(dir: &std::path::Path, db: &std::path::Path) -> anyhow::Result<()> {
+    let probe = dir.join(".agentd-write-check");
+    std::fs::write(&probe, b"")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .with_context(|| format!("the data directory {} is not writable", dir.display()))?;
+    if db.exists() {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(db)
+            .with_context(|| format!("the database {} is not writable", db.display()))?;
+    }
+    Ok(())
+}
+
+/// The A2A delegator over `a2a.peers` (credentials are read now). Workflow
+/// steps and the `delegate` tool share it.
+fn delegator(cfg: &Config) -> anyhow::Result<Arc<dyn Delegator>> {
+    let d = A2aDelegator::new(&cfg.a2a.peers, cfg.a2a.options()).map_err(anyhow::Error::msg)?;
+    Ok(Arc::new(d))
+}
+
+/// The signing secrets of `bridges.secrets`, read now (an unreadable one
+/// stops the daemon before the store is opened).
+fn bridge_secrets(cfg: &Config, channels: &[agentd_instruction::Channel]) -> anyhow::Result<BridgeSecrets> {
+    let mut keys = HashMap::new();
+    for (name, reference) in &cfg.bridges.secrets {
+        if !channels.iter().any(|c| &c.name == name) {
+            tracing::warn!(channel = %name, "bridges.secrets names a channel the instruction document does not declare");
+        }
+        let secret = reference.resolve().map_err(|e| anyhow::anyhow!("bridges.secrets.{name}: {e}"))?;
+        keys.insert(name.clone(), SigningKey::new(secret.expose().as_bytes()));
+    }
+    Ok(BridgeSecrets::new(keys))
+}
+
+/// The gate bridge over the document's channels. Channels no bridge can
+/// deliver to are a warning here and an error when a gate names them.
+fn gate_bridge(
+    cfg: &Config,
+    engine: &Engine,
+    channels: &[agentd_instruction::Channel],
+) -> Arc<dyn GateBridge> {
+    let declared: Vec<DeclaredChannel> = channels
+        .iter()
+        .map(|c| DeclaredChannel { name: c.name.clone(), kind: c.kind.clone(), target: c.target.clone() })
+        .collect();
+    let bridge = ChannelBridge::new(engine.clone(), &declared, SsrfGuard::new(cfg.push.allow_private));
+    for problem in bridge.problems() {
+        tracing::warn!("{problem}");
+    }
+    Arc::new(bridge)
+}
+
+fn tokens(cfg: &Config) -> anyhow::Result<Vec<TokenEntry>> {
+    let mut out = Vec::new();
+    for t in &cfg.auth.tokens {
+        let role = t.role.principal_role();
+        let principal = Principal::new(t.id.clone(), role);
+        let entry = match (&t.sha256, &t.token) {
+            (Some(hex), _) => TokenEntry::from_hex(hex, principal)
+                .map_err(|e| anyhow::anyhow!("auth.tokens[{}]: {e}", t.id))?,
+            (None, Some(reference)) => TokenEntry::from_secret(
+                &resolve_secret(reference).with_context(|| format!("auth.tokens[{}].token", t.id))?,
+                principal,
+            ),
+            (None, None) => anyhow::bail!("auth.tokens[{}]: give `sha256` or `token`", t.id),
+        };
+        out.push(entry);
+    }
+    Ok(out)
+}
+
+/// Applies event retention now and then, for as long as the daemon runs.
+async fn prune_events(engine: Engine, every: Duration) {
+    loop {
+        if let Err(e) = engine.prune_events().await {
+            tracing::warn!(error = %e, "event retention failed");
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// What this daemon runs, in one line: the agent's name and document, the
+/// model and where it is, where the data is.
+fn log_start(cfg: &Config, name: &str) {
+    let document =
+        cfg.instruction.as_ref().map_or_else(|| "built-in".to_owned(), |p| p.display().to_string());
+    let m = &cfg.model;
+    let (endpoints, model_name) = match m.kind {
+        ModelKind::Openai => (m.openai.endpoints.join(", "), m.openai.model.clone()),
+        ModelKind::Scripted => {
+            (m.script.as_ref().map(|p| p.display().to_string()).unwrap_or_default(), String::new())
+        }
+        ModelKind::Echo => (String::new(), String::new()),
+    };
+    tracing::info!(
+        agent = %name, instruction = %document, model = %m.kind, endpoints = %endpoints, model_name = %model_name,
+        profile = %cfg.agent, data = %cfg.data_dir.display(),
+        "running {name:?} with the {} model", m.kind
+    );
+}
