@@ -220,3 +220,6 @@ fn v1_name(v03: &str) -> Option<&'static str> {
         _ => return None,
     })
 }
+
+#[cfg(test)]
+mod tests;
