@@ -46,12 +46,11 @@ pub async fn handle(State(state): State<AppState>, uri: Uri, headers: HeaderMap,
         Err(e) => return with_extensions(jsonrpc_error(&req.id, &e), &ctx.activated),
     };
     let params = req.params.unwrap_or_else(|| Value::Object(Default::default()));
-    let op = kind.ok_or_else(|| method_not_found(&req.method)).and_then(|k| k.decode(params, &ctx));
-    let outcome = match op {
-        Ok(op) => execute(&state, &ctx, op).await,
-        Err(e) => Err(e),
+    let outcome = async {
+        let op = kind.ok_or_else(|| method_not_found(&req.method))?.decode(params, &ctx)?;
+        execute(&state, &ctx, op).await
     };
-    let response = match outcome {
+    let response = match outcome.await {
         Ok(Outcome::Value(reply)) => {
             let prefix = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, req.id);
             match reply.into_json(prefix.as_bytes(), b"}") {

@@ -169,11 +169,8 @@ pub async fn handle(
     for (k, v) in route.path_params {
         params.insert(k.to_owned(), Value::String(v));
     }
-    let outcome = match route.op.decode(Value::Object(params), &ctx) {
-        Ok(op) => execute(&state, &ctx, op).await,
-        Err(e) => Err(e),
-    };
-    let response = match outcome {
+    let outcome = async { execute(&state, &ctx, route.op.decode(Value::Object(params), &ctx)?).await };
+    let response = match outcome.await {
         Ok(Outcome::Done) => json_response(StatusCode::OK, &Value::Object(Map::new())),
         Ok(Outcome::Value(reply)) => match reply.into_json(b"", b"") {
             Ok(json) => json_bytes_response(StatusCode::OK, json),
