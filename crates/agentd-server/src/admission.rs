@@ -4,9 +4,8 @@
 //! open streams (SSE and gRPC server streams, which outlive the idle
 //! timeout of their connection).
 
+use crate::operation::OperationKind;
 use crate::state::ServerConfig;
-use agentd_proto::ext::events;
-use agentd_proto::jsonrpc::methods as m;
 use agentd_proto::{A2aError, ErrorKind};
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -65,10 +64,9 @@ impl Admission {
         BodyShare(self.body_kib.clone().acquire_many_owned(kib).await.ok())
     }
 
-    /// A stream slot for `method` if it streams; refused when all are taken.
-    pub fn stream_for(&self, method: &str) -> Result<Option<StreamSlot>, A2aError> {
-        let streams = [m::SEND_STREAMING_MESSAGE, m::SUBSCRIBE_TO_TASK, events::METHOD];
-        if streams.contains(&method) { self.stream().map(Some) } else { Ok(None) }
+    /// A stream slot for `op` if it streams; refused when all are taken.
+    pub fn stream_for(&self, op: OperationKind) -> Result<Option<StreamSlot>, A2aError> {
+        if op.is_stream() { self.stream().map(Some) } else { Ok(None) }
     }
 
     /// A stream slot; Unavailable naming the limit when all are taken.
@@ -122,10 +120,10 @@ mod tests {
     #[test]
     fn streams_over_the_cap_are_refused_naming_the_limit() {
         let a = admission(1024 * 1024, 1);
-        let slot = a.stream_for(m::SUBSCRIBE_TO_TASK).unwrap();
+        let slot = a.stream_for(OperationKind::SubscribeToTask).unwrap();
         assert!(slot.is_some());
-        assert!(a.stream_for(m::GET_TASK).unwrap().is_none(), "unary methods take no slot");
-        let e = a.stream_for(m::SEND_STREAMING_MESSAGE).err().expect("refused");
+        assert!(a.stream_for(OperationKind::GetTask).unwrap().is_none(), "unary methods take no slot");
+        let e = a.stream_for(OperationKind::SendStreamingMessage).err().expect("refused");
         assert_eq!(e.kind, ErrorKind::Unavailable);
         assert!(e.message.contains("server.max_streams"), "{}", e.message);
         drop(slot);

@@ -13,9 +13,9 @@
 pub mod send;
 
 use crate::extensions;
+use crate::operation::OperationKind as K;
 use crate::params::{query_version, version_supported};
 use crate::rest::{Route, form_pairs, match_route, query_params};
-use agentd_proto::jsonrpc::methods as m;
 use http::{HeaderMap, HeaderValue, Method};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Map, Value};
@@ -84,7 +84,7 @@ fn check_route(method: &Method, path: &str, query: Option<&str>) {
     for (k, v) in &route.path_params {
         params.insert((*k).to_owned(), Value::String(v.clone()));
     }
-    agentd_proto::fuzzing::check_params_roundtrip(route.method, Value::Object(params));
+    agentd_proto::fuzzing::check_params_roundtrip(route.op.method(), Value::Object(params));
 }
 
 /// The path a client would build for `route`, every parameter encoded.
@@ -93,22 +93,22 @@ fn canonical_path(route: &Route) -> String {
         let v = route.path_params.iter().find(|(k, _)| *k == name).map_or("", |(_, v)| v.as_str());
         utf8_percent_encode(v, NON_ALPHANUMERIC).to_string()
     };
-    let tail = match route.method {
-        m::SEND_MESSAGE => "message:send".to_owned(),
-        m::SEND_STREAMING_MESSAGE => "message:stream".to_owned(),
-        m::LIST_TASKS => "tasks".to_owned(),
-        m::GET_EXTENDED_CARD => "extendedAgentCard".to_owned(),
-        m::GET_TASK => format!("tasks/{}", param("id")),
-        m::CANCEL_TASK => format!("tasks/{}:cancel", param("id")),
-        m::SUBSCRIBE_TO_TASK => format!("tasks/{}:subscribe", param("id")),
-        agentd_proto::ext::reminders::METHOD => format!("tasks/{}:injectReminder", param("taskId")),
-        m::CREATE_PUSH_CONFIG | m::LIST_PUSH_CONFIGS => {
+    let tail = match route.op {
+        K::SendMessage => "message:send".to_owned(),
+        K::SendStreamingMessage => "message:stream".to_owned(),
+        K::ListTasks => "tasks".to_owned(),
+        K::GetExtendedCard => "extendedAgentCard".to_owned(),
+        K::GetTask => format!("tasks/{}", param("id")),
+        K::CancelTask => format!("tasks/{}:cancel", param("id")),
+        K::SubscribeToTask => format!("tasks/{}:subscribe", param("id")),
+        K::InjectReminder => format!("tasks/{}:injectReminder", param("taskId")),
+        K::CreatePushConfig | K::ListPushConfigs => {
             format!("tasks/{}/pushNotificationConfigs", param("taskId"))
         }
-        m::GET_PUSH_CONFIG | m::DELETE_PUSH_CONFIG => {
+        K::GetPushConfig | K::DeletePushConfig => {
             format!("tasks/{}/pushNotificationConfigs/{}", param("taskId"), param("id"))
         }
-        other => panic!("match_route returned an unknown method {other}"),
+        K::SubscribeEvents => panic!("match_route returned the events feed, which has no REST route"),
     };
     if route.path_params.iter().any(|(k, _)| *k == "tenant") {
         format!("/{}/{tail}", param("tenant"))

@@ -3,8 +3,9 @@
 //! streaming method answers with SSE once it validated, and with a plain
 //! error object before that.
 
-use crate::dispatch::{Outcome, dispatch};
+use crate::dispatch::{Outcome, execute};
 use crate::errors::{json_bytes_response, json_response, jsonrpc_error, unauthenticated};
+use crate::operation::{OperationKind, method_not_found};
 use crate::params::{authenticate, service_params};
 use crate::routes::{read_body, with_extensions};
 use crate::sse::{self, Framing};
@@ -39,12 +40,17 @@ pub async fn handle(State(state): State<AppState>, uri: Uri, headers: HeaderMap,
         Ok(c) => c,
         Err(e) => return jsonrpc_error(&req.id, &e),
     };
-    let slot = match state.admission.stream_for(&req.method) {
-        Ok(s) => s,
+    let kind = OperationKind::from_method(&req.method);
+    let slot = match kind.map(|k| state.admission.stream_for(k)).transpose() {
+        Ok(s) => s.flatten(),
         Err(e) => return with_extensions(jsonrpc_error(&req.id, &e), &ctx.activated),
     };
     let params = req.params.unwrap_or_else(|| Value::Object(Default::default()));
-    let response = match dispatch(&state, &ctx, &req.method, params).await {
+    let outcome = async {
+        let op = kind.ok_or_else(|| method_not_found(&req.method))?.decode(params, &ctx)?;
+        execute(&state, &ctx, op).await.map_err(crate::errors::json)
+    };
+    let response = match outcome.await {
         Ok(Outcome::Value(reply)) => {
             let prefix = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, req.id);
             match reply.into_json(prefix.as_bytes(), b"}") {

@@ -17,6 +17,7 @@ pub mod fuzzing;
 pub mod grpc;
 mod jsonrpc;
 mod listen;
+mod operation;
 mod params;
 pub mod push;
 pub mod readiness;

@@ -3,15 +3,14 @@
 //! (`/tasks/{id}:cancel`): the segment is split on its last `:` after
 //! percent-decoding, and every route also exists under a `/{tenant}` prefix.
 
-use crate::dispatch::{Outcome, dispatch};
+use crate::dispatch::{Outcome, execute};
 use crate::errors::{json_bytes_response, json_response, rest_error, unauthenticated};
+use crate::operation::OperationKind as K;
 use crate::params::{authenticate, service_params};
 use crate::routes::{read_body, with_extensions};
 use crate::sse::{self, Framing};
 use crate::state::AppState;
 use agentd_proto::bounded;
-use agentd_proto::ext::reminders;
-use agentd_proto::jsonrpc::methods as m;
 use agentd_proto::{A2aError, ErrorKind};
 use axum::body::Body;
 use axum::extract::State;
@@ -20,34 +19,34 @@ use http::{HeaderMap, Method, StatusCode, Uri};
 use percent_encoding::percent_decode_str;
 use serde_json::{Map, Value};
 
-/// A matched route: the method and the params taken from the path.
+/// A matched route: the operation and the params taken from the path.
 #[derive(Debug, PartialEq)]
 pub struct Route {
-    pub method: &'static str,
+    pub op: K,
     pub path_params: Vec<(&'static str, String)>,
 }
 
 /// Matches decoded segments (after the REST base path) without a tenant.
 fn match_plain(http: &Method, segs: &[String]) -> Option<Route> {
-    let route = |method, path_params| Some(Route { method, path_params });
+    let route = |op, path_params| Some(Route { op, path_params });
     let get = http == Method::GET;
     let post = http == Method::POST;
     match segs {
-        [s] if s == "message:send" && post => route(m::SEND_MESSAGE, vec![]),
-        [s] if s == "message:stream" && post => route(m::SEND_STREAMING_MESSAGE, vec![]),
-        [s] if s == "tasks" && get => route(m::LIST_TASKS, vec![]),
-        [s] if s == "extendedAgentCard" && get => route(m::GET_EXTENDED_CARD, vec![]),
+        [s] if s == "message:send" && post => route(K::SendMessage, vec![]),
+        [s] if s == "message:stream" && post => route(K::SendStreamingMessage, vec![]),
+        [s] if s == "tasks" && get => route(K::ListTasks, vec![]),
+        [s] if s == "extendedAgentCard" && get => route(K::GetExtendedCard, vec![]),
         [t, idv] if t == "tasks" => {
             let (id, verb) = match idv.rsplit_once(':') {
                 Some((id, v @ ("cancel" | "subscribe" | "injectReminder"))) => (id.to_owned(), Some(v)),
                 _ => (idv.clone(), None),
             };
             match (verb, get, post) {
-                (None, true, _) => route(m::GET_TASK, vec![("id", id)]),
-                (Some("cancel"), _, true) => route(m::CANCEL_TASK, vec![("id", id)]),
-                (Some("injectReminder"), _, true) => route(reminders::METHOD, vec![("taskId", id)]),
+                (None, true, _) => route(K::GetTask, vec![("id", id)]),
+                (Some("cancel"), _, true) => route(K::CancelTask, vec![("id", id)]),
+                (Some("injectReminder"), _, true) => route(K::InjectReminder, vec![("taskId", id)]),
                 (Some("subscribe"), true, _) | (Some("subscribe"), _, true) => {
-                    route(m::SUBSCRIBE_TO_TASK, vec![("id", id)])
+                    route(K::SubscribeToTask, vec![("id", id)])
                 }
                 _ => None,
             }
@@ -55,9 +54,9 @@ fn match_plain(http: &Method, segs: &[String]) -> Option<Route> {
         [t, id, p] if t == "tasks" && p == "pushNotificationConfigs" => {
             let params = vec![("taskId", id.clone())];
             if post {
-                route(m::CREATE_PUSH_CONFIG, params)
+                route(K::CreatePushConfig, params)
             } else if get {
-                route(m::LIST_PUSH_CONFIGS, params)
+                route(K::ListPushConfigs, params)
             } else {
                 None
             }
@@ -65,9 +64,9 @@ fn match_plain(http: &Method, segs: &[String]) -> Option<Route> {
         [t, id, p, cfg] if t == "tasks" && p == "pushNotificationConfigs" => {
             let params = vec![("taskId", id.clone()), ("id", cfg.clone())];
             if get {
-                route(m::GET_PUSH_CONFIG, params)
+                route(K::GetPushConfig, params)
             } else if http == Method::DELETE {
-                route(m::DELETE_PUSH_CONFIG, params)
+                route(K::DeletePushConfig, params)
             } else {
                 None
             }
@@ -137,11 +136,11 @@ pub async fn handle(
         Ok(p) => p,
         Err(f) => return unauthenticated(f == crate::auth::AuthFailure::Missing),
     };
-    let ctx = match service_params(&state, principal, &headers, uri.query(), route.method) {
+    let ctx = match service_params(&state, principal, &headers, uri.query(), route.op.method()) {
         Ok(c) => c,
         Err(e) => return rest_error(&e),
     };
-    let slot = match state.admission.stream_for(route.method) {
+    let slot = match state.admission.stream_for(route.op) {
         Ok(s) => s,
         Err(e) => return with_extensions(rest_error(&e), &ctx.activated),
     };
@@ -170,7 +169,12 @@ pub async fn handle(
     for (k, v) in route.path_params {
         params.insert(k.to_owned(), Value::String(v));
     }
-    let response = match dispatch(&state, &ctx, route.method, Value::Object(params)).await {
+    let outcome = async {
+        execute(&state, &ctx, route.op.decode(Value::Object(params), &ctx)?)
+            .await
+            .map_err(crate::errors::json)
+    };
+    let response = match outcome.await {
         Ok(Outcome::Done) => json_response(StatusCode::OK, &Value::Object(Map::new())),
         Ok(Outcome::Value(reply)) => match reply.into_json(b"", b"") {
             Ok(json) => json_bytes_response(StatusCode::OK, json),
@@ -186,26 +190,26 @@ pub async fn handle(
 mod tests {
     use super::*;
 
-    fn r(method: Method, path: &str) -> Option<(&'static str, Vec<(&'static str, String)>)> {
-        match_route(&method, path).map(|r| (r.method, r.path_params))
+    fn r(method: Method, path: &str) -> Option<(K, Vec<(&'static str, String)>)> {
+        match_route(&method, path).map(|r| (r.op, r.path_params))
     }
 
     #[test]
     fn custom_verbs_split_on_the_last_colon_after_decoding() {
-        assert_eq!(r(Method::POST, "/tasks/a:b:cancel"), Some((m::CANCEL_TASK, vec![("id", "a:b".into())])));
-        assert_eq!(r(Method::POST, "/tasks/t1%3Acancel"), Some((m::CANCEL_TASK, vec![("id", "t1".into())])));
+        assert_eq!(r(Method::POST, "/tasks/a:b:cancel"), Some((K::CancelTask, vec![("id", "a:b".into())])));
+        assert_eq!(r(Method::POST, "/tasks/t1%3Acancel"), Some((K::CancelTask, vec![("id", "t1".into())])));
         assert_eq!(
             r(Method::GET, "/tasks/t1:subscribe"),
-            Some((m::SUBSCRIBE_TO_TASK, vec![("id", "t1".into())]))
+            Some((K::SubscribeToTask, vec![("id", "t1".into())]))
         );
         assert_eq!(
             r(Method::POST, "/tasks/t1:subscribe"),
-            Some((m::SUBSCRIBE_TO_TASK, vec![("id", "t1".into())]))
+            Some((K::SubscribeToTask, vec![("id", "t1".into())]))
         );
-        assert_eq!(r(Method::GET, "/tasks/x:other"), Some((m::GET_TASK, vec![("id", "x:other".into())])));
+        assert_eq!(r(Method::GET, "/tasks/x:other"), Some((K::GetTask, vec![("id", "x:other".into())])));
         assert_eq!(
             r(Method::POST, "/acme/tasks/t1:injectReminder"),
-            Some((reminders::METHOD, vec![("taskId", "t1".into()), ("tenant", "acme".into())]))
+            Some((K::InjectReminder, vec![("taskId", "t1".into()), ("tenant", "acme".into())]))
         );
         assert_eq!(r(Method::GET, "/tasks/t1:injectReminder"), None);
     }
@@ -214,18 +218,18 @@ mod tests {
     fn every_route_exists_under_a_tenant() {
         assert_eq!(
             r(Method::POST, "/acme/message:send"),
-            Some((m::SEND_MESSAGE, vec![("tenant", "acme".into())]))
+            Some((K::SendMessage, vec![("tenant", "acme".into())]))
         );
         assert_eq!(
             r(Method::DELETE, "/acme/tasks/t/pushNotificationConfigs/c"),
             Some((
-                m::DELETE_PUSH_CONFIG,
+                K::DeletePushConfig,
                 vec![("taskId", "t".into()), ("id", "c".into()), ("tenant", "acme".into())]
             ))
         );
         assert_eq!(
             r(Method::GET, "/acme/extendedAgentCard"),
-            Some((m::GET_EXTENDED_CARD, vec![("tenant", "acme".into())]))
+            Some((K::GetExtendedCard, vec![("tenant", "acme".into())]))
         );
     }
 

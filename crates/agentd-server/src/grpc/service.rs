@@ -1,20 +1,19 @@
 //! `lf.a2a.v1.A2AService`: each rpc authenticates (`authorization`
 //! metadata), checks `a2a-version` and activates `a2a-extensions` exactly as
 //! the HTTP bindings do (the metadata *is* the request's header map),
-//! converts the message, calls the engine and converts the answer back.
+//! converts the message into its [`Operation`], executes it as every
+//! binding does and converts the outcome back.
 //! Activated extensions are echoed in the `a2a-extensions` response metadata.
 
 use super::pb::{self, a2a_service_server::A2aService};
 use super::status::to_status;
 use crate::admission::StreamSlot;
 use crate::auth::AuthFailure;
-use crate::dispatch::EventSource;
-use crate::errors::grpc;
+use crate::dispatch::{EventSource, Outcome, Reply, execute};
+use crate::operation::{Operation, OperationKind as K};
 use crate::params::{RequestContext, authenticate, service_params};
 use crate::state::AppState;
-use agentd_core::SendOutcome;
-use agentd_proto::jsonrpc::methods as m;
-use agentd_proto::{A2aError, ErrorKind, StreamResponse};
+use agentd_proto::{A2aError, ErrorKind};
 use futures::Stream;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -27,34 +26,61 @@ pub type EventStream = Pin<Box<dyn Stream<Item = std::result::Result<pb::StreamR
 
 pub struct A2aGrpc {
     state: AppState,
-    /// The card in its prost form, converted once.
-    card: pb::AgentCard,
 }
 
 impl A2aGrpc {
     pub fn new(state: AppState) -> Self {
-        let card = state.card.card.clone().into();
-        Self { state, card }
+        Self { state }
     }
 
-    /// Service parameters of the call, before any conversion or dispatch.
-    fn begin<T>(&self, req: Request<T>, method: &str) -> std::result::Result<(RequestContext, T), Status> {
+    /// Service parameters of the call, before any conversion or execution.
+    fn begin<T>(&self, req: Request<T>, kind: K) -> std::result::Result<(RequestContext, T), Status> {
         let (metadata, _, msg) = req.into_parts();
         let headers = metadata.into_headers();
         let principal = authenticate(&self.state, &headers).map_err(unauthenticated)?;
-        let ctx =
-            service_params(&self.state, principal, &headers, None, method).map_err(|e| to_status(&e))?;
+        let ctx = service_params(&self.state, principal, &headers, None, kind.method())
+            .map_err(|e| to_status(&e))?;
         Ok((ctx, msg))
     }
 
-    /// The engine as this call sees it: Tasks annotated when the call
-    /// activated the task-annotations extension.
-    fn engine(&self, ctx: &RequestContext) -> agentd_core::Engine {
-        self.state.engine.annotating(ctx.activated.contains(agentd_proto::ext::task_annotations::URI))
+    /// A unary rpc: its request as the operation, executed, the outcome
+    /// converted back.
+    async fn unary<T, U: FromOutcome>(
+        &self,
+        req: Request<T>,
+        kind: K,
+        to_op: impl FnOnce(T) -> std::result::Result<Operation, A2aError> + Send,
+    ) -> Result<U> {
+        let (ctx, msg) = self.begin(req, kind)?;
+        let r = async {
+            let op = to_op(msg)?;
+            debug_assert_eq!(op.kind(), kind, "an rpc converts into its own operation");
+            U::from_outcome(execute(&self.state, &ctx, op).await.map_err(crate::errors::grpc)?)
+                .ok_or_else(|| unexpected(kind))
+        };
+        finish(&ctx, r.await)
     }
 
-    fn shutdown(&self) -> CancellationToken {
-        self.state.shutdown.clone()
+    /// A server-streaming rpc: as [`Self::unary`], holding a place under
+    /// the stream cap taken before the request is converted.
+    async fn stream<T>(
+        &self,
+        req: Request<T>,
+        kind: K,
+        to_op: impl FnOnce(T) -> std::result::Result<Operation, A2aError> + Send,
+    ) -> Result<EventStream> {
+        let (ctx, msg) = self.begin(req, kind)?;
+        let slot = self.state.admission.stream().map_err(|e| to_status(&e))?;
+        let r = async {
+            let op = to_op(msg)?;
+            debug_assert_eq!(op.kind(), kind, "an rpc converts into its own operation");
+            match execute(&self.state, &ctx, op).await.map_err(crate::errors::grpc)? {
+                Outcome::Stream(src) => Ok(src),
+                Outcome::Value(_) | Outcome::Done => Err(unexpected(kind)),
+            }
+        };
+        let shutdown = self.state.shutdown.clone();
+        finish(&ctx, r.await.map(|src| Opened(events(src, shutdown, slot))))
     }
 }
 
@@ -70,11 +96,6 @@ fn unauthenticated(f: AuthFailure) -> Status {
     let mut s = to_status(&A2aError::new(ErrorKind::Unauthenticated, msg));
     s.metadata_mut().insert("www-authenticate", MetadataValue::from_static(challenge));
     s
-}
-
-/// Whether the request's streams show reminder lifecycle events.
-fn reminder_events(ctx: &RequestContext) -> bool {
-    ctx.activated.contains(agentd_proto::ext::reminders::URI)
 }
 
 /// The answer, with the activated extensions echoed on success and failure.
@@ -122,7 +143,7 @@ fn events(src: EventSource, shutdown: CancellationToken, slot: StreamSlot) -> Ev
                     };
                     match next? {
                         Ok(ev) => Some((Ok(Arc::unwrap_or_clone(ev).into()), Some(EventSource::Task(evs)))),
-                        Err(e) => Some((Err(to_status(&grpc(e))), None)),
+                        Err(e) => Some((Err(to_status(&crate::errors::grpc(e))), None)),
                     }
                 }
             }
@@ -133,101 +154,119 @@ fn events(src: EventSource, shutdown: CancellationToken, slot: StreamSlot) -> Ev
 #[tonic::async_trait]
 impl A2aService for A2aGrpc {
     async fn send_message(&self, req: Request<pb::SendMessageRequest>) -> Result<pb::SendMessageResponse> {
-        let (ctx, msg) = self.begin(req, m::SEND_MESSAGE)?;
-        let r = async {
-            super::limits::check_send(&msg, self.state.config.json)?;
-            self.engine(&ctx).send_message(&ctx.principal, msg.try_into()?).await.map_err(grpc)
-        }
-        .await;
-        finish(&ctx, r)
+        let limits = self.state.config.json;
+        self.unary(req, K::SendMessage, |msg| {
+            super::limits::check_send(&msg, limits)?;
+            Ok(Operation::SendMessage(msg.try_into()?))
+        })
+        .await
     }
 
     type SendStreamingMessageStream = EventStream;
 
     async fn send_streaming_message(&self, req: Request<pb::SendMessageRequest>) -> Result<EventStream> {
-        let (ctx, msg) = self.begin(req, m::SEND_STREAMING_MESSAGE)?;
-        let slot = self.state.admission.stream().map_err(|e| to_status(&e))?;
-        let r = async {
-            super::limits::check_send(&msg, self.state.config.json)?;
-            Ok(match self.engine(&ctx).send(&ctx.principal, msg.try_into()?, true).await.map_err(grpc)? {
-                SendOutcome::Message(msg) => EventSource::One(Box::new(StreamResponse::Message(msg))),
-                SendOutcome::Task(evs) => {
-                    EventSource::Task(Box::new(evs.with_reminder_events(reminder_events(&ctx))))
-                }
-            })
-        }
-        .await;
-        finish(&ctx, r.map(|src| Opened(events(src, self.shutdown(), slot))))
+        let limits = self.state.config.json;
+        self.stream(req, K::SendStreamingMessage, |msg| {
+            super::limits::check_send(&msg, limits)?;
+            Ok(Operation::SendStreamingMessage(msg.try_into()?))
+        })
+        .await
     }
 
     async fn get_task(&self, req: Request<pb::GetTaskRequest>) -> Result<pb::Task> {
-        let (ctx, msg) = self.begin(req, m::GET_TASK)?;
-        finish(&ctx, self.engine(&ctx).get_task(&ctx.principal, msg.into()).await.map_err(grpc))
+        self.unary(req, K::GetTask, |msg| Ok(Operation::GetTask(msg.into()))).await
     }
 
     async fn list_tasks(&self, req: Request<pb::ListTasksRequest>) -> Result<pb::ListTasksResponse> {
-        let (ctx, msg) = self.begin(req, m::LIST_TASKS)?;
-        let r =
-            async { self.engine(&ctx).list_tasks(&ctx.principal, msg.try_into()?).await.map_err(grpc) }.await;
-        finish(&ctx, r)
+        self.unary(req, K::ListTasks, |msg| Ok(Operation::ListTasks(msg.try_into()?))).await
     }
 
     async fn cancel_task(&self, req: Request<pb::CancelTaskRequest>) -> Result<pb::Task> {
-        let (ctx, msg) = self.begin(req, m::CANCEL_TASK)?;
-        let r = async { self.engine(&ctx).cancel_task(&ctx.principal, msg.try_into()?).await.map_err(grpc) }
-            .await;
-        finish(&ctx, r)
+        self.unary(req, K::CancelTask, |msg| Ok(Operation::CancelTask(msg.try_into()?))).await
     }
 
     type SubscribeToTaskStream = EventStream;
 
     async fn subscribe_to_task(&self, req: Request<pb::SubscribeToTaskRequest>) -> Result<EventStream> {
-        let (ctx, msg) = self.begin(req, m::SUBSCRIBE_TO_TASK)?;
-        let slot = self.state.admission.stream().map_err(|e| to_status(&e))?;
-        let r = self.engine(&ctx).subscribe(&ctx.principal, msg.into()).await.map_err(grpc);
-        let r = r.map(|evs| evs.with_reminder_events(reminder_events(&ctx)));
-        finish(&ctx, r.map(|evs| Opened(events(EventSource::Task(Box::new(evs)), self.shutdown(), slot))))
+        self.stream(req, K::SubscribeToTask, |msg| Ok(Operation::SubscribeToTask(msg.into()))).await
     }
 
     async fn create_task_push_notification_config(
         &self,
         req: Request<pb::TaskPushNotificationConfig>,
     ) -> Result<pb::TaskPushNotificationConfig> {
-        let (ctx, msg) = self.begin(req, m::CREATE_PUSH_CONFIG)?;
-        finish(&ctx, self.engine(&ctx).create_push_config(&ctx.principal, msg.into()).await.map_err(grpc))
+        self.unary(req, K::CreatePushConfig, |msg| Ok(Operation::CreatePushConfig(msg.into()))).await
     }
 
     async fn get_task_push_notification_config(
         &self,
         req: Request<pb::GetTaskPushNotificationConfigRequest>,
     ) -> Result<pb::TaskPushNotificationConfig> {
-        let (ctx, msg) = self.begin(req, m::GET_PUSH_CONFIG)?;
-        finish(&ctx, self.engine(&ctx).get_push_config(&ctx.principal, msg.into()).await.map_err(grpc))
+        self.unary(req, K::GetPushConfig, |msg| Ok(Operation::GetPushConfig(msg.into()))).await
     }
 
     async fn list_task_push_notification_configs(
         &self,
         req: Request<pb::ListTaskPushNotificationConfigsRequest>,
     ) -> Result<pb::ListTaskPushNotificationConfigsResponse> {
-        let (ctx, msg) = self.begin(req, m::LIST_PUSH_CONFIGS)?;
-        finish(&ctx, self.engine(&ctx).list_push_configs(&ctx.principal, msg.into()).await.map_err(grpc))
+        self.unary(req, K::ListPushConfigs, |msg| Ok(Operation::ListPushConfigs(msg.into()))).await
     }
 
     async fn get_extended_agent_card(
         &self,
         req: Request<pb::GetExtendedAgentCardRequest>,
     ) -> Result<pb::AgentCard> {
-        let (ctx, _) = self.begin(req, m::GET_EXTENDED_CARD)?;
-        finish(&ctx, Ok::<_, A2aError>(self.card.clone()))
+        self.unary(req, K::GetExtendedCard, |msg| Ok(Operation::GetExtendedCard(msg.into()))).await
     }
 
     async fn delete_task_push_notification_config(
         &self,
         req: Request<pb::DeleteTaskPushNotificationConfigRequest>,
     ) -> Result<()> {
-        let (ctx, msg) = self.begin(req, m::DELETE_PUSH_CONFIG)?;
-        finish(&ctx, self.engine(&ctx).delete_push_config(&ctx.principal, msg.into()).await.map_err(grpc))
+        self.unary(req, K::DeletePushConfig, |msg| Ok(Operation::DeletePushConfig(msg.into()))).await
     }
+}
+
+/// The prost answer of a unary operation, taken from its outcome; `None`
+/// when the outcome is not the one the rpc declares.
+trait FromOutcome: Sized {
+    fn from_outcome(o: Outcome) -> Option<Self>;
+}
+
+macro_rules! from_reply {
+    ($pb:ty, $variant:ident) => {
+        impl FromOutcome for $pb {
+            fn from_outcome(o: Outcome) -> Option<Self> {
+                match o {
+                    Outcome::Value(reply) => match *reply {
+                        Reply::$variant(v) => Some(v.into()),
+                        _ => None,
+                    },
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+from_reply!(pb::SendMessageResponse, Sent);
+from_reply!(pb::Task, Task);
+from_reply!(pb::ListTasksResponse, Tasks);
+from_reply!(pb::TaskPushNotificationConfig, PushConfig);
+from_reply!(pb::ListTaskPushNotificationConfigsResponse, PushConfigs);
+from_reply!(pb::AgentCard, Card);
+
+impl FromOutcome for () {
+    fn from_outcome(o: Outcome) -> Option<Self> {
+        matches!(o, Outcome::Done).then_some(())
+    }
+}
+
+/// An operation answered with an outcome its rpc cannot carry: a bug of
+/// this binding, logged and answered as an internal error.
+fn unexpected(kind: K) -> A2aError {
+    tracing::error!(operation = kind.method(), "the operation's outcome does not fit its gRPC answer");
+    A2aError::internal()
 }
 
 /// An opened event stream (lets [`finish`] convert with `From`). Streams
