@@ -250,10 +250,10 @@ impl TryFrom<pb::StreamResponse> for StreamResponse {
                 StreamResponse::Message(Message::try_from(m).map_err(|e| e.under("message"))?)
             }
             Some(Payload::StatusUpdate(s)) => StreamResponse::StatusUpdate(
-                TaskStatusUpdateEvent::try_from(s).map_err(|e| e.under("statusUpdate"))?,
+                TaskStatusUpdateEvent::try_from(s).map_err(|e| e.under("status_update"))?,
             ),
             Some(Payload::ArtifactUpdate(a)) => StreamResponse::ArtifactUpdate(
-                TaskArtifactUpdateEvent::try_from(a).map_err(|e| e.under("artifactUpdate"))?,
+                TaskArtifactUpdateEvent::try_from(a).map_err(|e| e.under("artifact_update"))?,
             ),
         })
     }

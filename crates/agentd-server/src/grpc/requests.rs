@@ -104,7 +104,7 @@ impl TryFrom<pb::ListTasksRequest> for ListTasksRequest {
             page_size: r.page_size,
             page_token: r.page_token,
             history_length: r.history_length,
-            status_timestamp_after: opt(r.status_timestamp_after, "statusTimestampAfter", timestamp_in)?,
+            status_timestamp_after: opt(r.status_timestamp_after, "status_timestamp_after", timestamp_in)?,
             include_artifacts: r.include_artifacts,
         })
     }

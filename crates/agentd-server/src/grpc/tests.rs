@@ -180,7 +180,7 @@ fn malformed_requests_name_the_field() {
         ..Default::default()
     })
     .unwrap_err();
-    assert_eq!(e.field, "statusTimestampAfter");
+    assert_eq!(e.field, "status_timestamp_after");
 
     // As a status: INVALID_ARGUMENT with a BadRequest naming the field.
     use tonic_types::StatusExt;
@@ -189,7 +189,7 @@ fn malformed_requests_name_the_field() {
     let details = s.get_error_details();
     assert_eq!(
         details.bad_request().map(|b| b.field_violations[0].field.as_str()),
-        Some("statusTimestampAfter")
+        Some("status_timestamp_after")
     );
 }
 
