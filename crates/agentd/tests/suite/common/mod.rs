@@ -39,9 +39,13 @@ impl Daemon {
     /// Starts a daemon in this process with a fresh data directory and
     /// extra `serve` args.
     pub fn start(args: &[&str]) -> Daemon {
+        Daemon::in_fresh_dir(|dir| Daemon::start_in(dir, args))
+    }
+
+    /// A daemon `start` gives on a fresh data directory it owns.
+    fn in_fresh_dir(start: impl FnOnce(&Path) -> Daemon) -> Daemon {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let dir = tmp.path().to_path_buf();
-        let mut d = Daemon::start_in(&dir, args);
+        let mut d = start(tmp.path());
         d._tmp = Some(tmp);
         d
     }
@@ -66,11 +70,7 @@ impl Daemon {
 
     /// `start` as an `agentd serve` process (kill -9, signals, its memory).
     pub fn process(args: &[&str]) -> Daemon {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let dir = tmp.path().to_path_buf();
-        let mut d = Daemon::process_in(&dir, args);
-        d._tmp = Some(tmp);
-        d
+        Daemon::in_fresh_dir(|dir| Daemon::process_in(dir, args))
     }
 
     /// `start_in` as an `agentd serve` process.
