@@ -26,13 +26,16 @@ fn given(req: &axum::extract::Request) -> Option<String> {
 pub async fn layer(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
     let id = given(&req).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let span = tracing::info_span!("request", id = %id);
-    let (method, path) = (req.method().clone(), req.uri().path().to_owned());
-    let start = std::time::Instant::now();
+    // What the debug line needs is copied only when it will be written.
+    let line = tracing::enabled!(tracing::Level::DEBUG)
+        .then(|| (req.method().clone(), req.uri().path().to_owned(), std::time::Instant::now()));
     let mut resp = next.run(req).instrument(span.clone()).await;
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut().insert(HEADER, v);
     }
-    let ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
-    span.in_scope(|| tracing::debug!(%method, %path, status = resp.status().as_u16(), ms, "request"));
+    if let Some((method, path, start)) = line {
+        let ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        span.in_scope(|| tracing::debug!(%method, %path, status = resp.status().as_u16(), ms, "request"));
+    }
     resp
 }
