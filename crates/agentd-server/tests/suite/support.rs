@@ -1,6 +1,6 @@
 //! What several areas share: the server built in process on a real socket.
 
-use agentd_core::{Engine, EngineConfig};
+use agentd_core::{EngineBuilder, EngineConfig};
 use agentd_runtime::EchoAgent;
 use agentd_server::push::SsrfGuard;
 use agentd_server::{
@@ -20,12 +20,13 @@ pub async fn serve_in_process(
 ) -> (SocketAddr, CancellationToken) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let engine = Engine::new(
+    let runtime = EngineBuilder::new(
         Arc::new(MemoryStore::default()),
         Arc::new(EchoAgent),
         Arc::new(SsrfGuard::new(true)),
         EngineConfig::default(),
-    );
+    )
+    .build();
     let card = CardService::new(
         CardConfig {
             name: "t".into(),
@@ -46,7 +47,7 @@ pub async fn serve_in_process(
     );
     let shutdown = CancellationToken::new();
     let state = AppState {
-        engine,
+        engine: runtime.engine().clone(),
         auth: Arc::new(Authenticator::default()),
         card: Arc::new(card),
         extensions: Arc::new(extensions),
