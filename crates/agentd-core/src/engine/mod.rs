@@ -461,7 +461,10 @@ impl Engine {
             engine.inner.conversations.release(admission);
             engine.finish_run(&id, generation).await;
         });
-        self.inner.background.spawn(run);
+        // In the span of what started it (a request's, with its id): the
+        // run's log lines, its commits' among them, say which request
+        // caused them.
+        self.inner.background.spawn(tracing::Instrument::in_current_span(run));
     }
 
     /// After a run: a task still active with nothing running it fails.

@@ -1,6 +1,6 @@
 //! What several areas share: the server built in process on a real socket.
 
-use agentd_core::{EngineBuilder, EngineConfig};
+use agentd_core::{EngineBuilder, EngineConfig, Store};
 use agentd_runtime::EchoAgent;
 use agentd_server::push::SsrfGuard;
 use agentd_server::{
@@ -18,10 +18,19 @@ pub async fn serve_in_process(
     extensions: ExtensionRegistry,
     policy: VersionPolicy,
 ) -> (SocketAddr, CancellationToken) {
+    serve_on(Arc::new(MemoryStore::default()), extensions, policy).await
+}
+
+/// [`serve_in_process`] over `store`.
+pub async fn serve_on(
+    store: Arc<dyn Store>,
+    extensions: ExtensionRegistry,
+    policy: VersionPolicy,
+) -> (SocketAddr, CancellationToken) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let runtime = EngineBuilder::new(
-        Arc::new(MemoryStore::default()),
+        store,
         Arc::new(EchoAgent),
         Arc::new(SsrfGuard::new(true)),
         EngineConfig::default(),
