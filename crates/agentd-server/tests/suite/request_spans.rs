@@ -32,7 +32,15 @@ async fn a_store_commit_during_a_json_rpc_call_logs_with_the_request_id() {
         .with_writer(move || Captured(sink.clone()))
         .with_ansi(false)
         .finish();
+    // tracing-core caches whether a log line is wanted per call site, for
+    // the whole process. With a single subscriber registered (this one) it
+    // asks only the default of the thread that reaches a call site first:
+    // a line another test's thread logs first (a store commit) would stay
+    // off here. A second registered one (a no-op, nobody's default) makes
+    // it ask every registered subscriber, and the cache is rebuilt so.
+    let _second = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
     let _default = tracing::subscriber::set_default(subscriber);
+    tracing::callsite::rebuild_interest_cache();
 
     let dir = tempfile::tempdir().expect("tempdir");
     let store = SqliteStore::open(&dir.path().join("agentd.db"), SqliteOptions::default()).expect("store");
