@@ -3,7 +3,7 @@
 //! (`crates/agentd-server/tests/suite/fuzz_regressions.rs`) includes this very
 //! file, so a script is replayed against the daemon the fuzzer ran.
 
-use agentd_core::{Engine, EngineConfig};
+use agentd_core::{Engine, EngineBuilder, EngineConfig};
 use agentd_runtime::agent_loop::{Limits, Tool, Tools};
 use agentd_runtime::commands::{Commands, Grants, ops::DEFAULT_GRANTS};
 use agentd_runtime::model::ModelConfig;
@@ -31,11 +31,12 @@ pub fn engine(dir: &Path) -> Engine {
         Tools::new(tools),
     )
     .expect("default profile");
-    let engine =
-        Engine::new(Arc::new(store), agent, Arc::new(SsrfGuard::new(false)), EngineConfig::default());
     let grants: Vec<String> = DEFAULT_GRANTS.iter().map(|s| (*s).to_owned()).collect();
     let grants = Grants::new(&grants, &grants).expect("default grants");
-    engine.set_commands(Arc::new(Commands::new(grants, subagents.clone(), model.name())));
-    engine.add_observer(subagents);
-    engine
+    let runtime =
+        EngineBuilder::new(Arc::new(store), agent, Arc::new(SsrfGuard::new(false)), EngineConfig::default())
+            .commands(Arc::new(Commands::new(grants, subagents.clone(), model.name())))
+            .observer(subagents)
+            .build();
+    runtime.engine().clone()
 }

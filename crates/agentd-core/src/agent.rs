@@ -3,7 +3,7 @@
 //! [`TaskControl`], so every change goes through the state machine, is
 //! committed, and only then reaches clients.
 
-use crate::engine::Engine;
+use crate::engine::Runtime;
 use crate::error::Error;
 use crate::transition::Change;
 use agentd_proto::{Artifact, Message, TaskState};
@@ -40,7 +40,7 @@ pub struct ConversationTurn {
 /// The handle an agent run uses to move its task.
 #[derive(Clone)]
 pub struct TaskControl {
-    pub(crate) engine: Engine,
+    pub(crate) runtime: Runtime,
     pub(crate) task_id: String,
     pub(crate) context_id: String,
     pub(crate) cancel: CancellationToken,
@@ -53,22 +53,21 @@ impl TaskControl {
     pub fn context_id(&self) -> &str {
         &self.context_id
     }
-    /// The engine, for work a run starts on its task's behalf (a subagent).
-    /// Every operation on it authorizes as usual; the run's own task still
-    /// moves only through this handle.
-    pub fn engine(&self) -> &Engine {
-        &self.engine
+    /// The runtime handle, for work a run starts on its task's behalf (a
+    /// subagent). The run's own task still moves only through this handle.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
     }
     /// The task as committed now: owner, link, parent.
     pub async fn record(&self) -> Result<crate::record::TaskRecord, Error> {
-        self.engine.record(&self.task_id).await?.ok_or_else(|| Error::task_not_found(&self.task_id))
+        self.runtime.engine().record(&self.task_id).await?.ok_or_else(|| Error::task_not_found(&self.task_id))
     }
     /// Fires when the task is canceled; a run should stop promptly.
     pub fn cancelled(&self) -> &CancellationToken {
         &self.cancel
     }
     async fn change(&self, change: Change) -> Result<(), Error> {
-        self.engine.apply_change(&self.task_id, change).await
+        self.runtime.engine().apply_change(&self.task_id, change).await
     }
     pub async fn status(&self, state: TaskState, message: Option<Message>) -> Result<(), Error> {
         self.change(Change::Status { state, message }).await
@@ -113,7 +112,8 @@ impl TaskControl {
         status: Option<(TaskState, Option<Message>)>,
         extra: crate::store::Batch,
     ) -> Result<crate::record::TaskRecord, Error> {
-        self.engine
+        self.runtime
+            .engine()
             .mutate_with(&self.task_id, extra, |rec, now| {
                 meta(&mut rec.meta);
                 match status {
@@ -131,17 +131,17 @@ impl TaskControl {
     /// now, including input that arrived while it waited). Steering input
     /// already in that history is not returned again by `take_steering`.
     pub async fn conversation(&self) -> Result<Vec<ConversationTurn>, Error> {
-        self.engine.conversation(&self.task_id, &self.context_id).await
+        self.runtime.engine().conversation(&self.task_id, &self.context_id).await
     }
 
     /// The task's active reminders for the model call about to be made;
     /// the call counts against each one's `ttlTurns`. Call once per model call.
     pub async fn reminders_for_model_call(&self) -> Vec<crate::reminder::DeliveredReminder> {
-        self.engine.deliver_reminders(&self.task_id).await
+        self.runtime.engine().deliver_reminders(&self.task_id).await
     }
 
     /// Client messages that arrived while the task was working (steering input).
     pub async fn take_steering(&self) -> Vec<Message> {
-        self.engine.take_steering(&self.task_id).await
+        self.runtime.engine().take_steering(&self.task_id).await
     }
 }

@@ -23,8 +23,8 @@ pub mod transition;
 pub use agent::{Agent, ConversationTurn, TaskControl, Turn};
 pub use background::Background;
 pub use engine::{
-    CommandHandler, CommandOutcome, Engine, EngineConfig, PushUrlPolicy, SendOutcome, StartTask, TaskEvents,
-    TaskObserver,
+    CommandHandler, CommandOutcome, Engine, EngineBuilder, EngineConfig, Outbox, PushUrlPolicy, Runtime,
+    SendOutcome, StartTask, TaskEvents, TaskObserver,
 };
 pub use engine::{EventFeed, FeedItem};
 pub use error::{Error, FieldPath, Invalid, Naming, Segment, Violation, Violations};

@@ -141,6 +141,22 @@ impl Batch {
         }
     }
 
+    /// How many rows the batch writes or removes (each task, config,
+    /// event, outbox row, reminder, closed context; retention counts one).
+    pub fn size(&self) -> usize {
+        self.tasks.len()
+            + self.push_upserts.len()
+            + self.push_deletes.len()
+            + self.push_events.len()
+            + self.bridge_deliveries.len()
+            + self.outbox_done.len()
+            + self.outbox_retry.len()
+            + self.events.len()
+            + usize::from(self.prune_events.is_some())
+            + self.reminders.len()
+            + self.closed_contexts.len()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.tasks.is_empty()
             && self.push_upserts.is_empty()

@@ -202,6 +202,7 @@ impl Inner {
 
 #[async_trait]
 impl Store for MemoryStore {
+    #[tracing::instrument(name = "store.commit", level = "debug", skip_all, fields(size = batch.size(), tasks = batch.tasks.len()))]
     async fn commit(&self, batch: Batch) -> Result<(), StoreError> {
         // Normalize first: an encoding error fails the batch before any change.
         let tasks = batch.tasks.iter().map(normalize_task).collect::<Result<Vec<_>, _>>()?;
@@ -213,6 +214,7 @@ impl Store for MemoryStore {
         let events = inner.append_events(&batch);
         // Announced under the lock, so receivers see seq order.
         self.announcer.announce(events);
+        tracing::debug!("committed");
         Ok(())
     }
 

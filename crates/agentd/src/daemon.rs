@@ -8,7 +8,7 @@
 //! process the same way.
 
 use crate::config::{Config, resolve_secret};
-use agentd_core::{Engine, EngineConfig, GateBridge, Principal};
+use agentd_core::{EngineBuilder, EngineConfig, GateBridge, Outbox, Principal, Runtime};
 use agentd_proto::AgentProvider;
 use agentd_proto::ext::events::LifecycleEvent;
 use agentd_proto::jsonrpc::methods;
@@ -43,7 +43,8 @@ const STOP_WAIT: Duration = Duration::from_secs(10);
 /// recovered, not serving yet.
 pub struct Daemon {
     cfg: Config,
-    engine: Engine,
+    runtime: Runtime,
+    outbox: Outbox,
     auth: Authenticator,
     extensions: ExtensionRegistry,
     skills: Vec<agentd_proto::AgentSkill>,
@@ -116,12 +117,17 @@ impl Daemon {
             ..EngineConfig::default()
         };
         let input_modes = engine_cfg.input_modes.clone();
-        let engine =
-            Engine::new(Arc::new(store), agent, Arc::new(SsrfGuard::new(cfg.push.allow_private)), engine_cfg);
+        let builder = EngineBuilder::new(
+            Arc::new(store),
+            agent,
+            Arc::new(SsrfGuard::new(cfg.push.allow_private)),
+            engine_cfg,
+        );
+        let outbox = builder.outbox();
         // Opened gates are announced through the bridge; runs delegate through
         // the same delegator as the model's `delegate` tool; run, step and gate
         // events go to the events feed.
-        let gate_bridge = gate_bridge(&cfg, &engine, &instruction.channels);
+        let gate_bridge = gate_bridge(&cfg, &outbox, &instruction.channels);
         let workflows = Workflows::new(
             instruction.workflows,
             WorkflowDeps {
@@ -129,21 +135,23 @@ impl Daemon {
                 system_prompt: instruction.system_prompt.clone(),
                 bridge: Some(gate_bridge),
                 delegator: Some(delegator.clone()),
-                events: Some(Arc::new(FeedSink::new(engine.clone()))),
+                events: Some(Arc::new(FeedSink::new(builder.runtime()))),
             },
         );
-        workflows.install(&engine);
-        engine.set_commands(Arc::new(
-            commands::Commands::new(grants, subagents.clone(), model.name())
-                .with_workflows(workflows.clone()),
-        ));
-        engine.add_observer(subagents);
+        let runtime = workflows
+            .install(builder)
+            .commands(Arc::new(
+                commands::Commands::new(grants, subagents.clone(), model.name())
+                    .with_workflows(workflows.clone()),
+            ))
+            .observer(subagents)
+            .build();
         // Runs that were working resume here; the others fail with a reason.
-        let failed = engine.recover().await.map_err(|e| anyhow::anyhow!("recovery failed: {e}"))?;
+        let failed = runtime.recover().await.map_err(|e| anyhow::anyhow!("recovery failed: {e}"))?;
         if failed > 0 {
             tracing::warn!(tasks = failed, "tasks interrupted by the last shutdown were marked failed");
         }
-        workflows.rearm_gates(&engine).await.map_err(|e| anyhow::anyhow!("recovery failed: {e}"))?;
+        workflows.rearm_gates(&runtime).await.map_err(|e| anyhow::anyhow!("recovery failed: {e}"))?;
 
         let mut declared = agentd_server::ext_docs::declared();
         let mut command_params = commands::card_params();
@@ -173,7 +181,8 @@ impl Daemon {
             .unwrap_or_else(|| format!("An agentd agent ({} profile) served over A2A 1.0", cfg.agent));
         Ok(Daemon {
             cfg,
-            engine,
+            runtime,
+            outbox,
             auth,
             extensions,
             skills,
@@ -197,7 +206,8 @@ impl Daemon {
     pub async fn serve(self, listener: TcpListener, shutdown: CancellationToken) -> anyhow::Result<()> {
         let Daemon {
             cfg,
-            engine,
+            runtime,
+            outbox,
             auth,
             extensions,
             skills,
@@ -231,7 +241,7 @@ impl Daemon {
             },
             &extensions,
         );
-        let background = engine.background().clone();
+        let background = runtime.background().clone();
         let readiness = Readiness::default();
         crate::probe::spawn(&cfg.model, readiness.clone(), &background);
         let config = Arc::new(ServerConfig {
@@ -249,7 +259,7 @@ impl Daemon {
             readiness: readiness.clone(),
         });
         let state = AppState {
-            engine: engine.clone(),
+            engine: runtime.engine().clone(),
             auth: Arc::new(auth),
             card: Arc::new(card),
             extensions: Arc::new(extensions),
@@ -262,7 +272,7 @@ impl Daemon {
         // Always running: bridge announcements use the outbox even when push
         // notifications are disabled (then no push rows are ever queued).
         let _push = spawn_push_worker(
-            engine.clone(),
+            outbox,
             PushWorkerConfig {
                 allow_private: cfg.push.allow_private,
                 max_attempts: cfg.push.max_attempts,
@@ -274,10 +284,10 @@ impl Daemon {
             background.shutdown().clone(),
         );
         background.spawn_until_shutdown(prune_events(
-            engine.clone(),
+            runtime.clone(),
             Duration::from_millis(cfg.events.prune_interval_ms.max(10)),
         ));
-        if let Err(e) = engine.emit_lifecycle(LifecycleEvent::Started, VERSION).await {
+        if let Err(e) = runtime.emit_lifecycle(LifecycleEvent::Started, VERSION).await {
             background.stop(STOP_WAIT).await;
             anyhow::bail!("cannot write the start event: {e}");
         }
@@ -297,7 +307,7 @@ impl Daemon {
             r.context("the listener task failed")?.context("the listener failed")?;
             anyhow::bail!("the listener stopped before a shutdown was asked for");
         }
-        drain(&engine, &readiness, Duration::from_secs(cfg.shutdown.grace_secs)).await;
+        drain(&runtime, &readiness, Duration::from_secs(cfg.shutdown.grace_secs)).await;
         if !background.stop(STOP_WAIT).await {
             tracing::warn!(tasks = background.len(), "background tasks still running at exit");
         }
@@ -313,18 +323,18 @@ impl Daemon {
 
 /// Stops taking work, lets the runs finish within `grace`, then stops
 /// those left with an explicit status.
-async fn drain(engine: &Engine, readiness: &Readiness, grace: Duration) {
+async fn drain(runtime: &Runtime, readiness: &Readiness, grace: Duration) {
     tracing::info!(grace_secs = grace.as_secs(), "shutting down: no new work; running turns may finish");
     readiness.set("shutdown", false, "agentd is shutting down");
-    engine.stop_accepting();
+    runtime.stop_accepting();
     // Committed before the feeds close, so open feeds deliver it.
-    if let Err(e) = engine.emit_lifecycle(LifecycleEvent::Stopping, VERSION).await {
+    if let Err(e) = runtime.emit_lifecycle(LifecycleEvent::Stopping, VERSION).await {
         tracing::warn!(error = %e, "cannot write the stop event");
     }
-    if engine.drain_runs(grace).await {
+    if runtime.drain_runs(grace).await {
         return;
     }
-    let failed = engine.halt(HALT_WAIT).await;
+    let failed = runtime.halt(HALT_WAIT).await;
     tracing::warn!(
         tasks = failed,
         grace_secs = grace.as_secs(),
@@ -374,14 +384,14 @@ fn bridge_secrets(cfg: &Config, channels: &[agentd_instruction::Channel]) -> any
 /// deliver to are a warning here and an error when a gate names them.
 fn gate_bridge(
     cfg: &Config,
-    engine: &Engine,
+    outbox: &Outbox,
     channels: &[agentd_instruction::Channel],
 ) -> Arc<dyn GateBridge> {
     let declared: Vec<DeclaredChannel> = channels
         .iter()
         .map(|c| DeclaredChannel { name: c.name.clone(), kind: c.kind.clone(), target: c.target.clone() })
         .collect();
-    let bridge = ChannelBridge::new(engine.clone(), &declared, SsrfGuard::new(cfg.push.allow_private));
+    let bridge = ChannelBridge::new(outbox.clone(), &declared, SsrfGuard::new(cfg.push.allow_private));
     for problem in bridge.problems() {
         tracing::warn!("{problem}");
     }
@@ -408,9 +418,9 @@ fn tokens(cfg: &Config) -> anyhow::Result<Vec<TokenEntry>> {
 }
 
 /// Applies event retention now and then, for as long as the daemon runs.
-async fn prune_events(engine: Engine, every: Duration) {
+async fn prune_events(runtime: Runtime, every: Duration) {
     loop {
-        if let Err(e) = engine.prune_events().await {
+        if let Err(e) = runtime.prune_events().await {
             tracing::warn!(error = %e, "event retention failed");
         }
         tokio::time::sleep(every).await;

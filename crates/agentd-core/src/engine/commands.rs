@@ -4,7 +4,7 @@
 //! becoming a turn. Also the observer hook through which the runtime
 //! learns that a task ended.
 
-use super::{Engine, SendOutcome, TaskEvents};
+use super::{Engine, Runtime, SendOutcome, TaskEvents};
 use crate::error::{Error, FieldPath};
 use crate::principal::Principal;
 use crate::record::TaskRecord;
@@ -39,7 +39,7 @@ pub trait CommandHandler: Send + Sync + 'static {
         p: &Principal,
         op: &str,
         args: Value,
-        engine: &Engine,
+        runtime: &Runtime,
     ) -> Result<CommandOutcome, Error>;
 }
 
@@ -47,7 +47,7 @@ pub trait CommandHandler: Send + Sync + 'static {
 /// in a spawned task, so it may call back into the engine).
 #[async_trait]
 pub trait TaskObserver: Send + Sync + 'static {
-    async fn task_ended(&self, engine: &Engine, task_id: &str, state: TaskState);
+    async fn task_ended(&self, runtime: &Runtime, task_id: &str, state: TaskState);
 }
 
 /// A command found in a message: which part, the op, its arguments.
@@ -115,14 +115,16 @@ impl Engine {
         cfg: &SendMessageConfiguration,
         close_on_interrupt: bool,
     ) -> Result<SendOutcome, Error> {
-        let Some(handler) = self.inner.commands.get() else {
+        let Some(handler) = &self.installed().commands else {
             return Err(Error::unsupported(
                 "this agent runs no commands (the command extension is not set up)",
             ));
         };
         let prefix = command.prefix();
-        let outcome =
-            handler.run(p, &command.op, command.args, self).await.map_err(|e| locate(e, &prefix))?;
+        let outcome = handler
+            .run(p, &command.op, command.args, Runtime::of(self))
+            .await
+            .map_err(|e| locate(e, &prefix))?;
         match outcome {
             CommandOutcome::Reply(value) => {
                 let context_id = if msg.context_id.is_empty() { new_id() } else { msg.context_id.clone() };
@@ -168,7 +170,7 @@ impl Engine {
     /// Waits until a task is terminal or waits for input, and returns its
     /// record then. For the runtime (a parent waiting on a subagent); no
     /// authorization.
-    pub async fn settled(&self, id: &str) -> Result<TaskRecord, Error> {
+    pub(crate) async fn settled(&self, id: &str) -> Result<TaskRecord, Error> {
         loop {
             // A stream cut off for lagging ends early: look again.
             self.events_of(id, Some(0), true).await?.settle().await;
@@ -182,16 +184,15 @@ impl Engine {
     /// Tells the observers that a task ended (spawned: the caller holds the
     /// task's lock).
     pub(super) fn notify_ended(&self, id: &str, state: TaskState) {
-        let observers = self.inner.observers.read().unwrap_or_else(|e| e.into_inner()).clone();
-        if observers.is_empty() {
+        if self.installed().observers.is_empty() {
             return;
         }
         let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
-        let (engine, id) = (self.clone(), id.to_owned());
+        let (runtime, id) = (Runtime::new(self.annotating(false)), id.to_owned());
         self.inner.background.spawn_on(
             async move {
-                for o in observers {
-                    o.task_ended(&engine, &id, state).await;
+                for o in &runtime.installed().observers {
+                    o.task_ended(&runtime, &id, state).await;
                 }
             },
             &rt,

@@ -105,7 +105,7 @@ impl Engine {
     /// publishes it to the feed once committed. Its visibility is the
     /// task's: the owner and operators. `data` is the kind's payload as the
     /// events schema bundle describes it. TaskNotFound when no such task.
-    pub async fn emit_event(&self, kind: EventKind, task_id: &str, data: Value) -> Result<(), Error> {
+    pub(crate) async fn emit_event(&self, kind: EventKind, task_id: &str, data: Value) -> Result<(), Error> {
         let rec = self.record(task_id).await?.ok_or_else(|| Error::task_not_found(task_id))?;
         let ev = NewEvent::for_task(kind, &rec, Timestamp::now(), data);
         self.commit_events(vec![ev]).await
@@ -131,7 +131,7 @@ impl Engine {
 
     /// The daemon started or is stopping: a `lifecycle` event every
     /// principal may see.
-    pub async fn emit_lifecycle(&self, event: LifecycleEvent, version: &str) -> Result<(), Error> {
+    pub(crate) async fn emit_lifecycle(&self, event: LifecycleEvent, version: &str) -> Result<(), Error> {
         let data = LifecycleData { event, version: version.to_owned() };
         let ev = NewEvent {
             ts: Timestamp::now(),
@@ -145,7 +145,7 @@ impl Engine {
     }
 
     /// Removes the events retention no longer keeps (by count and age).
-    pub async fn prune_events(&self) -> Result<(), Error> {
+    pub(crate) async fn prune_events(&self) -> Result<(), Error> {
         let cfg = &self.inner.config;
         let age = i64::try_from(cfg.events_retain.as_millis()).unwrap_or(i64::MAX);
         let retention = EventRetention {

@@ -49,6 +49,7 @@ pub struct EventFeed {
 impl Engine {
     /// Opens the feed for `p`. Task events carry the task annotations when
     /// this handle annotates (see [`Engine::annotating`]).
+    #[tracing::instrument(name = "subscribe_events", level = "debug", skip_all)]
     pub async fn subscribe_events(&self, p: &Principal, params: SubscribeParams) -> Result<EventFeed, Error> {
         let store = self.inner.store.clone();
         let rx = store.subscribe_events();

@@ -26,12 +26,12 @@ impl Engine {
     }
 
     /// Stops taking new work: from now on a new message is refused.
-    pub fn stop_accepting(&self) {
+    pub(crate) fn stop_accepting(&self) {
         self.inner.stopping.store(true, Ordering::SeqCst);
     }
 
     /// Whether [`Engine::stop_accepting`] was called.
-    pub fn is_stopping(&self) -> bool {
+    pub(crate) fn is_stopping(&self) -> bool {
         self.inner.stopping.load(Ordering::SeqCst)
     }
 
@@ -53,7 +53,7 @@ impl Engine {
     /// Waits up to `grace` for every run of a turn to end (runs started
     /// meanwhile, a queued turn or a subagent, included); true when none
     /// is left.
-    pub async fn drain_runs(&self, grace: Duration) -> bool {
+    pub(crate) async fn drain_runs(&self, grace: Duration) -> bool {
         self.inner.runs.close();
         tokio::time::timeout(grace, self.inner.runs.wait()).await.is_ok()
     }
@@ -61,7 +61,7 @@ impl Engine {
     /// Stops every run still going: its task fails with [`STOPPED`], or,
     /// for a workflow run, is left for the next start to resume. Waits up
     /// to `within` for the runs to end. Returns how many tasks failed.
-    pub async fn halt(&self, within: Duration) -> usize {
+    pub(crate) async fn halt(&self, within: Duration) -> usize {
         self.inner.halted.store(true, Ordering::SeqCst);
         let mut failed = 0;
         for slot in self.inner.slots.all() {

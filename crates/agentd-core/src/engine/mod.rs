@@ -5,19 +5,25 @@
 //! Invariant: an event is published to streams only after the change that
 //! produced it is committed (see [`Engine::mutate`]).
 
+mod builder;
 mod commands;
 mod conversation;
 mod emit;
 mod feed;
 mod lifecycle;
+mod outbox;
 mod push;
 mod read;
 mod reminders;
+mod runtime;
 mod send;
 mod stream;
 
+pub use builder::EngineBuilder;
 pub use commands::{CommandHandler, CommandOutcome, TaskObserver};
 pub use feed::{EventFeed, FeedItem};
+pub use outbox::Outbox;
+pub use runtime::Runtime;
 pub use send::{SendOutcome, StartTask};
 pub use stream::TaskEvents;
 
@@ -35,7 +41,7 @@ use crate::transition::{self, Change, Refused};
 use agentd_proto::{Message, StreamResponse, Task, TaskState, Timestamp};
 use async_trait::async_trait;
 use dashmap::{DashMap, DashSet};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock};
 use tokio::sync::Notify;
 
 /// Decides whether a webhook URL may be registered (SSRF guard lives in the
@@ -86,18 +92,12 @@ struct Inner {
     /// Held by CreateTaskPushNotificationConfig from its config-id check to
     /// its commit (see `push.rs`).
     push_config_writes: tokio::sync::Mutex<()>,
-    /// Runs the command extension's ops; without one, commands are refused.
-    commands: OnceLock<Arc<dyn CommandHandler>>,
-    /// Told about every task that reached a terminal state.
-    observers: RwLock<Vec<Arc<dyn TaskObserver>>>,
+    /// The parts the builder installed (commands, observers, link agents,
+    /// gate keeper), set once by [`EngineBuilder::build`].
+    installed: OnceLock<builder::Installed>,
     /// The agent of each live task started with its own (a subagent);
     /// every other task runs the engine's agent.
     task_agents: DashMap<String, Arc<dyn Agent>>,
-    /// The agent of every task of a link kind (workflow runs), also after a
-    /// restart: such tasks are resumed by it instead of failed.
-    link_agents: DashMap<LinkKind, Arc<dyn Agent>>,
-    /// Checks answers to human gates; without one, any message answers.
-    gates: OnceLock<Arc<dyn GateKeeper>>,
     /// Conversations closed by `conversation.close`: new turns are refused.
     /// Each is a row committed with its closing, so `recover` loads them
     /// again: a restart keeps them closed.
@@ -117,6 +117,11 @@ struct Inner {
     halted: std::sync::atomic::AtomicBool,
 }
 
+/// The A2A engine: what the bindings hold. Every operation on it takes the
+/// caller's [`Principal`] and authorizes itself; nothing on this type
+/// starts, moves or settles a task without one, nor reaches the store.
+/// Those powers are on [`Runtime`] (the agent runtime's handle) and
+/// [`Outbox`] (push and bridge delivery), which the bindings never get.
 #[derive(Clone)]
 pub struct Engine {
     inner: Arc<Inner>,
@@ -126,37 +131,8 @@ pub struct Engine {
 }
 
 impl Engine {
-    pub fn new(
-        store: Arc<dyn Store>,
-        agent: Arc<dyn Agent>,
-        push_policy: Arc<dyn PushUrlPolicy>,
-        config: EngineConfig,
-    ) -> Self {
-        Self {
-            inner: Arc::new(Inner {
-                store,
-                agent,
-                push_policy,
-                config,
-                slots: Slots::default(),
-                conversations: Conversations::default(),
-                claims: Arc::default(),
-                push_wakeup: Notify::new(),
-                push_config_writes: tokio::sync::Mutex::new(()),
-                commands: OnceLock::new(),
-                observers: RwLock::new(Vec::new()),
-                task_agents: DashMap::new(),
-                link_agents: DashMap::new(),
-                gates: OnceLock::new(),
-                closed_contexts: DashSet::new(),
-                children: DashMap::new(),
-                background: crate::Background::new(),
-                runs: tokio_util::task::TaskTracker::new(),
-                stopping: Default::default(),
-                halted: Default::default(),
-            }),
-            annotate: false,
-        }
+    fn new(inner: Inner) -> Self {
+        Self { inner: Arc::new(inner), annotate: false }
     }
 
     /// This engine, answering with Tasks that carry the task annotations
@@ -176,46 +152,34 @@ impl Engine {
         t
     }
 
-    /// Registers the command handler (once; a second call is ignored and
-    /// returns `false`). Messages carrying a command are refused until then.
-    pub fn set_commands(&self, handler: Arc<dyn CommandHandler>) -> bool {
-        self.inner.commands.set(handler).is_ok()
-    }
-
-    /// Adds an observer told about every task that reaches a terminal state.
-    pub fn add_observer(&self, observer: Arc<dyn TaskObserver>) {
-        self.inner.observers.write().unwrap_or_else(|e| e.into_inner()).push(observer);
-    }
-
-    /// Makes `agent` run every task linked as `kind` (unless it was started
-    /// with its own) and resume those that were running at a restart.
-    pub fn set_link_agent(&self, kind: LinkKind, agent: Arc<dyn Agent>) {
-        self.inner.link_agents.insert(kind, agent);
-    }
-
-    /// Registers the keeper of human gates (once; later calls are ignored).
-    pub fn set_gate_keeper(&self, keeper: Arc<dyn GateKeeper>) -> bool {
-        self.inner.gates.set(keeper).is_ok()
+    /// What the builder installed (nothing before `build`).
+    fn installed(&self) -> &builder::Installed {
+        self.inner.installed.get().unwrap_or(&builder::NOTHING_INSTALLED)
     }
 
     pub(crate) fn gate_keeper(&self) -> Option<&Arc<dyn GateKeeper>> {
-        self.inner.gates.get()
+        self.installed().gates.as_ref()
+    }
+
+    /// The agent running every task linked as `kind`, if one was installed.
+    fn link_agent(&self, kind: LinkKind) -> Option<&Arc<dyn Agent>> {
+        self.installed().link_agents.get(&kind)
     }
 
     /// Whether tasks linked as `kind` have an agent of their own kind.
     pub(crate) fn has_link_agent(&self, kind: LinkKind) -> bool {
-        self.inner.link_agents.contains_key(&kind)
+        self.link_agent(kind).is_some()
     }
 
     /// A handle moving task `id` from outside a run (a gate's deadline).
-    pub async fn control(&self, id: &str) -> Result<TaskControl, Error> {
+    pub(crate) async fn control(&self, id: &str) -> Result<TaskControl, Error> {
         let rec = self.record(id).await?.ok_or_else(|| Error::task_not_found(id))?;
         let cancel = match self.inner.slots.get(id) {
             Some(slot) => slot.state.lock().await.cancel.clone(),
             None => tokio_util::sync::CancellationToken::new(),
         };
         Ok(TaskControl {
-            engine: self.clone(),
+            runtime: Runtime::new(self.annotating(false)),
             task_id: id.to_owned(),
             context_id: rec.task.context_id.clone(),
             cancel,
@@ -224,13 +188,6 @@ impl Engine {
 
     pub fn config(&self) -> &EngineConfig {
         &self.inner.config
-    }
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.inner.store
-    }
-    /// Notified after every commit that queued push or bridge deliveries.
-    pub fn push_wakeup(&self) -> &Notify {
-        &self.inner.push_wakeup
     }
     /// Number of live (non-terminal, loaded) tasks.
     pub fn live_tasks(&self) -> usize {
@@ -242,7 +199,7 @@ impl Engine {
     /// agent (workflow runs) are resumed by it; the others cannot resume a
     /// turn, so they fail with a status message that says why. Returns how
     /// many were failed.
-    pub async fn recover(&self) -> Result<usize, Error> {
+    pub(crate) async fn recover(&self) -> Result<usize, Error> {
         let stale = self.inner.store.tasks_in_states(&[TaskState::Submitted, TaskState::Working]).await?;
         for context_id in self.inner.store.closed_contexts().await? {
             self.inner.closed_contexts.insert(context_id);
@@ -477,7 +434,7 @@ impl Engine {
         let generation = st.run_gen;
         st.cancel = tokio_util::sync::CancellationToken::new();
         let control = TaskControl {
-            engine: self.annotating(false),
+            runtime: Runtime::new(self.annotating(false)),
             task_id: st.record.task.id.clone(),
             context_id: st.record.task.context_id.clone(),
             cancel: st.cancel.clone(),
@@ -485,7 +442,7 @@ impl Engine {
         let engine = self.clone();
         let link_agent = || {
             let kind = st.record.meta.link.as_ref()?.kind;
-            self.inner.link_agents.get(&kind).map(|a| a.clone())
+            self.link_agent(kind).cloned()
         };
         let agent = match self.inner.task_agents.get(&control.task_id) {
             Some(a) => a.clone(),
@@ -504,7 +461,10 @@ impl Engine {
             engine.inner.conversations.release(admission);
             engine.finish_run(&id, generation).await;
         });
-        self.inner.background.spawn(run);
+        // In the span of what started it (a request's, with its id): the
+        // run's log lines, its commits' among them, say which request
+        // caused them.
+        self.inner.background.spawn(tracing::Instrument::in_current_span(run));
     }
 
     /// After a run: a task still active with nothing running it fails.
@@ -585,6 +545,16 @@ impl Engine {
             None => Vec::new(),
         }
     }
+}
+
+/// The task a SendMessage names (empty: none), for its span.
+fn task_of(req: &agentd_proto::SendMessageRequest) -> &str {
+    req.message.as_ref().map_or("", |m| m.task_id.as_str())
+}
+
+/// The context a SendMessage names (empty: none), for its span.
+fn context_of(req: &agentd_proto::SendMessageRequest) -> &str {
+    req.message.as_ref().map_or("", |m| m.context_id.as_str())
 }
 
 fn turn_of(rec: &TaskRecord) -> ConversationTurn {

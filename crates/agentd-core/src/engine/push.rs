@@ -20,6 +20,7 @@ impl Engine {
         }
     }
 
+    #[tracing::instrument(name = "create_push_config", level = "debug", skip_all, fields(task_id = %cfg.task_id))]
     pub async fn create_push_config(
         &self,
         p: &Principal,
@@ -80,6 +81,7 @@ impl Engine {
         }
     }
 
+    #[tracing::instrument(name = "get_push_config", level = "debug", skip_all, fields(task_id = %req.task_id))]
     pub async fn get_push_config(
         &self,
         p: &Principal,
@@ -98,6 +100,7 @@ impl Engine {
         }
     }
 
+    #[tracing::instrument(name = "list_push_configs", level = "debug", skip_all, fields(task_id = %req.task_id))]
     pub async fn list_push_configs(
         &self,
         p: &Principal,
@@ -119,6 +122,7 @@ impl Engine {
     }
 
     /// Idempotent: deleting a config that is not there succeeds.
+    #[tracing::instrument(name = "delete_push_config", level = "debug", skip_all, fields(task_id = %req.task_id))]
     pub async fn delete_push_config(&self, p: &Principal, req: TaskPushConfigRef) -> Result<(), Error> {
         self.push_enabled()?;
         require_ref(&req)?;

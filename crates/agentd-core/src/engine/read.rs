@@ -37,6 +37,7 @@ pub fn view(rec: &TaskRecord, history_length: Option<i32>, artifacts: bool) -> T
 }
 
 impl Engine {
+    #[tracing::instrument(name = "get_task", level = "debug", skip_all, fields(task_id = %req.id))]
     pub async fn get_task(&self, p: &Principal, req: GetTaskRequest) -> Result<Task, Error> {
         let mut v = Violations::default();
         if req.id.is_empty() {
@@ -52,6 +53,7 @@ impl Engine {
         Ok(t)
     }
 
+    #[tracing::instrument(name = "list_tasks", level = "debug", skip_all, fields(context_id = %req.context_id))]
     pub async fn list_tasks(&self, p: &Principal, req: ListTasksRequest) -> Result<ListTasksResponse, Error> {
         let mut v = Violations::default();
         let page_size = req.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
@@ -97,6 +99,7 @@ impl Engine {
 
     /// CancelTask. A task already CANCELED answers with its snapshot (cancel
     /// is idempotent); other terminal states are TaskNotCancelable.
+    #[tracing::instrument(name = "cancel_task", level = "debug", skip_all, fields(task_id = %req.id))]
     pub async fn cancel_task(&self, p: &Principal, req: CancelTaskRequest) -> Result<Task, Error> {
         if req.id.is_empty() {
             return Err(Error::invalid(FieldPath::of("id"), "is required"));
@@ -184,6 +187,7 @@ impl Engine {
     /// ends. A terminal task is refused before any stream opens. A task
     /// waiting for input with nothing running still streams: the events of
     /// a later resume reach it.
+    #[tracing::instrument(name = "subscribe", level = "debug", skip_all, fields(task_id = %req.id))]
     pub async fn subscribe(
         &self,
         p: &Principal,

@@ -31,6 +31,7 @@ impl Engine {
     /// InjectTaskReminder: for the task's owner and operators only. To
     /// anyone else, a gate's answerer included, the task does not exist:
     /// a reminder reaches the owner's model, which only the owner may steer.
+    #[tracing::instrument(name = "inject_reminder", level = "debug", skip_all, fields(task_id = %req.task_id))]
     pub async fn inject_reminder(
         &self,
         p: &Principal,

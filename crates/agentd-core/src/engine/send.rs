@@ -54,6 +54,7 @@ pub enum SendOutcome {
 
 impl Engine {
     /// SendMessage: blocking unless `returnImmediately`.
+    #[tracing::instrument(name = "send_message", level = "debug", skip_all, fields(task_id = super::task_of(&req), context_id = super::context_of(&req)))]
     pub async fn send_message(
         &self,
         p: &Principal,
@@ -67,7 +68,7 @@ impl Engine {
             let rec = self.visible_record(p, &task_id).await?;
             return Ok(SendMessageResponse::Task(super::read::view(&rec, cfg.history_length, true)));
         }
-        match ANSWER_WHEN_SETTLED.scope((), self.send(p, req, true)).await? {
+        match ANSWER_WHEN_SETTLED.scope((), self.route(p, req, true)).await? {
             SendOutcome::Message(m) => Ok(SendMessageResponse::Message(m)),
             SendOutcome::Task(mut events) => {
                 if let Some(snapshot) = events.take_snapshot() {
@@ -93,9 +94,21 @@ impl Engine {
         }
     }
 
-    /// Routes a message. The returned events start with the task snapshot
-    /// taken under the task's lock, so no event is missed or repeated.
+    /// Routes a message (SendStreamingMessage). The returned events start
+    /// with the task snapshot taken under the task's lock, so no event is
+    /// missed or repeated.
+    #[tracing::instrument(name = "send", level = "debug", skip_all, fields(task_id = super::task_of(&req), context_id = super::context_of(&req)))]
     pub async fn send(
+        &self,
+        p: &Principal,
+        req: SendMessageRequest,
+        close_on_interrupt: bool,
+    ) -> Result<SendOutcome, Error> {
+        self.route(p, req, close_on_interrupt).await
+    }
+
+    /// [`Engine::send`], in the span of the operation calling it.
+    async fn route(
         &self,
         p: &Principal,
         req: SendMessageRequest,
@@ -234,7 +247,7 @@ impl Engine {
     /// task as `start` describes, starts its run, and returns the record as
     /// committed. Nobody is authorized here: the caller (the runtime, on
     /// behalf of a principal it checked) decides the owner.
-    pub async fn start_task(&self, start: StartTask) -> Result<TaskRecord, Error> {
+    pub(crate) async fn start_task(&self, start: StartTask) -> Result<TaskRecord, Error> {
         if let Some(id) = &start.id
             && self.record(id).await?.is_some()
         {

@@ -132,7 +132,11 @@ impl Agent for Completes {
 
 fn engine(agent: Completes) -> (Engine, Arc<CountingStore>) {
     let store = Arc::new(CountingStore::default());
-    let engine = Engine::new(store.clone(), Arc::new(agent), Arc::new(AnyUrl), EngineConfig::default());
+    let engine =
+        EngineBuilder::new(store.clone(), Arc::new(agent), Arc::new(AnyUrl), EngineConfig::default())
+            .build()
+            .engine()
+            .clone();
     (engine, store)
 }
 
@@ -287,7 +291,11 @@ async fn a_task_changed_by_another_writer_is_an_internal_error_not_a_missing_tas
     let (result, mut results) = tokio::sync::mpsc::unbounded_channel();
     let store = Arc::new(CountingStore::default());
     let agent = CompletesAndReports { go: go.clone(), result };
-    let engine = Engine::new(store.clone(), Arc::new(agent), Arc::new(AnyUrl), EngineConfig::default());
+    let engine =
+        EngineBuilder::new(store.clone(), Arc::new(agent), Arc::new(AnyUrl), EngineConfig::default())
+            .build()
+            .engine()
+            .clone();
     let task = task_of(engine.send_message(&user(), request(true)).await.unwrap());
     // Another writer commits the task behind the engine's back.
     let mut theirs = store.task(&task.id).expect("committed");
@@ -328,8 +336,15 @@ async fn a_stopping_engine_refuses_new_messages_and_commits_nothing() {
 #[tokio::test]
 async fn a_halt_fails_a_running_task_with_the_stop_reason() {
     let store = Arc::new(CountingStore::default());
-    let engine =
-        Engine::new(store.clone(), Arc::new(UntilCancelled), Arc::new(AnyUrl), EngineConfig::default());
+    let engine = EngineBuilder::new(
+        store.clone(),
+        Arc::new(UntilCancelled),
+        Arc::new(AnyUrl),
+        EngineConfig::default(),
+    )
+    .build()
+    .engine()
+    .clone();
     let task = task_of(engine.send_message(&user(), request(true)).await.unwrap());
     assert!(!engine.drain_runs(std::time::Duration::ZERO).await, "the turn is still running");
     assert_eq!(engine.halt(std::time::Duration::from_secs(10)).await, 1);

@@ -9,7 +9,7 @@ pub mod ops;
 use crate::subagents::{Spawn, SubagentManager, task_id_of};
 use crate::workflows::Workflows;
 use agentd_core::{
-    CommandHandler, CommandOutcome, Engine, Error, FieldPath, LinkKind, Principal, PrincipalRole,
+    CommandHandler, CommandOutcome, Error, FieldPath, LinkKind, Principal, PrincipalRole, Runtime,
     SendOutcome, TaskRecord,
 };
 use agentd_proto::{AgentSkill, Message, Metadata, Part, Role, SendMessageRequest, new_id};
@@ -157,7 +157,7 @@ impl Commands {
         self.schemas.check(op, args)
     }
 
-    fn status(&self, p: &Principal, engine: &Engine) -> Value {
+    fn status(&self, p: &Principal, engine: &Runtime) -> Value {
         let l = self.subagents.limits();
         json!({
             "version": env!("CARGO_PKG_VERSION"),
@@ -175,7 +175,7 @@ impl Commands {
     }
 
     /// The subagent a handle (or task id) names, if the caller may see it.
-    async fn subagent(&self, p: &Principal, engine: &Engine, id: &str) -> Result<TaskRecord, Error> {
+    async fn subagent(&self, p: &Principal, engine: &Runtime, id: &str) -> Result<TaskRecord, Error> {
         let not_found =
             || Error::not_found(format!("no subagent {id:?} is visible to you")).with_meta("subagent", id);
         let task_id = task_id_of(id);
@@ -211,7 +211,7 @@ impl Commands {
         })
     }
 
-    async fn kill(&self, p: &Principal, engine: &Engine, rec: &TaskRecord) -> Result<Value, Error> {
+    async fn kill(&self, p: &Principal, engine: &Runtime, rec: &TaskRecord) -> Result<Value, Error> {
         let handle = rec.meta.link.as_ref().map(|l| l.id.clone()).unwrap_or_default();
         let mut canceled = Vec::new();
         // Who is below is read first: canceling the subagent sets off the
@@ -236,7 +236,7 @@ impl Commands {
     async fn send_to(
         &self,
         p: &Principal,
-        engine: &Engine,
+        engine: &Runtime,
         rec: &TaskRecord,
         input: String,
     ) -> Result<TaskRecord, Error> {
@@ -262,7 +262,7 @@ pub const GATE_LIST_MAX: usize = 100;
 
 /// `gate.list`: the open gates addressed to `p` on others' tasks, as the
 /// engine decides, with what a client needs to render and answer each.
-async fn gate_list(p: &Principal, engine: &Engine) -> Result<Value, Error> {
+async fn gate_list(p: &Principal, engine: &Runtime) -> Result<Value, Error> {
     let (recs, truncated) = engine.gates_addressed_to(p, GATE_LIST_MAX).await?;
     let gates: Vec<Value> = recs
         .iter()
@@ -295,7 +295,7 @@ impl CommandHandler for Commands {
         p: &Principal,
         op: &str,
         args: Value,
-        engine: &Engine,
+        engine: &Runtime,
     ) -> Result<CommandOutcome, Error> {
         self.check(p, op, &args)?;
         let reply = match op {

@@ -21,7 +21,7 @@ pub use tool::SpawnSubagentTool;
 use crate::agent_loop::{Limits, LoopAgent, Tools};
 use crate::model::ModelProvider;
 use agentd_core::{
-    Engine, Error, LinkKind, Principal, PrincipalRole, StartTask, TaskLink, TaskMeta, TaskObserver,
+    Error, LinkKind, Principal, PrincipalRole, Runtime, StartTask, TaskLink, TaskMeta, TaskObserver,
     TaskRecord,
 };
 use agentd_proto::{Message, Part, Role, TaskState, new_id};
@@ -138,7 +138,7 @@ impl SubagentManager {
     /// Starts a subagent: checks the limits, reserves its place, and starts
     /// its task (SUBMITTED, then its own agent loop). The record returned
     /// is the task as created.
-    pub async fn spawn(&self, engine: &Engine, spawn: Spawn) -> Result<TaskRecord, Error> {
+    pub async fn spawn(&self, engine: &Runtime, spawn: Spawn) -> Result<TaskRecord, Error> {
         if self.live_count() >= self.limits.max_live {
             self.prune(engine).await;
         }
@@ -214,7 +214,7 @@ impl SubagentManager {
     /// Forgets the subagents that ended but are still counted: the observer
     /// runs just after a task's end is committed, and a spawn may come in
     /// between (a client that saw one subagent finish and spawns the next).
-    async fn prune(&self, engine: &Engine) {
+    async fn prune(&self, engine: &Runtime) {
         let ids: Vec<String> = self.lock().keys().cloned().collect();
         for id in ids {
             match engine.task_record(&daemon_principal(), &id).await {
@@ -255,13 +255,13 @@ impl SubagentManager {
     }
 
     /// Cancels every live subagent below `task_id`; returns their task ids.
-    pub async fn cancel_below(&self, engine: &Engine, task_id: &str, why: &str) -> Vec<String> {
+    pub async fn cancel_below(&self, engine: &Runtime, task_id: &str, why: &str) -> Vec<String> {
         self.cancel_all(engine, self.descendants(task_id), why).await
     }
 
     /// Cancels the subagents `ids` (with `why` as their status message);
     /// returns those that are canceled now (by this call or another).
-    pub async fn cancel_all(&self, engine: &Engine, ids: Vec<String>, why: &str) -> Vec<String> {
+    pub async fn cancel_all(&self, engine: &Runtime, ids: Vec<String>, why: &str) -> Vec<String> {
         let mut canceled = Vec::new();
         for id in ids {
             match engine.cancel_because(&daemon_principal(), &id, why).await {
@@ -285,7 +285,7 @@ fn limit_error(limit: &str, value: usize, message: String) -> Error {
 
 #[async_trait]
 impl TaskObserver for SubagentManager {
-    async fn task_ended(&self, engine: &Engine, task_id: &str, state: TaskState) {
+    async fn task_ended(&self, engine: &Runtime, task_id: &str, state: TaskState) {
         self.ended(task_id);
         // A parent that was canceled or failed has nobody left to report to.
         let ended = match state {

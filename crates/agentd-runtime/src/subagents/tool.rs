@@ -61,7 +61,7 @@ impl Tool for SpawnSubagentTool {
         check_with(&self.schema, &args).map_err(|e| describe(&Error::Invalid(e)))?;
         let field = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_owned);
         let me = control.record().await.map_err(|e| e.to_string())?;
-        let engine = control.engine();
+        let engine = control.runtime();
         let spawn = Spawn {
             owner: me.owner.clone(),
             parent: Some(me.id().to_owned()),

@@ -76,7 +76,7 @@ pub fn emit(sink: Option<&dyn RunEventSink>, event: RunEvent) {
     }
 }
 
-/// The events-feed sink: commits each event with `Engine::emit_event`, one
+/// The events-feed sink: commits each event with `Runtime::emit_event`, one
 /// at a time in the order they were emitted (a single writer task behind a
 /// channel, since `emit` cannot wait).
 pub struct FeedSink {
@@ -87,7 +87,7 @@ impl FeedSink {
     /// Starts the writer task, tracked on the engine's background work; it
     /// ends when the sink is dropped, or at shutdown once it has written
     /// what was already handed to it.
-    pub fn new(engine: agentd_core::Engine) -> Self {
+    pub fn new(engine: agentd_core::Runtime) -> Self {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<RunEvent>();
         let background = engine.background().clone();
         let shutdown = background.shutdown().clone();
@@ -109,7 +109,7 @@ impl FeedSink {
     }
 }
 
-async fn write(engine: &agentd_core::Engine, event: RunEvent) {
+async fn write(engine: &agentd_core::Runtime, event: RunEvent) {
     let kind = match event {
         RunEvent::Run { .. } => EventKind::Run,
         RunEvent::Step { .. } => EventKind::Step,

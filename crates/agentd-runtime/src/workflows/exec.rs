@@ -81,7 +81,7 @@ impl Workflows {
         // Steps still running (a branch beside the failed one, a step past
         // the deadline) stop with the run.
         let because = format!("canceled because workflow run task {} failed", c.task_id());
-        self.deps.subagents.cancel_below(c.engine(), c.task_id(), &because).await;
+        self.deps.subagents.cancel_below(c.runtime(), c.task_id(), &because).await;
         if let Ok(st) = st {
             self.emit(RunEvent::Run {
                 run_id: st.run_id,

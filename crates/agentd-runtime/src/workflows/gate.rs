@@ -8,7 +8,7 @@ use super::events::{GateAction, RunEvent, RunEventState};
 use super::exec::{Stop, fmt_duration, update, update_with};
 use super::state::{GateState, RunState, now_ms};
 use agentd_core::{
-    Batch, BridgeDelivery, Engine, Error, GateAnnouncement, LinkKind, OpenGate, TaskControl, TaskRecord,
+    Batch, BridgeDelivery, Error, GateAnnouncement, LinkKind, OpenGate, Runtime, TaskControl, TaskRecord,
 };
 use agentd_proto::{Message, TaskState};
 use agentd_workflow::{Definition, Fallback, StepKind, StepStatus, render};
@@ -99,7 +99,7 @@ impl Workflows {
         if fallback {
             self.first_announce(c, &st, schema.clone()).await;
         }
-        self.arm(c.engine().clone(), c.task_id().to_owned(), now);
+        self.arm(c.runtime().clone(), c.task_id().to_owned(), now);
         Ok(())
     }
 
@@ -168,8 +168,8 @@ impl Workflows {
 
     /// Arms the deadlines of the gates open now, and announces those the
     /// bridge had not taken (at startup).
-    pub async fn rearm_gates(self: &Arc<Self>, engine: &Engine) -> Result<usize, Error> {
-        let waiting = engine.store().tasks_in_states(&[TaskState::InputRequired]).await?;
+    pub async fn rearm_gates(self: &Arc<Self>, engine: &Runtime) -> Result<usize, Error> {
+        let waiting = engine.tasks_in_states(&[TaskState::InputRequired]).await?;
         let mut n = 0;
         for rec in waiting {
             if rec.meta.link.as_ref().is_some_and(|l| l.kind == LinkKind::Run) && rec.meta.gate.is_some() {
@@ -191,7 +191,7 @@ impl Workflows {
     /// at `escalate_after`, applies the fallback at `timeout`.
     /// One watcher per gate (task and opening time): a gate opened while
     /// recovery also arms the gates it finds is watched once.
-    fn arm(&self, engine: Engine, task_id: String, opened_ms: i64) {
+    fn arm(&self, engine: Runtime, task_id: String, opened_ms: i64) {
         let key = (task_id, opened_ms);
         if !self.watching.insert(key.clone()) {
             return;
@@ -205,7 +205,7 @@ impl Workflows {
         });
     }
 
-    async fn watch(&self, engine: Engine, task_id: String) {
+    async fn watch(&self, engine: Runtime, task_id: String) {
         loop {
             let Ok(c) = engine.control(&task_id).await else { return };
             let Ok(rec) = c.record().await else { return };

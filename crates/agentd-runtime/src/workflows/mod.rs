@@ -29,7 +29,7 @@ pub use state::RunState;
 
 use crate::delegate::Delegator;
 use crate::subagents::SubagentManager;
-use agentd_core::{Agent, Engine, GateBridge, Turn};
+use agentd_core::{Agent, EngineBuilder, GateBridge, Runtime, Turn};
 use agentd_proto::TaskState;
 use agentd_proto::ext::events::RunEventState;
 use agentd_workflow::{Definition, StepKind};
@@ -160,12 +160,14 @@ impl Workflows {
         &self.catalog
     }
 
-    /// Registers the runtime with the engine: the agent of run tasks (new
-    /// and resumed) and the keeper of their gates. Call before `recover`.
-    pub fn install(self: &Arc<Self>, engine: &Engine) {
-        engine.set_link_agent(agentd_core::LinkKind::Run, self.clone());
-        engine.set_gate_keeper(self.clone());
-        engine.add_observer(self.clone());
+    /// Adds workflows to the engine being built: the agent of run tasks
+    /// (new and resumed), the keeper of their gates, and the observer of
+    /// runs canceled from outside.
+    pub fn install(self: &Arc<Self>, builder: EngineBuilder) -> EngineBuilder {
+        builder
+            .link_agent(agentd_core::LinkKind::Run, self.clone())
+            .gate_keeper(self.clone())
+            .observer(self.clone())
     }
 
     fn emit(&self, event: RunEvent) {
@@ -186,11 +188,11 @@ impl Agent for Workflows {
 /// other events so it is never ahead of them.
 #[async_trait]
 impl agentd_core::TaskObserver for Workflows {
-    async fn task_ended(&self, engine: &Engine, task_id: &str, state: TaskState) {
+    async fn task_ended(&self, engine: &Runtime, task_id: &str, state: TaskState) {
         if state != TaskState::Canceled {
             return;
         }
-        let Ok(Some(rec)) = engine.store().get_task(task_id).await else { return };
+        let Ok(Some(rec)) = engine.record(task_id).await else { return };
         let Some(link) = rec.meta.link.as_ref().filter(|l| l.kind == agentd_core::LinkKind::Run) else {
             return;
         };

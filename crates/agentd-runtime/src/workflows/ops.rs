@@ -5,7 +5,9 @@ use super::events::{RunEvent, RunEventState};
 use super::ids::{run_id, task_id_of};
 use super::state::{RunState, now_ms};
 use crate::commands::ops::check_with;
-use agentd_core::{Engine, Error, FieldPath, LinkKind, Principal, StartTask, TaskLink, TaskMeta, TaskRecord};
+use agentd_core::{
+    Error, FieldPath, LinkKind, Principal, Runtime, StartTask, TaskLink, TaskMeta, TaskRecord,
+};
 use agentd_proto::{Message, Part, Role, new_id};
 use serde_json::{Value, json};
 
@@ -15,7 +17,7 @@ impl Workflows {
     pub async fn start(
         &self,
         p: &Principal,
-        engine: &Engine,
+        engine: &Runtime,
         workflow: &str,
         inputs: Value,
     ) -> Result<TaskRecord, Error> {
@@ -84,7 +86,7 @@ impl Workflows {
     }
 
     /// The run a run id (or task id) names, if the caller may see it.
-    pub async fn find(&self, p: &Principal, engine: &Engine, run: &str) -> Result<TaskRecord, Error> {
+    pub async fn find(&self, p: &Principal, engine: &Runtime, run: &str) -> Result<TaskRecord, Error> {
         let not_found =
             || Error::not_found(format!("no workflow run {run:?} is visible to you")).with_meta("run", run);
         let task_id = task_id_of(run).ok_or_else(not_found)?;
@@ -139,7 +141,7 @@ impl Workflows {
     /// run's guards and templates read it (`run.signals.<name>`).
     pub async fn signal(
         &self,
-        engine: &Engine,
+        engine: &Runtime,
         rec: &TaskRecord,
         signal: &str,
         data: Value,

@@ -87,7 +87,7 @@ impl Workflows {
         max_tokens: Option<u64>,
         child: Option<String>,
     ) -> Result<Value, String> {
-        let engine = c.engine();
+        let engine = c.runtime();
         let adopted = match child {
             Some(id) => match engine.task_record(&daemon(), &id).await {
                 Ok(rec) if rec.state() == TaskState::Completed || !rec.state().is_terminal() => Some(id),
@@ -132,7 +132,7 @@ impl Workflows {
         let Ok(st) = super::RunState::from_checkpoint(rec.meta.checkpoint.as_ref()) else { return };
         if let Some(child) = st.steps.get(step).and_then(|s| s.child.clone()) {
             let why = format!("canceled: workflow step {step} timed out");
-            let _ = c.engine().cancel_because(&daemon(), &child, &why).await;
+            let _ = c.runtime().cancel_because(&daemon(), &child, &why).await;
             self.deps.subagents.ended(&child);
         }
     }

@@ -6,7 +6,9 @@ use crate::agent_loop::Limits;
 use crate::delegate::{DelegateError, DelegateRequest};
 use crate::model::ScriptedProvider;
 use crate::subagents::SubagentLimits;
-use agentd_core::{EngineConfig, Error, GateAnnouncement, Principal, PrincipalRole, PushUrlPolicy};
+use agentd_core::{
+    EngineBuilder, EngineConfig, Error, GateAnnouncement, Principal, PrincipalRole, PushUrlPolicy,
+};
 use agentd_proto::{Artifact, Part, Task, TaskState, TaskStatus};
 use agentd_store::MemoryStore;
 use agentd_workflow::parse;
@@ -111,7 +113,7 @@ steps:
 "#;
 
 struct Setup {
-    engine: Engine,
+    engine: Runtime,
     bridge: Arc<Bridge>,
     peer: Arc<Peer>,
     workflows: Arc<Workflows>,
@@ -129,7 +131,7 @@ fn setup_with(script: Vec<crate::model::ScriptStep>) -> Setup {
 
 /// A setup whose `lead` is bound to `principal`.
 fn setup_for(script: Vec<crate::model::ScriptStep>, principal: &str) -> Setup {
-    let engine = Engine::new(
+    let builder = EngineBuilder::new(
         Arc::new(MemoryStore::new()),
         Arc::new(crate::EchoAgent),
         Arc::new(NoPush),
@@ -162,8 +164,7 @@ fn setup_for(script: Vec<crate::model::ScriptStep>, principal: &str) -> Setup {
             events: Some(feed.clone()),
         },
     );
-    workflows.install(&engine);
-    engine.add_observer(subagents.clone());
+    let engine = workflows.install(builder).observer(subagents.clone()).build();
     Setup { engine, bridge, peer, workflows, subagents, feed }
 }
 
@@ -171,7 +172,7 @@ fn alice() -> Principal {
     Principal::new("user:alice", PrincipalRole::User)
 }
 
-async fn settle(engine: &Engine, id: &str) -> agentd_core::TaskRecord {
+async fn settle(engine: &Runtime, id: &str) -> agentd_core::TaskRecord {
     engine.settled(id).await.unwrap()
 }
 

@@ -4,7 +4,9 @@
 //! input yet, so the agent here asks first and then runs the real agent
 //! loop; engine, SQLite store and scripted model are the real ones.
 
-use agentd_core::{Agent, Engine, EngineConfig, Principal, PushUrlPolicy, ReminderEnd, Turn};
+use agentd_core::{
+    Agent, EngineBuilder, EngineConfig, Principal, PushUrlPolicy, ReminderEnd, Runtime, Store, Turn,
+};
 use agentd_proto::ext::reminders::{InjectTaskReminderRequest, ReminderInput};
 use agentd_proto::{Message, Part, Role, SendMessageRequest, SendMessageResponse, TaskState};
 use agentd_runtime::agent_loop::{Limits, LoopAgent, Tools};
@@ -38,11 +40,14 @@ impl Agent for AskFirst {
     }
 }
 
-fn engine(db: &Path, model: Arc<ScriptedProvider>) -> Engine {
-    let store = SqliteStore::open(db, SqliteOptions::default()).expect("open store");
+/// The engine's runtime handle and its store.
+fn engine(db: &Path, model: Arc<ScriptedProvider>) -> (Runtime, Arc<SqliteStore>) {
+    let store = Arc::new(SqliteStore::open(db, SqliteOptions::default()).expect("open store"));
     let model: Arc<dyn ModelProvider> = model;
     let agent = AskFirst(LoopAgent::new(model, "You are careful.", Limits::default(), Tools::default()));
-    Engine::new(Arc::new(store), Arc::new(agent), Arc::new(AnyUrl), EngineConfig::default())
+    let runtime =
+        EngineBuilder::new(store.clone(), Arc::new(agent), Arc::new(AnyUrl), EngineConfig::default()).build();
+    (runtime, store)
 }
 
 fn user(text: &str, task_id: &str) -> SendMessageRequest {
@@ -79,7 +84,7 @@ async fn a_waiting_task_keeps_its_reminder_through_a_restart_for_the_turn_after_
     let op = Principal::local_operator();
 
     let before = Arc::new(ScriptedProvider::from_steps(Vec::new()));
-    let e1 = engine(&db, before.clone());
+    let (e1, _) = engine(&db, before.clone());
     let task = task_of(e1.send_message(&op, user("start", "")).await.unwrap());
     assert_eq!(task.status.state, TaskState::InputRequired);
     let req = InjectTaskReminderRequest {
@@ -105,7 +110,7 @@ async fn a_waiting_task_keeps_its_reminder_through_a_restart_for_the_turn_after_
         ScriptStep::text("working on main"),
         ScriptStep::text("never used"),
     ]));
-    let e2 = engine(&db, after.clone());
+    let (e2, store) = engine(&db, after.clone());
     assert_eq!(e2.recover().await.unwrap(), 0, "a waiting task is not failed at start");
     assert_eq!(e2.inject_reminder(&op, req).await.unwrap(), accepted, "the same id answers the same result");
     let done = task_of(e2.send_message(&op, user("main, please", &task.id)).await.unwrap());
@@ -116,7 +121,7 @@ async fn a_waiting_task_keeps_its_reminder_through_a_restart_for_the_turn_after_
         "both calls after the answer"
     );
 
-    let stored = e2.store().reminders(&task.id, false).await.unwrap();
+    let stored = store.reminders(&task.id, false).await.unwrap();
     assert_eq!(stored.len(), 1);
     assert_eq!((stored[0].delivered, stored[0].ended.clone()), (2, Some(ReminderEnd::Expired)));
     let history = done.history.unwrap_or_default();

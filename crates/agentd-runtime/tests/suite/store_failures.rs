@@ -3,7 +3,7 @@
 //! Engine, agent loop, scripted model and SQLite store are the real ones;
 //! the store is wrapped to refuse the commit a test picks.
 
-use agentd_core::{Engine, EngineConfig, Principal, PushUrlPolicy, Store};
+use agentd_core::{EngineBuilder, EngineConfig, Principal, PushUrlPolicy, Store};
 use agentd_proto::{GetTaskRequest, Message, Part, Role, SendMessageRequest, SendMessageResponse, TaskState};
 use agentd_runtime::agent_loop::{Limits, LoopAgent, Tools};
 use agentd_runtime::model::{ScriptStep, ScriptedProvider};
@@ -30,7 +30,8 @@ async fn a_reply_the_store_refuses_fails_the_task_with_the_cause() {
     let model = Arc::new(ScriptedProvider::from_steps(vec![ScriptStep::text("the answer")]));
     let agent = LoopAgent::new(model, "You are careful.", Limits::default(), Tools::default());
     let shared: Arc<dyn Store> = store.clone();
-    let engine = Engine::new(shared, Arc::new(agent), Arc::new(AnyUrl), EngineConfig::default());
+    let engine =
+        EngineBuilder::new(shared, Arc::new(agent), Arc::new(AnyUrl), EngineConfig::default()).build();
     let op = Principal::local_operator();
 
     let message = Message {

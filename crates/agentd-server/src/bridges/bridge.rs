@@ -6,7 +6,7 @@
 use super::body::{slack_body, webhook_body};
 use super::channel::{Channel, DeclaredChannel, LOG};
 use crate::push::SsrfGuard;
-use agentd_core::{Batch, BridgeDelivery, BridgeTarget, Engine, Error, GateAnnouncement, GateBridge};
+use agentd_core::{BridgeDelivery, BridgeTarget, Error, GateAnnouncement, GateBridge, Outbox};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 
@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 const CHANNEL_PREFIX: &str = "@channel/";
 
 pub struct ChannelBridge {
-    engine: Engine,
+    outbox: Outbox,
     /// Each declared channel, ready or with why it cannot be delivered to.
     channels: BTreeMap<String, Result<Channel, String>>,
     guard: SsrfGuard,
@@ -25,9 +25,9 @@ impl ChannelBridge {
     /// delivered to (unknown kind, no target) does not stop the daemon: an
     /// announcement to it fails with the reason, and [`Self::problems`]
     /// lists them for a start-up warning.
-    pub fn new(engine: Engine, declared: &[DeclaredChannel], guard: SsrfGuard) -> Self {
+    pub fn new(outbox: Outbox, declared: &[DeclaredChannel], guard: SsrfGuard) -> Self {
         let channels = declared.iter().map(|d| (d.name.clone(), Channel::from_declared(d))).collect();
-        Self { engine, channels, guard }
+        Self { outbox, channels, guard }
     }
 
     /// Why some declared channels cannot be delivered to.
@@ -89,13 +89,11 @@ impl GateBridge for ChannelBridge {
     async fn announce(&self, a: GateAnnouncement) -> Result<(), Error> {
         let delivery = self.delivery(&a).await?;
         let channel = delivery.target.channel.clone();
-        let batch = Batch { bridge_deliveries: vec![delivery], ..Batch::default() };
-        self.engine.store().commit(batch).await.map_err(|e| {
+        self.outbox.queue(delivery).await.map_err(|e| {
             tracing::error!(error = %e, channel = %channel, "could not queue a gate announcement");
             Error::Internal(format!("the announcement could not be queued: {e}"))
         })?;
         tracing::debug!(task = %a.task_id, channel = %channel, escalation = a.escalation, "gate announcement queued");
-        self.engine.push_wakeup().notify_one();
         Ok(())
     }
 

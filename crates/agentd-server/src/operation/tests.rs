@@ -10,7 +10,7 @@ use crate::params::RequestContext;
 use crate::push::SsrfGuard;
 use crate::{AppState, Authenticator, CardConfig, CardService, DeclaredExtension, ExtensionRegistry};
 use crate::{ServerConfig, card};
-use agentd_core::{Engine, EngineConfig, Principal, PrincipalRole};
+use agentd_core::{EngineBuilder, EngineConfig, Principal, PrincipalRole};
 use agentd_proto::ext::events;
 use axum::body::Body;
 use http::{Method, Request};
@@ -84,12 +84,15 @@ fn marker(kind: K) -> String {
 
 /// A router over a memory store, declaring one marker extension per kind.
 fn app() -> axum::Router {
-    let engine = Engine::new(
+    let engine = EngineBuilder::new(
         Arc::new(agentd_store::MemoryStore::default()),
         Arc::new(agentd_runtime::EchoAgent),
         Arc::new(SsrfGuard::new(true)),
         EngineConfig::default(),
-    );
+    )
+    .build()
+    .engine()
+    .clone();
     let declared = K::ALL
         .into_iter()
         .map(|k| DeclaredExtension {

@@ -9,7 +9,7 @@
 use super::deliver::{Deliverer, Outcome, backoff};
 use super::ssrf::SsrfGuard;
 use crate::bridges::BridgeSecrets;
-use agentd_core::{Batch, Engine, OutboxItem};
+use agentd_core::{Outbox, OutboxItem};
 use agentd_proto::Timestamp;
 use futures::StreamExt;
 use std::collections::HashMap;
@@ -70,19 +70,19 @@ struct Results {
     held: Vec<(GroupKey, i64)>,
 }
 
-/// Starts the worker, tracked on the engine's background work. It stops
+/// Starts the worker on `outbox`, tracked on the engine's background work. It stops
 /// when `shutdown` is cancelled, after
 /// committing what it delivered; rows still pending stay in the outbox and
 /// are delivered after a restart.
 pub fn spawn_push_worker(
-    engine: Engine,
+    outbox: Outbox,
     cfg: PushWorkerConfig,
     shutdown: CancellationToken,
 ) -> JoinHandle<()> {
-    let background = engine.background().clone();
+    let background = outbox.background().clone();
     background.spawn(async move {
         match Deliverer::new(SsrfGuard::new(cfg.allow_private), cfg.timeout, cfg.bridge_secrets.clone()) {
-            Ok(deliverer) => Worker { engine, cfg, deliverer, held: HashMap::new() }.run(shutdown).await,
+            Ok(deliverer) => Worker { outbox, cfg, deliverer, held: HashMap::new() }.run(shutdown).await,
             Err(e) => {
                 tracing::error!(error = %e, "push delivery is disabled; outbox rows stay queued");
                 shutdown.cancelled().await;
@@ -92,7 +92,7 @@ pub fn spawn_push_worker(
 }
 
 struct Worker {
-    engine: Engine,
+    outbox: Outbox,
     cfg: PushWorkerConfig,
     deliverer: Deliverer,
     /// Webhooks held back until a failed head's retry time (ms).
@@ -110,8 +110,7 @@ impl Worker {
         // webhook's oldest row goes first.
         let mut horizon = i64::MAX;
         while !shutdown.is_cancelled() {
-            let store = self.engine.store().clone();
-            let items = match store.due_outbox(horizon, ROUND_LIMIT).await {
+            let items = match self.outbox.due(horizon, ROUND_LIMIT).await {
                 Ok(items) => items,
                 Err(e) => {
                     tracing::warn!(error = %e, "push worker could not read the outbox");
@@ -125,11 +124,7 @@ impl Worker {
                 for (key, until) in &results.held {
                     self.held.insert(key.clone(), *until);
                 }
-                let batch =
-                    Batch { outbox_done: results.done, outbox_retry: results.retry, ..Batch::default() };
-                if !batch.is_empty()
-                    && let Err(e) = store.commit(batch).await
-                {
+                if let Err(e) = self.outbox.record(results.done, results.retry).await {
                     // The rows stay; delivered ones may be sent again
                     // (receivers deduplicate, A2A §4.3.3).
                     tracing::warn!(error = %e, "push worker could not record delivery results");
@@ -142,7 +137,7 @@ impl Worker {
             let wait = self.next_wait(horizon, read).await;
             if !wait.is_zero() {
                 tokio::select! {
-                    () = self.engine.push_wakeup().notified() => {}
+                    () = self.outbox.queued() => {}
                     () = tokio::time::sleep(wait) => {}
                     () = shutdown.cancelled() => {}
                 }
@@ -154,7 +149,7 @@ impl Worker {
     /// How long to sleep before the next round, given the horizon and the
     /// number of rows the last read returned.
     async fn next_wait(&self, horizon: i64, read: usize) -> Duration {
-        match self.engine.store().next_outbox_due().await {
+        match self.outbox.next_due().await {
             Ok(Some(due)) if due > horizon => {
                 let ms = due.saturating_sub(now_ms()).max(0);
                 Duration::from_millis(u64::try_from(ms).unwrap_or(0)).min(IDLE_POLL)

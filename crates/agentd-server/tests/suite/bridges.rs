@@ -5,7 +5,7 @@
 //! announces while the receiver is down and is killed; the parent restarts
 //! the worker on the same database with the receiver up).
 
-use agentd_core::{Engine, EngineConfig, GateAnnouncement, GateBridge, OutboxItem};
+use agentd_core::{EngineBuilder, EngineConfig, GateAnnouncement, GateBridge, Outbox, OutboxItem};
 use agentd_proto::ErrorKind;
 use agentd_runtime::EchoAgent;
 use agentd_server::bridges::{BridgeSecrets, ChannelBridge, DeclaredChannel, SigningKey, sign};
@@ -69,9 +69,11 @@ async fn next_hit(rx: &mut mpsc::UnboundedReceiver<Hit>) -> Hit {
     tokio::time::timeout(WAIT, rx.recv()).await.expect("a delivery in time").expect("receiver alive")
 }
 
-fn engine(db: &Path) -> Engine {
+/// The outbox of an engine on the SQLite store at `db`.
+fn engine(db: &Path) -> Outbox {
     let store = SqliteStore::open(db, SqliteOptions::default()).expect("open store");
-    Engine::new(Arc::new(store), Arc::new(EchoAgent), Arc::new(SsrfGuard::new(true)), EngineConfig::default())
+    let policy = Arc::new(SsrfGuard::new(true));
+    EngineBuilder::new(Arc::new(store), Arc::new(EchoAgent), policy, EngineConfig::default()).outbox()
 }
 
 fn worker_config() -> PushWorkerConfig {
@@ -231,7 +233,7 @@ async fn unknown_channels_kinds_and_refused_targets_are_clear_errors_and_queue_n
     // Without --push-allow-private, loopback targets are refused as for push.
     let err = json(bridge.announce(announcement("t", "ops")).await.unwrap_err());
     assert!(err.message.contains("push.allow_private"), "{}", err.message);
-    assert!(e.store().due_outbox(i64::MAX, 10).await.unwrap().is_empty(), "nothing was queued");
+    assert!(e.due(i64::MAX, 10).await.unwrap().is_empty(), "nothing was queued");
 }
 
 const CHILD_DB: &str = "AGENTD_BRIDGE_CHILD_DB";
@@ -273,7 +275,7 @@ async fn an_announcement_survives_kill_9_and_is_delivered_after_restart() {
         tokio::net::TcpListener::bind(("127.0.0.1", port)).await.expect("rebind the receiver port");
     let mut rx = serve_receiver(listener, 0);
     let e = engine(&db);
-    let pending = e.store().due_outbox(i64::MAX, 10).await.unwrap();
+    let pending = e.due(i64::MAX, 10).await.unwrap();
     assert_eq!(pending.len(), 1, "the acknowledged announcement is a row after kill -9");
     assert!(pending[0].attempts >= 1, "the child tried before it died: {}", pending[0].attempts);
     let stop = CancellationToken::new();
@@ -301,9 +303,9 @@ async fn announce_and_wait_to_be_killed(db: &Path, url: &str) {
 }
 
 /// Polls the outbox until `done` holds for its rows (panics after [`WAIT`]).
-async fn wait_for_outbox(e: &Engine, what: &str, done: impl Fn(&[OutboxItem]) -> bool) {
+async fn wait_for_outbox(e: &Outbox, what: &str, done: impl Fn(&[OutboxItem]) -> bool) {
     let deadline = tokio::time::Instant::now() + WAIT;
-    while !done(&e.store().due_outbox(i64::MAX, 10).await.expect("outbox")) {
+    while !done(&e.due(i64::MAX, 10).await.expect("outbox")) {
         assert!(tokio::time::Instant::now() < deadline, "the outbox never showed {what}");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

@@ -3,7 +3,9 @@
 //! reads the durable log instead and misses nothing; one that falls behind
 //! retention is told so (`Lagged`) rather than handed a gap.
 
-use agentd_core::{Batch, Engine, EngineConfig, EventRetention, FeedItem, NewEvent, Principal, Store};
+use agentd_core::{
+    Batch, EngineBuilder, EngineConfig, EventRetention, FeedItem, NewEvent, Principal, Runtime, Store,
+};
 use agentd_proto::Timestamp;
 use agentd_proto::ext::events::{EventKind, SubscribeParams};
 use agentd_runtime::EchoAgent;
@@ -12,17 +14,18 @@ use agentd_store::{SqliteOptions, SqliteStore};
 use serde_json::json;
 use std::sync::Arc;
 
-fn setup() -> (tempfile::TempDir, Arc<SqliteStore>, Engine) {
+fn setup() -> (tempfile::TempDir, Arc<SqliteStore>, Runtime) {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = SqliteStore::open(&dir.path().join("agentd.db"), SqliteOptions { synchronous_full: false })
         .expect("open store");
     let store = Arc::new(store);
-    let engine = Engine::new(
+    let engine = EngineBuilder::new(
         store.clone(),
         Arc::new(EchoAgent),
         Arc::new(SsrfGuard::new(true)),
         EngineConfig::default(),
-    );
+    )
+    .build();
     (dir, store, engine)
 }
 

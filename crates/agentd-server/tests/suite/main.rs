@@ -16,4 +16,5 @@ mod field_names;
 mod fuzz_regressions;
 mod grpc_extensions;
 mod push_delivery;
+mod request_spans;
 mod support;

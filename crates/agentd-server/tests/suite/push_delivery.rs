@@ -3,7 +3,9 @@
 //! headers, retries, ordering, restarts and the SSRF guard. No test sends
 //! traffic anywhere but loopback: non-loopback addresses are only classified.
 
-use agentd_core::{Engine, EngineConfig, Principal, PrincipalRole, PushUrlPolicy};
+use agentd_core::{
+    Engine, EngineBuilder, EngineConfig, Outbox, Principal, PrincipalRole, PushUrlPolicy, Store,
+};
 use agentd_proto::{
     AuthenticationInfo, ErrorKind, Message, Part, Role, SendMessageConfiguration, SendMessageRequest,
     SendMessageResponse, StreamResponse, TaskPushNotificationConfig, TaskState, new_id,
@@ -61,8 +63,11 @@ async fn receiver(fail: usize) -> (SocketAddr, mpsc::UnboundedReceiver<Hit>) {
     (addr, serve_receiver(listener, fail))
 }
 
-fn engine_with(store: Arc<MemoryStore>, policy: SsrfGuard) -> Engine {
-    Engine::new(store, Arc::new(EchoAgent), Arc::new(policy), EngineConfig::default())
+/// An engine over `store` and its outbox.
+fn engine_with(store: Arc<dyn Store>, policy: SsrfGuard) -> (Engine, Outbox) {
+    let builder = EngineBuilder::new(store, Arc::new(EchoAgent), Arc::new(policy), EngineConfig::default());
+    let outbox = builder.outbox();
+    (builder.build().engine().clone(), outbox)
 }
 
 fn alice() -> Principal {
@@ -181,10 +186,10 @@ fn assert_echo_sequence(events: &[StreamResponse], task_id: &str) {
 }
 
 /// Waits until an outbox row records `n` failed attempts.
-async fn wait_attempts(engine: &Engine, n: u32) {
+async fn wait_attempts(outbox: &Outbox, n: u32) {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        let rows = engine.store().due_outbox(i64::MAX, 100).await.expect("store");
+        let rows = outbox.due(i64::MAX, 100).await.expect("store");
         if rows.iter().any(|r| r.attempts >= n) {
             return;
         }
@@ -193,9 +198,9 @@ async fn wait_attempts(engine: &Engine, n: u32) {
     }
 }
 
-async fn wait_outbox_empty(engine: &Engine) {
+async fn wait_outbox_empty(outbox: &Outbox) {
     let deadline = tokio::time::Instant::now() + WAIT;
-    while engine.store().next_outbox_due().await.expect("store").is_some() {
+    while outbox.next_due().await.expect("store").is_some() {
         assert!(tokio::time::Instant::now() < deadline, "outbox never drained");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -204,9 +209,9 @@ async fn wait_outbox_empty(engine: &Engine) {
 #[tokio::test]
 async fn delivers_stream_responses_with_credentials_and_token() {
     let (addr, mut rx) = receiver(0).await;
-    let engine = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
+    let (engine, outbox) = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
     let stop = CancellationToken::new();
-    let worker = spawn_push_worker(engine.clone(), fast(true), stop.clone());
+    let worker = spawn_push_worker(outbox.clone(), fast(true), stop.clone());
 
     let task_id = run_task(&engine, Some(webhook(format!("http://{addr}/hook")))).await;
     let mut all = Vec::new();
@@ -227,7 +232,7 @@ async fn delivers_stream_responses_with_credentials_and_token() {
     let json: serde_json::Value = serde_json::from_str(&completed.body).expect("JSON");
     assert_eq!(json["statusUpdate"]["taskId"], task_id.as_str());
     assert_eq!(json["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED");
-    wait_outbox_empty(&engine).await;
+    wait_outbox_empty(&outbox).await;
 
     stop.cancel();
     worker.await.expect("worker ends cleanly");
@@ -236,9 +241,9 @@ async fn delivers_stream_responses_with_credentials_and_token() {
 #[tokio::test]
 async fn optional_headers_are_left_out() {
     let (addr, mut rx) = receiver(0).await;
-    let engine = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
+    let (engine, outbox) = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
     let stop = CancellationToken::new();
-    let _worker = spawn_push_worker(engine.clone(), fast(true), stop.clone());
+    let _worker = spawn_push_worker(outbox.clone(), fast(true), stop.clone());
 
     let mut cfg = webhook(format!("http://{addr}/hook"));
     cfg.token.clear();
@@ -257,9 +262,9 @@ async fn optional_headers_are_left_out() {
 #[tokio::test]
 async fn retries_with_backoff_and_keeps_order() {
     let (addr, mut rx) = receiver(2).await;
-    let engine = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
+    let (engine, outbox) = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
     let stop = CancellationToken::new();
-    let _worker = spawn_push_worker(engine.clone(), fast(true), stop.clone());
+    let _worker = spawn_push_worker(outbox.clone(), fast(true), stop.clone());
 
     let task_id = run_task(&engine, Some(webhook(format!("http://{addr}/hook")))).await;
     let mut all = Vec::new();
@@ -270,7 +275,7 @@ async fn retries_with_backoff_and_keeps_order() {
     // The first event was retried as is; nothing overtook it.
     assert_eq!(all[0].body, all[1].body);
     assert_eq!(all[1].body, all[2].body);
-    wait_outbox_empty(&engine).await;
+    wait_outbox_empty(&outbox).await;
     stop.cancel();
 }
 
@@ -280,12 +285,12 @@ async fn a_receiver_that_comes_up_later_still_gets_everything() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         l.local_addr().expect("address")
     }; // dropped: nothing listens there yet
-    let engine = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
+    let (engine, outbox) = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
     let stop = CancellationToken::new();
-    let _worker = spawn_push_worker(engine.clone(), fast(true), stop.clone());
+    let _worker = spawn_push_worker(outbox.clone(), fast(true), stop.clone());
 
     let task_id = run_task(&engine, Some(webhook(format!("http://{addr}/hook")))).await;
-    wait_attempts(&engine, 2).await; // a few refused connects
+    wait_attempts(&outbox, 2).await; // a few refused connects
     let listener = {
         let mut tries = 0;
         loop {
@@ -304,20 +309,21 @@ async fn a_receiver_that_comes_up_later_still_gets_everything() {
     let mut all = Vec::new();
     let events = delivered_until_completed(&mut rx, &mut all).await;
     assert_echo_sequence(&events, &task_id);
-    wait_outbox_empty(&engine).await;
+    wait_outbox_empty(&outbox).await;
     stop.cancel();
 }
 
 #[tokio::test]
 async fn gives_up_after_max_attempts_without_touching_the_task() {
     let (addr, mut rx) = receiver(usize::MAX).await;
-    let engine = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
+    let store = Arc::new(MemoryStore::new());
+    let (engine, outbox) = engine_with(store.clone(), SsrfGuard::new(true));
     let stop = CancellationToken::new();
     let cfg = PushWorkerConfig { max_attempts: 3, backoff_base: Duration::from_millis(5), ..fast(true) };
-    let _worker = spawn_push_worker(engine.clone(), cfg, stop.clone());
+    let _worker = spawn_push_worker(outbox.clone(), cfg, stop.clone());
 
     let task_id = run_task(&engine, Some(webhook(format!("http://{addr}/hook")))).await;
-    wait_outbox_empty(&engine).await;
+    wait_outbox_empty(&outbox).await;
     let mut hits = Vec::new();
     while let Ok(hit) = rx.try_recv() {
         hits.push(hit);
@@ -332,7 +338,7 @@ async fn gives_up_after_max_attempts_without_touching_the_task() {
     }
     let bodies: Vec<StreamResponse> = hits.iter().step_by(3).map(event).collect();
     assert_echo_sequence(&bodies, &task_id);
-    let rec = engine.store().get_task(&task_id).await.expect("store").expect("task");
+    let rec = store.get_task(&task_id).await.expect("store").expect("task");
     assert_eq!(rec.task.status.state, TaskState::Completed);
     stop.cancel();
 }
@@ -340,7 +346,7 @@ async fn gives_up_after_max_attempts_without_touching_the_task() {
 #[tokio::test]
 async fn a_retry_pending_at_shutdown_is_delivered_after_restart() {
     let (addr, mut rx) = receiver(1).await;
-    let engine = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
+    let (engine, outbox) = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
     let stop = CancellationToken::new();
     // A backoff far beyond the test: only the restart can deliver.
     let slow = PushWorkerConfig {
@@ -348,26 +354,26 @@ async fn a_retry_pending_at_shutdown_is_delivered_after_restart() {
         backoff_max: Duration::from_secs(3600),
         ..fast(true)
     };
-    let worker = spawn_push_worker(engine.clone(), slow, stop.clone());
+    let worker = spawn_push_worker(outbox.clone(), slow, stop.clone());
 
     let task_id = run_task(&engine, Some(webhook(format!("http://{addr}/hook")))).await;
     let first = next_hit(&mut rx).await;
     assert_eq!(first.status, StatusCode::SERVICE_UNAVAILABLE);
     // The failure is recorded (its retry an hour away); once the worker has
     // stopped, nothing else was sent.
-    wait_attempts(&engine, 1).await;
+    wait_attempts(&outbox, 1).await;
     stop.cancel();
     tokio::time::timeout(WAIT, worker).await.expect("worker stops").expect("worker ends cleanly");
     assert!(rx.try_recv().is_err(), "the failed event holds back the rest");
-    assert!(engine.store().next_outbox_due().await.expect("store").is_some(), "rows stay queued");
+    assert!(outbox.next_due().await.expect("store").is_some(), "rows stay queued");
 
     let stop = CancellationToken::new();
-    let _worker = spawn_push_worker(engine.clone(), fast(true), stop.clone());
+    let _worker = spawn_push_worker(outbox.clone(), fast(true), stop.clone());
     let mut all = Vec::new();
     let events = delivered_until_completed(&mut rx, &mut all).await;
     assert_echo_sequence(&events, &task_id);
     assert_eq!(events.len(), all.len(), "after the restart every request succeeded");
-    wait_outbox_empty(&engine).await;
+    wait_outbox_empty(&outbox).await;
     stop.cancel();
 }
 
@@ -375,15 +381,15 @@ async fn a_retry_pending_at_shutdown_is_delivered_after_restart() {
 async fn delivery_refuses_private_targets_when_not_allowed() {
     let (addr, mut rx) = receiver(0).await;
     // Registration allowed (as if DNS had said otherwise), delivery guarded.
-    let engine = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
+    let (engine, outbox) = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
     let stop = CancellationToken::new();
     let cfg = PushWorkerConfig { max_attempts: 2, backoff_base: Duration::from_millis(5), ..fast(false) };
-    let _worker = spawn_push_worker(engine.clone(), cfg, stop.clone());
+    let _worker = spawn_push_worker(outbox.clone(), cfg, stop.clone());
 
     run_task(&engine, Some(webhook(format!("http://{addr}/hook")))).await;
     run_task(&engine, Some(webhook(format!("http://localhost:{}/hook", addr.port())))).await;
     run_task(&engine, Some(webhook(format!("http://[::ffff:127.0.0.1]:{}/hook", addr.port())))).await;
-    wait_outbox_empty(&engine).await;
+    wait_outbox_empty(&outbox).await;
     assert!(rx.try_recv().is_err(), "nothing reached the private receiver");
     stop.cancel();
 }
@@ -430,7 +436,7 @@ async fn ssrf_guard_refuses_private_and_non_http_urls() {
 
 #[tokio::test]
 async fn registration_refuses_private_urls_naming_the_field() {
-    let engine = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(false));
+    let (engine, _) = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(false));
     let task_id = run_task(&engine, None).await;
     for url in [
         "http://127.0.0.1:9/hook",
@@ -454,7 +460,7 @@ async fn registration_refuses_private_urls_naming_the_field() {
     assert_eq!(e.kind, ErrorKind::InvalidParams);
     assert_eq!(e.violations[0].field, "configuration.taskPushNotificationConfig.url");
 
-    let open = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
+    let (open, _) = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
     let task_id = run_task(&open, None).await;
     let cfg =
         TaskPushNotificationConfig { task_id, url: "http://127.0.0.1:9/hook".into(), ..Default::default() };
@@ -510,14 +516,14 @@ fn classifier_covers_the_ranges_of_a2a_13_2() {
 async fn a_dead_webhook_does_not_delay_another() {
     let (dead, mut dead_rx) = receiver(usize::MAX).await;
     let (live, mut live_rx) = receiver(0).await;
-    let engine = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
+    let (engine, outbox) = engine_with(Arc::new(MemoryStore::new()), SsrfGuard::new(true));
     let stop = CancellationToken::new();
     let cfg = PushWorkerConfig {
         backoff_base: Duration::from_secs(3600),
         backoff_max: Duration::from_secs(3600),
         ..fast(true)
     };
-    let _worker = spawn_push_worker(engine.clone(), cfg, stop.clone());
+    let _worker = spawn_push_worker(outbox.clone(), cfg, stop.clone());
 
     run_task(&engine, Some(webhook(format!("http://{dead}/hook")))).await;
     assert_eq!(next_hit(&mut dead_rx).await.status, StatusCode::SERVICE_UNAVAILABLE);
@@ -539,19 +545,14 @@ async fn sqlite_outbox_survives_a_restart() {
 
     let task_id = {
         let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open store");
-        let engine = Engine::new(
-            Arc::new(store),
-            Arc::new(EchoAgent),
-            Arc::new(SsrfGuard::new(true)),
-            EngineConfig::default(),
-        );
+        let (engine, outbox) = engine_with(Arc::new(store), SsrfGuard::new(true));
         let stop = CancellationToken::new();
         let slow = PushWorkerConfig {
             backoff_base: Duration::from_secs(3600),
             backoff_max: Duration::from_secs(3600),
             ..fast(true)
         };
-        let worker = spawn_push_worker(engine.clone(), slow, stop.clone());
+        let worker = spawn_push_worker(outbox.clone(), slow, stop.clone());
         let task_id = run_task(&engine, Some(webhook(format!("http://{addr}/hook")))).await;
         assert_eq!(next_hit(&mut rx).await.status, StatusCode::SERVICE_UNAVAILABLE);
         stop.cancel();
@@ -560,18 +561,13 @@ async fn sqlite_outbox_survives_a_restart() {
     };
 
     let store = SqliteStore::open(&path, SqliteOptions::default()).expect("reopen store");
-    let engine = Engine::new(
-        Arc::new(store),
-        Arc::new(EchoAgent),
-        Arc::new(SsrfGuard::new(true)),
-        EngineConfig::default(),
-    );
+    let (_engine, outbox) = engine_with(Arc::new(store), SsrfGuard::new(true));
     let stop = CancellationToken::new();
-    let _worker = spawn_push_worker(engine.clone(), fast(true), stop.clone());
+    let _worker = spawn_push_worker(outbox.clone(), fast(true), stop.clone());
     let mut all = Vec::new();
     let events = delivered_until_completed(&mut rx, &mut all).await;
     assert_echo_sequence(&events, &task_id);
-    wait_outbox_empty(&engine).await;
+    wait_outbox_empty(&outbox).await;
     stop.cancel();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,6 +1,6 @@
 //! What several areas share: the server built in process on a real socket.
 
-use agentd_core::{Engine, EngineConfig};
+use agentd_core::{EngineBuilder, EngineConfig, Store};
 use agentd_runtime::EchoAgent;
 use agentd_server::push::SsrfGuard;
 use agentd_server::{
@@ -18,14 +18,24 @@ pub async fn serve_in_process(
     extensions: ExtensionRegistry,
     policy: VersionPolicy,
 ) -> (SocketAddr, CancellationToken) {
+    serve_on(Arc::new(MemoryStore::default()), extensions, policy).await
+}
+
+/// [`serve_in_process`] over `store`.
+pub async fn serve_on(
+    store: Arc<dyn Store>,
+    extensions: ExtensionRegistry,
+    policy: VersionPolicy,
+) -> (SocketAddr, CancellationToken) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let engine = Engine::new(
-        Arc::new(MemoryStore::default()),
+    let runtime = EngineBuilder::new(
+        store,
         Arc::new(EchoAgent),
         Arc::new(SsrfGuard::new(true)),
         EngineConfig::default(),
-    );
+    )
+    .build();
     let card = CardService::new(
         CardConfig {
             name: "t".into(),
@@ -46,7 +56,7 @@ pub async fn serve_in_process(
     );
     let shutdown = CancellationToken::new();
     let state = AppState {
-        engine,
+        engine: runtime.engine().clone(),
         auth: Arc::new(Authenticator::default()),
         card: Arc::new(card),
         extensions: Arc::new(extensions),

@@ -97,11 +97,19 @@ impl Drop for SqliteStore {
 
 #[async_trait]
 impl Store for SqliteStore {
+    // The span (and the line after the writer answered) run in the
+    // caller's task, so they carry the caller's spans: a request's id.
+    #[tracing::instrument(name = "store.commit", level = "debug", skip_all, fields(size = batch.size(), tasks = batch.tasks.len()))]
     async fn commit(&self, batch: Batch) -> Result<(), StoreError> {
         let (reply, outcome) = oneshot::channel();
         let jobs = self.jobs.as_ref().ok_or_else(|| StoreError::backend("store is closed"))?;
         jobs.send(Job { batch, reply }).map_err(|_| StoreError::backend("store writer stopped"))?;
-        outcome.await.map_err(err("store writer stopped before answering"))?
+        let committed = outcome.await.map_err(err("store writer stopped before answering"))?;
+        match &committed {
+            Ok(()) => tracing::debug!("committed"),
+            Err(e) => tracing::debug!(error = %e, "refused"),
+        }
+        committed
     }
 
     async fn get_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {

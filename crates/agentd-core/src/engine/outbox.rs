@@ -1,0 +1,63 @@
+//! [`Outbox`]: the port of push delivery and gate bridges. The durable
+//! outbox rows (queued with the commits that caused them) are all they
+//! read and write: the due rows with their targets, the results of a
+//! delivery round, a bridge announcement to queue, and the wake-up after a
+//! commit queued rows. Nothing else of the store is reachable from it.
+
+use super::Inner;
+use crate::record::{BridgeDelivery, OutboxItem};
+use crate::store::{Batch, StoreError};
+use std::sync::Arc;
+
+#[derive(Clone)]
+pub struct Outbox {
+    inner: Arc<Inner>,
+}
+
+impl Outbox {
+    pub(super) fn new(inner: Arc<Inner>) -> Self {
+        Self { inner }
+    }
+
+    /// Up to `limit` pending rows due at `horizon_ms` (`i64::MAX`: all),
+    /// oldest first, each with where it goes (its push config or channel).
+    pub async fn due(&self, horizon_ms: i64, limit: usize) -> Result<Vec<OutboxItem>, StoreError> {
+        self.inner.store.due_outbox(horizon_ms, limit).await
+    }
+
+    /// When the next pending row is due (ms), if any is pending.
+    pub async fn next_due(&self) -> Result<Option<i64>, StoreError> {
+        self.inner.store.next_outbox_due().await
+    }
+
+    /// Records a delivery round in one commit: rows `done` (delivered or
+    /// given up) are removed, rows to `retry` get `(id, not_before_ms,
+    /// attempts)`.
+    pub async fn record(&self, done: Vec<i64>, retry: Vec<(i64, i64, u32)>) -> Result<(), StoreError> {
+        let batch = Batch { outbox_done: done, outbox_retry: retry, ..Batch::default() };
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.inner.store.commit(batch).await
+    }
+
+    /// Queues a bridge announcement (committed when this returns) and wakes
+    /// the worker.
+    pub async fn queue(&self, delivery: BridgeDelivery) -> Result<(), StoreError> {
+        let batch = Batch { bridge_deliveries: vec![delivery], ..Batch::default() };
+        self.inner.store.commit(batch).await?;
+        self.inner.push_wakeup.notify_one();
+        Ok(())
+    }
+
+    /// Returns once a commit queued rows since the last wake-up (one
+    /// waiter is woken per commit; a wake-up with nobody waiting is kept).
+    pub async fn queued(&self) {
+        self.inner.push_wakeup.notified().await;
+    }
+
+    /// The tracker the delivery worker runs on (see [`crate::Background`]).
+    pub fn background(&self) -> &crate::Background {
+        &self.inner.background
+    }
+}
