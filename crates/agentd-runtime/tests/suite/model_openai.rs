@@ -50,7 +50,7 @@ async fn deltas_reach_the_caller_before_the_answer_is_complete() {
 async fn non_streamed_answer_is_one_delta() {
     let mock = Mock::start(|_, _| completion("whole answer")).await;
     let mut c = config(&[&mock.base]);
-    c.stream = false;
+    c.http.stream = false;
     let p = OpenAiProvider::new(c).unwrap();
     let (result, deltas) = call(&p, &ask("hi")).await;
     let r = result.unwrap();
@@ -121,7 +121,7 @@ async fn non_streamed_tool_calls() {
     })
     .await;
     let mut c = config(&[&mock.base]);
-    c.stream = false;
+    c.http.stream = false;
     let (result, deltas) = call(&OpenAiProvider::new(c).unwrap(), &ask("q")).await;
     let r = result.unwrap();
     assert!(deltas.is_empty() && r.text.is_empty());
@@ -209,8 +209,8 @@ async fn api_key_from_env_is_sent_as_bearer_and_never_debug_printed() {
     let mock = Mock::start(|_, _| stream_of(&["ok"])).await;
     let mut c = config(&[&mock.base]);
     c.api_key = Some(SecretRef::parse(&format!("env:{KEY_VAR}")).unwrap());
-    c.headers.insert("X-Org".into(), "acme".into());
-    c.headers.insert("X-Secret".into(), format!("env:{KEY_VAR}"));
+    c.http.headers.insert("X-Org".into(), "acme".into());
+    c.http.headers.insert("X-Secret".into(), format!("env:{KEY_VAR}"));
     let shown = format!("{c:?}");
     let p = OpenAiProvider::new(c).unwrap();
     let shown = format!("{shown}\n{p:?}\n{p:#?}");
@@ -257,8 +257,11 @@ async fn config_from_yaml_with_a_comma_list_of_endpoints() {
     let cfg: ModelConfig = serde_yaml_ng::from_str(yaml).unwrap();
     let o = &cfg.openai;
     assert_eq!(o.endpoints, ["http://a:1/v1", "http://b:2/v1/"]);
-    assert_eq!((o.timeout, o.max_retries, o.stream), (Duration::from_millis(1500), 4, false));
-    assert_eq!((o.backoff_base, o.max_backoff), (Duration::from_millis(20), Duration::from_millis(900)));
+    assert_eq!((o.http.timeout, o.http.max_retries, o.http.stream), (Duration::from_millis(1500), 4, false));
+    assert_eq!(
+        (o.http.backoff_base, o.http.max_backoff),
+        (Duration::from_millis(20), Duration::from_millis(900))
+    );
     assert!(agentd_runtime::model::from_config(cfg).is_ok());
     for (bad, why) in [
         ("kind: openai\n", "no endpoints"),

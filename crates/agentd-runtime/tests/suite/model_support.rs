@@ -1,15 +1,14 @@
-//! A scriptable OpenAI-compatible Chat Completions server for the model
-//! tests: a real HTTP server (axum on 127.0.0.1:0) that records every
-//! request and answers each with the `Reply` a test's closure picks.
+//! A scriptable model server for the model tests: a real HTTP server (axum
+//! on 127.0.0.1:0) serving OpenAI's Chat Completions and Anthropic's
+//! Messages paths, that records every request and answers each with the
+//! `Reply` a test's closure picks.
 
 #![allow(dead_code)]
 
-use agentd_runtime::model::{
-    ModelError, ModelProvider, ModelRequest, ModelResponse, OpenAiConfig, OpenAiProvider,
-};
+use agentd_runtime::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, OpenAiConfig};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -22,6 +21,8 @@ use tokio_util::sync::CancellationToken;
 /// What one request received.
 #[derive(Clone, Debug)]
 pub struct Received {
+    /// The path asked for (`/v1/chat/completions` or `/v1/messages`).
+    pub path: String,
     pub headers: HeaderMap,
     pub body: Value,
 }
@@ -37,6 +38,9 @@ pub enum Reply {
     Sse { events: Vec<String>, gap: Duration, hang: bool },
     /// Raw SSE bytes, in the pieces given.
     SseRaw(Vec<String>),
+    /// Raw SSE bytes, in the pieces given, `gap` apart; with `hang`, the
+    /// stream stays open (silent) after the last one.
+    SseRawSlow { pieces: Vec<String>, gap: Duration, hang: bool },
     /// Waits, then answers.
     After(Duration, Box<Reply>),
 }
@@ -51,8 +55,10 @@ struct Shared {
 }
 
 pub struct Mock {
-    /// Base URL, `http://127.0.0.1:PORT/v1`.
+    /// OpenAI base URL, `http://127.0.0.1:PORT/v1`.
     pub base: String,
+    /// Anthropic base URL, `http://127.0.0.1:PORT`.
+    pub root: String,
     shared: Arc<Shared>,
 }
 
@@ -67,13 +73,14 @@ impl Mock {
         });
         let app = axum::Router::new()
             .route("/v1/chat/completions", axum::routing::post(complete))
+            .route("/v1/messages", axum::routing::post(complete))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        Mock { base: format!("http://{addr}/v1"), shared }
+        Mock { base: format!("http://{addr}/v1"), root: format!("http://{addr}"), shared }
     }
 
     pub fn received(&self) -> Vec<Received> {
@@ -90,9 +97,9 @@ impl Mock {
     }
 }
 
-async fn complete(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn complete(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let received = Received { headers, body };
+    let received = Received { path: uri.path().to_owned(), headers, body };
     let n = {
         let mut all = shared.received.lock().unwrap();
         all.push(received.clone());
@@ -129,6 +136,9 @@ fn respond(reply: Reply, shared: Arc<Shared>) -> Response {
         Reply::SseRaw(pieces) => builder(200, "text/event-stream")
             .body(sse_body(pieces.into(), Duration::ZERO, false, shared))
             .unwrap(),
+        Reply::SseRawSlow { pieces, gap, hang } => {
+            builder(200, "text/event-stream").body(sse_body(pieces.into(), gap, hang, shared)).unwrap()
+        }
         Reply::After(..) => unreachable!("unwrapped by the caller"),
     }
 }
@@ -241,15 +251,23 @@ pub fn error(status: u16, message: &str, headers: Vec<(&'static str, String)>) -
 pub fn config(endpoints: &[&str]) -> OpenAiConfig {
     let mut c = OpenAiConfig::new(endpoints[0], "test-model");
     c.endpoints = endpoints.iter().map(|e| e.to_string()).collect();
-    c.backoff_base = Duration::from_millis(10);
-    c.max_backoff = Duration::from_millis(100);
-    c.timeout = Duration::from_secs(10);
+    c.http = fast_http();
     c
+}
+
+/// Transport settings with fast retries, suited to tests.
+pub fn fast_http() -> agentd_runtime::model::HttpSettings {
+    agentd_runtime::model::HttpSettings {
+        backoff_base: Duration::from_millis(10),
+        max_backoff: Duration::from_millis(100),
+        timeout: Duration::from_secs(10),
+        ..Default::default()
+    }
 }
 
 /// Runs one call; returns the result and every delta sent.
 pub async fn call(
-    p: &OpenAiProvider,
+    p: &dyn ModelProvider,
     req: &ModelRequest,
 ) -> (Result<ModelResponse, ModelError>, Vec<String>) {
     let (tx, mut rx) = mpsc::channel(1024);
