@@ -5,15 +5,16 @@
 //! key by reference and the configuration.
 
 use crate::anthropic_support::*;
-use crate::model_support::{Mock, Reply, call, dead_endpoint};
+use crate::model_support::{
+    Mock, Reply, call, dead_endpoint, fast_http, first_delta_before_the_end, timed_call,
+    waited_for_retry_after,
+};
 use agentd_runtime::model::{
-    AnthropicProvider, ChatMessage, ModelConfig, ModelError, ModelProvider, ModelRequest, SecretRef,
-    ToolCall, ToolSpec, Usage, from_config,
+    AnthropicConfig, AnthropicProvider, ChatMessage, HttpSettings, ModelConfig, ModelError, ModelProvider,
+    ModelRequest, SecretRef, ToolCall, ToolSpec, Usage, from_config,
 };
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
+use std::time::Duration;
 
 fn ask(q: &str) -> ModelRequest {
     ModelRequest {
@@ -66,13 +67,7 @@ async fn a_plain_text_reply_streams_and_the_request_is_a_messages_request() {
 #[tokio::test]
 async fn streamed_deltas_reach_the_caller_before_the_answer_is_complete() {
     let mock = Mock::start(|_, _| slow(stream_text(&["first ", "second"]), Duration::from_millis(300))).await;
-    let p = provider(&mock);
-    let (tx, mut rx) = mpsc::channel(16);
-    let task = tokio::spawn(async move { p.complete(&ask("hi"), &tx, &CancellationToken::new()).await });
-    let first = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap();
-    assert_eq!(first.as_deref(), Some("first "));
-    assert!(!task.is_finished(), "the first delta came before the stream ended");
-    assert_eq!(task.await.unwrap().unwrap().text, "first second");
+    assert_eq!(first_delta_before_the_end(provider(&mock), ask("hi"), "first ").await, "first second");
 }
 
 #[tokio::test]
@@ -199,21 +194,20 @@ async fn the_system_prompt_is_top_level_and_same_role_messages_are_merged() {
 
 #[tokio::test]
 async fn a_429_is_retried_after_its_retry_after() {
-    let mock = Mock::start(|n, _| match n {
-        0 => api_error(429, "rate_limit_error", "slow down", vec![("retry-after", "1".into())]),
-        1 => api_error(529, "overloaded_error", "Overloaded", vec![]),
-        _ => stream_text(&["ok"]),
-    })
-    .await;
-    let mut c = anthropic_config(&[&mock.root]);
-    c.http.max_backoff = Duration::from_secs(5);
-    let p = AnthropicProvider::new(c).unwrap();
-    let start = Instant::now();
-    assert_eq!(call(&p, &ask("hi")).await.0.unwrap().text, "ok");
-    let waited = start.elapsed();
-    assert_eq!(mock.hits(), 3, "429, then 529 (overloaded), then the answer");
-    assert!(waited >= Duration::from_millis(950), "retry-after: 1 honoured, waited {waited:?}");
-    assert!(waited < Duration::from_secs(4), "{waited:?}");
+    let rate_limited = api_error(429, "rate_limit_error", "slow down", vec![("retry-after", "1".into())]);
+    let replies =
+        std::sync::Mutex::new(vec![rate_limited, api_error(529, "overloaded_error", "Overloaded", vec![])]);
+    let mock =
+        Mock::start(move |_, _| replies.lock().unwrap().pop().unwrap_or_else(|| stream_text(&["ok"]))).await;
+    let http = HttpSettings { max_backoff: Duration::from_secs(5), ..fast_http() };
+    let p = AnthropicProvider::new(AnthropicConfig { http, ..anthropic_config(&[&mock.root]) }).unwrap();
+    let (result, waited) = timed_call(&p, &ask("hi")).await;
+    assert_eq!(
+        (result.unwrap().text.as_str(), mock.hits()),
+        ("ok", 3),
+        "529 (overloaded), 429, then the answer"
+    );
+    waited_for_retry_after(waited);
 }
 
 #[tokio::test]
@@ -367,15 +361,14 @@ async fn answers_it_cannot_understand_are_protocol_errors_and_not_retried() {
 
 #[tokio::test]
 async fn the_key_is_read_by_reference_sent_as_x_api_key_and_never_printed() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("key");
-    std::fs::write(&path, "sk-ant-from-file-42\n").unwrap();
+    let key = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(key.path(), "sk-ant-from-file-42\n").unwrap();
     let mock = Mock::start(|_, _| stream_text(&["ok"])).await;
     let yaml = format!(
         "kind: anthropic\nanthropic:\n  endpoints: {}\n  model: claude-test\n  api_key: file:{}\n  \
          headers: {{anthropic-beta: tools-2024}}\n",
         mock.root,
-        path.display()
+        key.path().display()
     );
     let cfg: ModelConfig = serde_yaml_ng::from_str(&yaml).unwrap();
     let p = AnthropicProvider::new(cfg.anthropic.clone()).unwrap();

@@ -4,8 +4,7 @@
 
 use crate::model_support::*;
 use agentd_runtime::model::{
-    ChatMessage, ModelConfig, ModelError, ModelProvider, ModelRequest, OpenAiProvider, SecretRef, ToolCall,
-    ToolSpec, Usage,
+    ChatMessage, ModelConfig, ModelError, ModelRequest, OpenAiProvider, SecretRef, ToolCall, ToolSpec, Usage,
 };
 use serde_json::json;
 use std::time::Duration;
@@ -38,12 +37,7 @@ async fn deltas_reach_the_caller_before_the_answer_is_complete() {
     })
     .await;
     let p = OpenAiProvider::new(config(&[&mock.base])).unwrap();
-    let (tx, mut rx) = mpsc::channel(16);
-    let task = tokio::spawn(async move { p.complete(&ask("hi"), &tx, &CancellationToken::new()).await });
-    let first = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap();
-    assert_eq!(first.as_deref(), Some("first "));
-    assert!(!task.is_finished(), "the first delta came before the stream ended");
-    assert_eq!(task.await.unwrap().unwrap().text, "first second");
+    assert_eq!(first_delta_before_the_end(p, ask("hi"), "first ").await, "first second");
 }
 
 #[tokio::test]

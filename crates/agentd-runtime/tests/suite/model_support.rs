@@ -280,6 +280,35 @@ pub async fn call(
     (result, deltas)
 }
 
+/// Runs one call on a server that streams slowly, and checks that the first
+/// delta (`first`) reaches the caller while the stream is still going;
+/// returns the whole answer's text.
+pub async fn first_delta_before_the_end(p: impl ModelProvider, req: ModelRequest, first: &str) -> String {
+    let (tx, mut rx) = mpsc::channel(16);
+    let task = tokio::spawn(async move { p.complete(&req, &tx, &CancellationToken::new()).await });
+    let got = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap();
+    assert_eq!(got.as_deref(), Some(first));
+    assert!(!task.is_finished(), "the first delta came before the stream ended");
+    task.await.unwrap().unwrap().text
+}
+
+/// One call and how long it took.
+pub async fn timed_call(
+    p: &dyn ModelProvider,
+    req: &ModelRequest,
+) -> (Result<ModelResponse, ModelError>, Duration) {
+    let start = std::time::Instant::now();
+    let (result, _) = call(p, req).await;
+    (result, start.elapsed())
+}
+
+/// Asserts that a call that met one `Retry-After: 1` waited about a second
+/// (at least, and well under the 5 s cap its tests set).
+pub fn waited_for_retry_after(waited: Duration) {
+    assert!(waited >= Duration::from_millis(950), "Retry-After: 1 honoured, waited {waited:?}");
+    assert!(waited < Duration::from_secs(4), "{waited:?}");
+}
+
 /// A plain one-question request.
 pub fn ask(q: &str) -> ModelRequest {
     use agentd_runtime::model::ChatMessage;

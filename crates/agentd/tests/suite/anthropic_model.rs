@@ -1,7 +1,7 @@
 //! The daemon with `--model anthropic` against the test's own Messages API
-//! server: a user chats over A2A, tokens stream through, a failing first
-//! endpoint fails over, the key goes by reference, and a tool call the
-//! model makes comes back to it as a `tool_result` under its id.
+//! server: a user chats over A2A, tokens stream through, an overloaded
+//! model fails over to the fallback model, the key goes by reference, and a
+//! tool call the model makes comes back to it as a `tool_result` under its id.
 
 use crate::anthropic_support::{api_error, stream_text, stream_tool_use};
 use crate::common::*;
@@ -10,45 +10,39 @@ use serde_json::json;
 use std::path::Path;
 
 /// `--model anthropic` with `--model-url` and `--model-name`, and a config
-/// file for what has no flag (no retries, the key's file).
-fn anthropic_daemon(dir: &Path, endpoints: &[&str]) -> Daemon {
+/// file for what has no flag (the fallback model, no retries, the key's file).
+fn anthropic_daemon(dir: &Path, endpoint: &str) -> Daemon {
     let key = dir.join("anthropic-key");
     std::fs::write(&key, "sk-ant-test-key\n").unwrap();
     let config = dir.join("agentd.yaml");
-    let yaml = format!("model:\n  anthropic:\n    api_key: file:{}\n    max_retries: 0\n", key.display());
+    let yaml = format!(
+        "model:\n  anthropic:\n    api_key: file:{}\n    fallback_models: [claude-small]\n    max_retries: 0\n",
+        key.display()
+    );
     std::fs::write(&config, yaml).unwrap();
-    let urls = endpoints.join(",");
-    let args = ["--config", config.to_str().unwrap(), "--model", "anthropic", "--model-url", &urls];
-    Daemon::start_in(&dir.join("data"), &[&args[..], &["--model-name", "claude-test"]].concat())
+    let args = ["--config", config.to_str().unwrap(), "--model", "anthropic", "--model-url", endpoint];
+    Daemon::start_in(&dir.join("data"), &[&args[..], &["--model-name", "claude-big"]].concat())
 }
 
 #[tokio::test]
-async fn a_failing_endpoint_fails_over_and_the_answer_streams_through() {
-    let down = Mock::start(|_, _| api_error(529, "overloaded_error", "Overloaded", Vec::new())).await;
-    let up = Mock::start(|_, _| stream_text(&["Hello", ", ", "world"])).await;
+async fn an_overloaded_model_fails_over_and_the_answer_streams_through() {
+    let mock = Mock::start(|_, r| match r.body["model"].as_str() {
+        Some("claude-big") => api_error(529, "overloaded_error", "Overloaded", Vec::new()),
+        _ => stream_text(&["Hello", ", ", "world"]),
+    })
+    .await;
     let dir = tempfile::tempdir().unwrap();
-    let d = anthropic_daemon(dir.path(), &[&down.root, &up.root]);
+    let d = anthropic_daemon(dir.path(), &mock.root);
 
-    let mut st = d.rpc_stream("SendStreamingMessage", send_params("m1", "hi there", None)).await;
-    let events = st.collect().await;
-    let text: String = events
-        .iter()
-        .filter_map(|e| e["result"].get("artifactUpdate"))
-        .map(|a| a["artifact"]["parts"][0]["text"].as_str().unwrap_or("").to_owned())
-        .collect();
-    assert_eq!(text, "Hello, world");
-    let last = &events.last().unwrap()["result"]["statusUpdate"]["status"];
-    assert_eq!(last["state"], "TASK_STATE_COMPLETED");
-    assert_eq!(last["message"]["parts"][0]["text"], "Hello, world");
+    assert_eq!(streamed_reply(&d, "hi there").await, "Hello, world");
 
-    assert_eq!(down.hits(), 1, "the first endpoint was tried");
-    let got = up.received();
-    assert_eq!(got.len(), 1);
-    assert_eq!(got[0].path, "/v1/messages");
-    assert_eq!(got[0].headers["x-api-key"], "sk-ant-test-key");
-    assert_eq!(got[0].headers["anthropic-version"], "2023-06-01");
-    let body = &got[0].body;
-    assert_eq!(body["model"], "claude-test");
+    let got = mock.received();
+    let models: Vec<&str> = got.iter().map(|r| r.body["model"].as_str().unwrap()).collect();
+    assert_eq!(models, ["claude-big", "claude-small"], "the named model first, then the fallback");
+    assert_eq!(got[1].path, "/v1/messages");
+    assert_eq!(got[1].headers["x-api-key"], "sk-ant-test-key");
+    assert_eq!(got[1].headers["anthropic-version"], "2023-06-01");
+    let body = &got[1].body;
     assert!(body["system"].as_str().is_some_and(|s| !s.is_empty()), "the instruction is the system field");
     assert_eq!(
         body["messages"],
@@ -65,7 +59,7 @@ async fn a_tool_call_comes_back_as_a_tool_result_under_its_id() {
     })
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let d = anthropic_daemon(dir.path(), &[&mock.root]);
+    let d = anthropic_daemon(dir.path(), &mock.root);
     let r = d.call("SendMessage", send_params("m1", "use a tool", None)).await;
     assert_eq!(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
 

@@ -6,32 +6,24 @@
 mod sse;
 mod wire;
 
-use super::config::AnthropicConfig;
-use super::http::{HttpClient, Target, config_error, secret_header, urls};
-use super::types::{ModelError, ModelProvider, ModelRequest, ModelResponse};
-use async_trait::async_trait;
-use bytes::Bytes;
+use super::config::{AnthropicConfig, HttpSettings};
+use super::http::{HttpProvider, Target, Wire, body, config_error, secret_header, urls};
+use super::types::{ModelError, ModelRequest, ModelResponse};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use std::fmt;
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
-const NAME: &str = "anthropic";
 /// The API version every request names (a configured `anthropic-version`
 /// header replaces it).
 pub const API_VERSION: &str = "2023-06-01";
 
-pub struct AnthropicProvider {
+/// The `anthropic` provider.
+pub type AnthropicProvider = HttpProvider<Messages>;
+
+/// The Messages API: each model in turn, at each endpoint in turn.
+#[derive(Debug)]
+pub struct Messages {
     config: AnthropicConfig,
     /// `{base}/v1/messages` of each endpoint, in failover order.
     urls: Vec<String>,
-    http: HttpClient,
-}
-
-impl fmt::Debug for AnthropicProvider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AnthropicProvider").field("config", &self.config).finish_non_exhaustive()
-    }
 }
 
 impl AnthropicProvider {
@@ -39,49 +31,35 @@ impl AnthropicProvider {
     /// secret header values), so a missing key fails at start, not at the
     /// first call.
     pub fn new(config: AnthropicConfig) -> Result<Self, ModelError> {
-        let urls = urls(NAME, &config.endpoints, "/v1/messages")?;
+        let bad = |m: &str| Err(config_error(Messages::NAME, m));
+        let urls = urls(Messages::NAME, &config.endpoints, "/v1/messages")?;
         if config.model.trim().is_empty() {
-            return Err(config_error(NAME, "no model name"));
+            return bad("no model name");
         }
         if config.fallback_models.iter().any(|m| m.trim().is_empty()) {
-            return Err(config_error(NAME, "an empty name in fallback_models"));
+            return bad("an empty name in fallback_models");
         }
         if config.max_tokens == 0 {
-            return Err(config_error(NAME, "max_tokens must be at least 1"));
+            return bad("max_tokens must be at least 1");
         }
         let mut headers = HeaderMap::new();
         headers.insert(HeaderName::from_static("anthropic-version"), HeaderValue::from_static(API_VERSION));
         if let Some(key) = &config.api_key {
-            headers.insert(HeaderName::from_static("x-api-key"), secret_header(NAME, key, "")?);
+            headers.insert(HeaderName::from_static("x-api-key"), secret_header(Messages::NAME, key, "")?);
         }
-        let http = HttpClient::new(NAME, config.http.clone(), headers)?;
-        Ok(Self { config, urls, http })
-    }
-
-    /// The model, then the fallback models, in failover order.
-    fn models(&self) -> impl Iterator<Item = &str> {
-        std::iter::once(self.config.model.as_str())
-            .chain(self.config.fallback_models.iter().map(String::as_str))
+        HttpProvider::build(Messages { config, urls }, headers)
     }
 }
 
-#[async_trait]
-impl ModelProvider for AnthropicProvider {
-    fn name(&self) -> &str {
-        NAME
-    }
+impl Wire for Messages {
+    const NAME: &'static str = "anthropic";
+    type Answer = sse::Accumulator;
 
-    async fn complete(
-        &self,
-        req: &ModelRequest,
-        deltas: &mpsc::Sender<String>,
-        cancel: &CancellationToken,
-    ) -> Result<ModelResponse, ModelError> {
+    fn targets(&self, req: &ModelRequest, stream: bool) -> Result<Vec<Target>, ModelError> {
+        let c = &self.config;
         let mut targets = Vec::new();
-        for model in self.models() {
-            let body = wire::request_body(model, self.config.max_tokens, req, self.http.stream());
-            let body =
-                Bytes::from(serde_json::to_vec(&body).map_err(|e| ModelError::Protocol(e.to_string()))?);
+        for model in std::iter::once(&c.model).chain(&c.fallback_models) {
+            let body = body(&wire::request_body(model, c.max_tokens, req, stream))?;
             for url in &self.urls {
                 targets.push(Target {
                     url: url.clone(),
@@ -90,6 +68,14 @@ impl ModelProvider for AnthropicProvider {
                 });
             }
         }
-        self.http.complete::<sse::Accumulator>(&targets, wire::parse_message, deltas, cancel).await
+        Ok(targets)
+    }
+
+    fn parse(body: &[u8]) -> Result<ModelResponse, ModelError> {
+        wire::parse_message(body)
+    }
+
+    fn settings(&self) -> &HttpSettings {
+        &self.config.http
     }
 }

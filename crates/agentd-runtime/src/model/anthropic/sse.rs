@@ -7,7 +7,7 @@
 //! added to the API later are skipped, as its versioning policy asks.
 
 use super::wire::{Block, WireUsage, stop_reason, tool_call};
-use crate::model::http::{MAX_ANSWER, MAX_TOOL_CALLS, StreamedAnswer};
+use crate::model::http::{MAX_TOOL_CALLS, Step, StreamedAnswer, stream_event};
 use crate::model::stream::clip;
 use crate::model::types::{ModelError, ModelResponse, Usage};
 use serde::Deserialize;
@@ -88,9 +88,6 @@ pub struct Accumulator {
     tools: BTreeMap<usize, PartialTool>,
     usage: Usage,
     stop_reason: Option<String>,
-    done: bool,
-    /// Bytes of event data seen so far.
-    size: usize,
 }
 
 impl StreamedAnswer for Accumulator {
@@ -99,14 +96,8 @@ impl StreamedAnswer for Accumulator {
     /// An `error` event is the server's failure: an overload, rate limit or
     /// internal error as the HTTP status it stands for (so that, before any
     /// text was shown, it is retried like one), anything else as it is.
-    fn apply(&mut self, data: &str) -> Result<Option<String>, ModelError> {
-        if data.len() + self.size > MAX_ANSWER {
-            return Err(ModelError::Protocol(format!("answer larger than {MAX_ANSWER} bytes")));
-        }
-        self.size += data.len();
-        let event: Event = serde_json::from_str(data)
-            .map_err(|e| ModelError::Protocol(format!("bad stream event ({e}): {}", clip(data))))?;
-        match event {
+    fn apply(&mut self, data: &str) -> Result<Step, ModelError> {
+        match stream_event(data)? {
             Event::MessageStart { message } => {
                 if let Some(u) = message.usage {
                     self.usage_from(&u);
@@ -140,19 +131,15 @@ impl StreamedAnswer for Accumulator {
                     self.usage_from(&u);
                 }
             }
-            Event::MessageStop => self.done = true,
+            Event::MessageStop => return Ok(Step::End),
             Event::Error { error } => return Err(stream_error(error)),
             Event::Other => {}
         }
-        Ok(None)
+        Ok(Step::Nothing)
     }
 
-    fn done(&self) -> bool {
-        self.done
-    }
-
-    fn finished(&self) -> bool {
-        self.done || self.stop_reason.is_some()
+    fn stopped(&self) -> bool {
+        self.stop_reason.is_some()
     }
 
     fn into_response(self) -> Result<ModelResponse, ModelError> {
@@ -174,9 +161,9 @@ impl StreamedAnswer for Accumulator {
 }
 
 impl Accumulator {
-    fn push_text(&mut self, text: String) -> Option<String> {
+    fn push_text(&mut self, text: String) -> Step {
         self.text.push_str(&text);
-        (!text.is_empty()).then_some(text)
+        Some(text).into()
     }
 
     /// `message_start` reports the input (and a first output count);
@@ -225,8 +212,8 @@ mod tests {
             .unwrap();
         assert!(matches!(acc.into_response(), Err(ModelError::Protocol(_))));
         let mut acc = Accumulator::default();
-        assert_eq!(acc.apply(r#"{"type":"ping"}"#).unwrap(), None);
-        assert_eq!(acc.apply(r#"{"type":"future_event","x":1}"#).unwrap(), None);
-        assert!(!acc.finished());
+        assert_eq!(acc.apply(r#"{"type":"ping"}"#).unwrap(), Step::Nothing);
+        assert_eq!(acc.apply(r#"{"type":"future_event","x":1}"#).unwrap(), Step::Nothing);
+        assert!(!acc.stopped());
     }
 }

@@ -2,32 +2,23 @@
 //! streamed (SSE) or not, with the retries and failover across endpoints of
 //! [`super::http`].
 
-pub(crate) mod sse;
+mod sse;
 mod wire;
 
-use super::config::OpenAiConfig;
-use super::http::{HttpClient, Target, config_error, secret_header, urls};
-use super::types::{ModelError, ModelProvider, ModelRequest, ModelResponse};
-use async_trait::async_trait;
-use bytes::Bytes;
+use super::config::{HttpSettings, OpenAiConfig};
+use super::http::{HttpProvider, Target, Wire, body, config_error, secret_header, urls};
+use super::types::{ModelError, ModelRequest, ModelResponse};
 use reqwest::header::{AUTHORIZATION, HeaderMap};
-use std::fmt;
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
-const NAME: &str = "openai";
+/// The `openai` provider.
+pub type OpenAiProvider = HttpProvider<ChatCompletions>;
 
-pub struct OpenAiProvider {
+/// Chat Completions at each endpoint in turn.
+#[derive(Debug)]
+pub struct ChatCompletions {
     config: OpenAiConfig,
     /// `{base}/chat/completions` of each endpoint, in failover order.
     urls: Vec<String>,
-    http: HttpClient,
-}
-
-impl fmt::Debug for OpenAiProvider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAiProvider").field("config", &self.config).finish_non_exhaustive()
-    }
 }
 
 impl OpenAiProvider {
@@ -35,42 +26,40 @@ impl OpenAiProvider {
     /// secret header values), so a missing key fails at start, not at the
     /// first call.
     pub fn new(config: OpenAiConfig) -> Result<Self, ModelError> {
-        let urls = urls(NAME, &config.endpoints, "/chat/completions")?;
+        let urls = urls(ChatCompletions::NAME, &config.endpoints, "/chat/completions")?;
         if config.model.trim().is_empty() {
-            return Err(config_error(NAME, "no model name"));
+            return Err(config_error(ChatCompletions::NAME, "no model name"));
         }
         let mut headers = HeaderMap::new();
         if let Some(key) = &config.api_key {
-            headers.insert(AUTHORIZATION, secret_header(NAME, key, "Bearer ")?);
+            headers.insert(AUTHORIZATION, secret_header(ChatCompletions::NAME, key, "Bearer ")?);
         }
-        let http = HttpClient::new(NAME, config.http.clone(), headers)?;
-        Ok(Self { config, urls, http })
+        HttpProvider::build(ChatCompletions { config, urls }, headers)
     }
 }
 
-#[async_trait]
-impl ModelProvider for OpenAiProvider {
-    fn name(&self) -> &str {
-        NAME
+impl Wire for ChatCompletions {
+    const NAME: &'static str = "openai";
+    type Answer = sse::Accumulator;
+
+    fn settings(&self) -> &HttpSettings {
+        &self.config.http
+    }
+
+    fn targets(&self, req: &ModelRequest, stream: bool) -> Result<Vec<Target>, ModelError> {
+        let body = body(&wire::request_body(&self.config.model, req, stream))?;
+        Ok(self
+            .urls
+            .iter()
+            .map(|url| Target { url: url.clone(), body: body.clone(), label: url.clone() })
+            .collect())
+    }
+
+    fn parse(body: &[u8]) -> Result<ModelResponse, ModelError> {
+        wire::parse_completion(body)
     }
 
     fn honours_role_hints(&self) -> bool {
         self.config.reminder_role_hints
-    }
-
-    async fn complete(
-        &self,
-        req: &ModelRequest,
-        deltas: &mpsc::Sender<String>,
-        cancel: &CancellationToken,
-    ) -> Result<ModelResponse, ModelError> {
-        let body = wire::request_body(&self.config.model, req, self.http.stream());
-        let body = Bytes::from(serde_json::to_vec(&body).map_err(|e| ModelError::Protocol(e.to_string()))?);
-        let targets: Vec<Target> = self
-            .urls
-            .iter()
-            .map(|url| Target { url: url.clone(), body: body.clone(), label: url.clone() })
-            .collect();
-        self.http.complete::<sse::Accumulator>(&targets, wire::parse_completion, deltas, cancel).await
     }
 }

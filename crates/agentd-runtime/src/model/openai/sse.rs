@@ -4,8 +4,7 @@
 //! usage and the finish reason.
 
 use super::wire::{Arguments, WireFunction, WireUsage, finish_call, finish_reason};
-use crate::model::http::{MAX_ANSWER, MAX_TOOL_CALLS, StreamedAnswer};
-use crate::model::stream::clip;
+use crate::model::http::{MAX_TOOL_CALLS, Step, StreamedAnswer, stream_event};
 use crate::model::types::{ModelError, ModelResponse, Usage};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -50,9 +49,6 @@ pub struct Accumulator {
     calls: BTreeMap<usize, PartialCall>,
     usage: Option<Usage>,
     finish_reason: Option<String>,
-    done: bool,
-    /// Bytes of event data seen so far.
-    size: usize,
 }
 
 impl StreamedAnswer for Accumulator {
@@ -60,17 +56,11 @@ impl StreamedAnswer for Accumulator {
 
     /// Applies one event's data; returns the text delta it carried, if any.
     /// `[DONE]` ends the stream; an `error` member is the server's failure.
-    fn apply(&mut self, data: &str) -> Result<Option<String>, ModelError> {
+    fn apply(&mut self, data: &str) -> Result<Step, ModelError> {
         if data.trim() == "[DONE]" {
-            self.done = true;
-            return Ok(None);
+            return Ok(Step::End);
         }
-        if data.len() + self.size > MAX_ANSWER {
-            return Err(ModelError::Protocol(format!("answer larger than {MAX_ANSWER} bytes")));
-        }
-        self.size += data.len();
-        let chunk: Chunk = serde_json::from_str(data)
-            .map_err(|e| ModelError::Protocol(format!("bad stream chunk ({e}): {}", clip(data))))?;
+        let chunk: Chunk = stream_event(data)?;
         if let Some(err) = chunk.error {
             let message =
                 err.get("message").and_then(|m| m.as_str()).map_or_else(|| err.to_string(), str::to_owned);
@@ -80,7 +70,7 @@ impl StreamedAnswer for Accumulator {
             self.usage = Some(u.usage());
         }
         let mut delta_text = None;
-        let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else { return Ok(None) };
+        let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else { return Ok(Step::Nothing) };
         if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
             self.finish_reason = Some(reason);
         }
@@ -93,18 +83,11 @@ impl StreamedAnswer for Accumulator {
                 self.tool_fragment(frag.index.unwrap_or(pos), frag)?;
             }
         }
-        Ok(delta_text)
+        Ok(delta_text.into())
     }
 
-    /// Whether `[DONE]` was seen.
-    fn done(&self) -> bool {
-        self.done
-    }
-
-    /// Whether the stream said enough to stand as a whole answer without
-    /// `[DONE]` (it gave a finish reason).
-    fn finished(&self) -> bool {
-        self.done || self.finish_reason.is_some()
+    fn stopped(&self) -> bool {
+        self.finish_reason.is_some()
     }
 
     /// The whole response.

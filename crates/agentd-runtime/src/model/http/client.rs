@@ -1,74 +1,33 @@
-//! What the HTTP model providers (`openai`, `anthropic`) share: one request
-//! to one endpoint, its response read whole or as an SSE stream within the
-//! timeouts and under cancellation; retries with backoff (`Retry-After`
-//! honoured) and failover over a list of targets. The wire format is the
-//! provider's: it gives the request bodies, a parser of a whole response and
-//! an accumulator of a streamed one.
-//!
-//! An attempt is retried on 408, 429, 5xx, connect errors, timeouts and a
-//! stream cut short, but only while no text delta has reached the caller:
-//! once the caller has seen part of an answer, a failure is final. Other 4xx
-//! fail at once with the server's message. Cancellation drops the request,
-//! which closes its connection.
+//! One request to one target, its answer read whole or as a stream, and
+//! the retries and failover over the targets (see the module above).
 
-use super::config::HttpSettings;
-use super::retry;
-use super::secret::SecretRef;
-use super::stream::{send_delta, sleep};
-use super::types::{ModelError, ModelResponse};
+use super::{MAX_ANSWER, MAX_EVENT, Step, StreamedAnswer, Target, config_error};
+use crate::model::config::HttpSettings;
+use crate::model::retry;
+use crate::model::secret::SecretRef;
+use crate::model::stream::{send_delta, sleep};
+use crate::model::types::{ModelError, ModelResponse};
 use agentd_client::describe;
 use agentd_client::sse::{SseDecoder, SseError};
-use bytes::Bytes;
 use futures::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-/// Largest SSE event (or unterminated line) accepted, in bytes.
-pub const MAX_EVENT: usize = 8 * 1024 * 1024;
-/// Most tool calls one response may carry.
-pub const MAX_TOOL_CALLS: usize = 256;
-/// Most text plus tool-call arguments one streamed response may carry, in bytes.
-pub const MAX_ANSWER: usize = 32 * 1024 * 1024;
 /// Largest non-streamed response body accepted.
 const MAX_BODY: usize = 16 * 1024 * 1024;
 /// Longest wait for a TCP (and TLS) connection, if `timeout` is longer.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How much of an error body is read for its message.
 const MAX_ERROR_BODY: usize = 64 * 1024;
-
-/// A streamed answer being assembled from the data of its SSE events.
-pub trait StreamedAnswer: Default + Send {
-    /// The event that ends a stream, for the error when it never came.
-    const END: &'static str;
-    /// Applies one event's data; returns the text delta it carried, if any.
-    fn apply(&mut self, data: &str) -> Result<Option<String>, ModelError>;
-    /// Whether the stream's last event was seen (nothing more to read).
-    fn done(&self) -> bool;
-    /// Whether the stream said enough to stand as a whole answer without
-    /// its last event (it gave a stop reason).
-    fn finished(&self) -> bool;
-    /// The whole response.
-    fn into_response(self) -> Result<ModelResponse, ModelError>;
-}
-
 /// Reads a whole (non-streamed) response body.
-pub type ParseWhole = fn(&[u8]) -> Result<ModelResponse, ModelError>;
-
-/// One place to send the request: its URL, the body for it, a name for logs.
-#[derive(Debug)]
-pub struct Target {
-    pub url: String,
-    pub body: Bytes,
-    pub label: String,
-}
+type ParseWhole = fn(&[u8]) -> Result<ModelResponse, ModelError>;
 
 /// An HTTP client with the provider's headers and retry settings.
-pub struct HttpClient {
-    settings: HttpSettings,
+pub(super) struct HttpClient {
+    pub(super) settings: HttpSettings,
     /// Every request's headers; the secret ones are marked sensitive.
     headers: HeaderMap,
     client: reqwest::Client,
@@ -103,45 +62,15 @@ impl From<ModelError> for Failure {
     }
 }
 
-/// A provider's misconfiguration, named after it.
-pub fn config_error(provider: &str, message: impl fmt::Display) -> ModelError {
-    ModelError::Config(format!("{provider}: {message}"))
-}
-
-/// `{base}{path}` for each base URL, in order; each must be http(s) and
-/// there must be one at least.
-pub fn urls(provider: &str, bases: &[String], path: &str) -> Result<Vec<String>, ModelError> {
-    if bases.is_empty() {
-        return Err(config_error(provider, "no endpoints"));
-    }
-    bases
-        .iter()
-        .map(|base| {
-            let url = reqwest::Url::parse(base)
-                .map_err(|e| config_error(provider, format!("endpoint {base:?}: {e}")))?;
-            if !matches!(url.scheme(), "http" | "https") {
-                return Err(config_error(provider, format!("endpoint {base:?} is not http(s)")));
-            }
-            Ok(format!("{}{path}", base.trim_end_matches('/')))
-        })
-        .collect()
-}
-
-/// A header value holding the secret `key` refers to (after `prefix`),
-/// marked sensitive so that it never shows in a debug print.
-pub fn secret_header(provider: &str, key: &SecretRef, prefix: &str) -> Result<HeaderValue, ModelError> {
-    let mut value = HeaderValue::from_str(&format!("{prefix}{}", key.resolve()?.expose())).map_err(|_| {
-        config_error(provider, format!("the API key {} is not a valid header value", key.reference()))
-    })?;
-    value.set_sensitive(true);
-    Ok(value)
-}
-
 impl HttpClient {
     /// Checks the settings and resolves the secret extra headers. `headers`
     /// are the provider's own (credentials already marked sensitive); the
     /// content type, `Accept` and the configured extra headers are added.
-    pub fn new(provider: &str, settings: HttpSettings, mut headers: HeaderMap) -> Result<Self, ModelError> {
+    pub(super) fn new(
+        provider: &str,
+        settings: HttpSettings,
+        mut headers: HeaderMap,
+    ) -> Result<Self, ModelError> {
         if settings.timeout.is_zero() {
             return Err(config_error(provider, "timeout must be positive"));
         }
@@ -167,15 +96,10 @@ impl HttpClient {
         Ok(Self { settings, headers, client })
     }
 
-    /// Whether to ask for a streamed response.
-    pub fn stream(&self) -> bool {
-        self.settings.stream
-    }
-
     /// Tries the targets in order, each up to `max_retries` times more
     /// while its failures are transient; returns the first answer, or the
     /// last error.
-    pub async fn complete<A: StreamedAnswer>(
+    pub(super) async fn complete<A: StreamedAnswer>(
         &self,
         targets: &[Target],
         parse: ParseWhole,
@@ -246,8 +170,17 @@ impl HttpClient {
         let mut stream = resp.bytes_stream();
         let mut decoder = SseDecoder::new(MAX_EVENT);
         let mut acc = A::default();
+        let mut size = 0usize;
+        let mut apply = |acc: &mut A, data: &str| {
+            size += data.len();
+            if size > MAX_ANSWER {
+                return Err(ModelError::Protocol(format!("answer larger than {MAX_ANSWER} bytes")));
+            }
+            acc.apply(data)
+        };
         let protocol = |e: SseError| Failure::fatal(ModelError::Protocol(e.to_string()));
-        while !acc.done() {
+        let (mut ended, mut over) = (false, false);
+        while !ended && !over {
             let events = match guard(cancel, timeout, stream.next()).await? {
                 Some(Ok(bytes)) => decoder.push(&bytes).map_err(protocol)?,
                 Some(Err(e)) => {
@@ -255,23 +188,25 @@ impl HttpClient {
                     return Err(Failure::transient(e));
                 }
                 None => {
-                    if let Some(event) = decoder.finish().map_err(protocol)? {
-                        acc.apply(&event.data)?;
-                    }
-                    break;
+                    over = true;
+                    decoder.finish().map_err(protocol)?.into_iter().collect()
                 }
             };
             for event in events {
-                if let Some(text) = acc.apply(&event.data)? {
-                    send_delta(deltas, cancel, text).await?;
-                    *emitted = true;
-                }
-                if acc.done() {
-                    break;
+                match apply(&mut acc, &event.data)? {
+                    Step::Text(text) => {
+                        send_delta(deltas, cancel, text).await?;
+                        *emitted = true;
+                    }
+                    Step::End => {
+                        ended = true;
+                        break;
+                    }
+                    Step::Nothing => {}
                 }
             }
         }
-        if !acc.finished() {
+        if !ended && !acc.stopped() {
             let e = ModelError::Protocol(format!("the stream from {url} ended before {}", A::END));
             return Err(Failure::transient(e));
         }
