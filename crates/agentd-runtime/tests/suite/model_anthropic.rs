@@ -418,3 +418,22 @@ async fn config_from_yaml_with_defaults_and_refusals() {
     let e = serde_yaml_ng::from_str::<ModelConfig>("kind: anthropic\nanthropic: {modle: x}\n").unwrap_err();
     assert!(e.to_string().contains("modle"), "{e}");
 }
+
+#[test]
+fn the_documented_anthropic_config_parses() {
+    let cfg = crate::model_scripted::doc_config("anthropic-config");
+    let a = &cfg.anthropic;
+    assert_eq!(
+        (a.model.as_str(), a.fallback_models.as_slice()),
+        ("claude-sonnet-4-5", ["claude-haiku-4-5".to_owned()].as_slice())
+    );
+    assert_eq!(
+        (a.endpoints.as_slice(), a.max_tokens),
+        (["https://api.anthropic.com".to_owned()].as_slice(), 2048)
+    );
+    assert_eq!(a.api_key.as_ref().map(|k| k.reference()), Some("env:ANTHROPIC_API_KEY"));
+    if std::env::var_os("ANTHROPIC_API_KEY").is_none() {
+        let Err(ModelError::Config(m)) = from_config(cfg) else { panic!("an unset key is refused") };
+        assert!(m.contains("ANTHROPIC_API_KEY is not set"), "{m}");
+    }
+}

@@ -175,7 +175,7 @@ fn doc_block(name: &str) -> String {
     body[..body.find("```").unwrap()].to_owned()
 }
 
-fn doc_config(name: &str) -> ModelConfig {
+pub(crate) fn doc_config(name: &str) -> ModelConfig {
     let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&doc_block(name)).unwrap();
     serde_yaml_ng::from_value(v["model"].clone()).unwrap()
 }
