@@ -4,8 +4,9 @@
 //! The API has no system role and wants user and assistant turns to
 //! alternate: system and developer messages go to the top-level `system`
 //! field; each message becomes content blocks, tool results are user-role
-//! `tool_result` blocks (first in their message, as the API requires), and
-//! consecutive messages of one role are merged into one.
+//! `tool_result` blocks, and consecutive messages of one role are merged
+//! into one. Tool results follow the assistant turn that asked for them, so
+//! they lead their user message (any text after them), as the API requires.
 
 use crate::model::types::{ChatMessage, ChatRole, ModelError, ModelRequest, ModelResponse, ToolCall, Usage};
 use serde::Deserialize;
@@ -32,14 +33,8 @@ pub fn request_body(model: &str, max_tokens: u32, req: &ModelRequest, stream: bo
             _ => turns.push((role, blocks)),
         }
     }
-    let messages: Vec<Value> = turns
-        .into_iter()
-        .map(|(role, mut content)| {
-            // Stable: tool results first, everything else in its order.
-            content.sort_by_key(|b| b["type"] != "tool_result");
-            json!({"role": role, "content": content})
-        })
-        .collect();
+    let messages: Vec<Value> =
+        turns.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect();
     let mut body = json!({
         "model": model,
         "max_tokens": req.max_output_tokens.unwrap_or(max_tokens),
