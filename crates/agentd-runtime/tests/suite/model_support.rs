@@ -52,6 +52,8 @@ struct Shared {
     received: Mutex<Vec<Received>>,
     /// Notified when a stream is dropped before its end (client went away).
     dropped: Notify,
+    /// The headers of each `GET /v1/models` (a daemon's start-up probe).
+    probes: Mutex<Vec<HeaderMap>>,
 }
 
 pub struct Mock {
@@ -70,10 +72,12 @@ impl Mock {
             handler: Box::new(handler),
             received: Mutex::default(),
             dropped: Notify::new(),
+            probes: Mutex::default(),
         });
         let app = axum::Router::new()
             .route("/v1/chat/completions", axum::routing::post(complete))
             .route("/v1/messages", axum::routing::post(complete))
+            .route("/v1/models", axum::routing::get(models))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -89,6 +93,11 @@ impl Mock {
 
     pub fn hits(&self) -> usize {
         self.shared.received.lock().unwrap().len()
+    }
+
+    /// The headers of the model-list requests received so far.
+    pub fn probes(&self) -> Vec<HeaderMap> {
+        self.shared.probes.lock().unwrap().clone()
     }
 
     /// Waits (at most `within`) for a stream to be dropped by the client.
@@ -112,6 +121,12 @@ async fn complete(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMa
         reply = *next;
     }
     respond(reply, shared)
+}
+
+/// The model list both APIs serve, naming one model.
+async fn models(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> axum::Json<Value> {
+    shared.probes.lock().unwrap().push(headers);
+    axum::Json(json!({"data": [{"id": "claude-small", "type": "model"}]}))
 }
 
 fn respond(reply: Reply, shared: Arc<Shared>) -> Response {

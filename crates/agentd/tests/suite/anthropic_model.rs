@@ -6,8 +6,9 @@
 use crate::anthropic_support::{api_error, stream_text, stream_tool_use};
 use crate::common::*;
 use crate::model_support::Mock;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// `--model anthropic` with `--model-url` and `--model-name`, and a config
 /// file for what has no flag (the fallback model, no retries, the key's file).
@@ -81,4 +82,27 @@ async fn a_tool_call_comes_back_as_a_tool_result_under_its_id() {
         (&json!("tool_result"), &json!("toolu_7"), &json!(true))
     );
     assert!(block["content"].as_str().unwrap().contains("no tool named"), "{block}");
+}
+
+#[tokio::test]
+async fn readiness_asks_the_messages_api_for_its_models_with_the_key() {
+    let mock = Mock::start(|_, _| stream_text(&["unused"])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = anthropic_daemon(dir.path(), &mock.root);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let body = loop {
+        let body: Value = reqwest::get(format!("{}/readyz", d.url)).await.unwrap().json().await.unwrap();
+        if body["checks"]["model"]["detail"] != "not probed yet" {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "never probed: {body}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(body["ready"], true, "{body}");
+    let detail = body["checks"]["model"]["detail"].as_str().unwrap();
+    assert!(detail.contains("lists claude-small but not \"claude-big\""), "{detail}");
+    let probe = &mock.probes()[0];
+    assert_eq!(probe["x-api-key"], "sk-ant-test-key");
+    assert_eq!(probe["anthropic-version"], "2023-06-01");
+    assert!(probe.get("authorization").is_none());
 }
