@@ -35,13 +35,14 @@ pub struct ServeFlags {
     /// The agent's instruction document (AGENTD_INSTRUCTION); default: a built-in one.
     #[arg(long)]
     pub instruction: Option<PathBuf>,
-    /// Model provider: echo, scripted or openai (AGENTD_MODEL).
+    /// Model provider: echo, scripted, openai or anthropic (AGENTD_MODEL).
     #[arg(long, value_parser = model_kind())]
     pub model: Option<agentd_runtime::model::ModelKind>,
-    /// OpenAI-compatible base URL(s), comma-separated for failover (AGENTD_MODEL_URL).
+    /// Base URL(s) of the openai or anthropic model, comma-separated for
+    /// failover (AGENTD_MODEL_URL).
     #[arg(long)]
     pub model_url: Option<String>,
-    /// Model name sent to an OpenAI-compatible server (AGENTD_MODEL_NAME).
+    /// Model name sent to the openai or anthropic server (AGENTD_MODEL_NAME).
     #[arg(long)]
     pub model_name: Option<String>,
     /// Script file of the scripted model (AGENTD_MODEL_SCRIPT).
@@ -674,12 +675,7 @@ pub fn load_from(flags: &ServeFlags, env: &BTreeMap<String, String>) -> anyhow::
     if let Some(v) = flags.model {
         cfg.model.kind = v;
     }
-    if let Some(v) = &flags.model_url {
-        cfg.model.openai.endpoints = split_list(v);
-    }
-    if let Some(v) = &flags.model_name {
-        cfg.model.openai.model.clone_from(v);
-    }
+    apply_model_aliases(&mut cfg.model, flags, &var);
     if let Some(v) = &flags.model_script {
         cfg.model.script = Some(v.clone());
     }
@@ -756,23 +752,47 @@ fn remove_path(tree: &mut serde_yaml_ng::Value, path: &[String]) {
     }
 }
 
+/// `--model-url` and `--model-name` set the endpoints and model name of the
+/// remote provider in use, and so do `AGENTD_MODEL_URL` and
+/// `AGENTD_MODEL_NAME` (whose keys are the openai ones) for `anthropic`.
+fn apply_model_aliases(
+    model: &mut agentd_runtime::model::ModelConfig,
+    flags: &ServeFlags,
+    var: &dyn Fn(&str) -> Option<String>,
+) {
+    let anthropic = model.kind == agentd_runtime::model::ModelKind::Anthropic;
+    let env = |name: &str| if anthropic { var(name) } else { None };
+    let url = flags.model_url.clone().or_else(|| env("AGENTD_MODEL_URL"));
+    let name = flags.model_name.clone().or_else(|| env("AGENTD_MODEL_NAME"));
+    if let Some((endpoints, model_name)) = model.remote_mut() {
+        if let Some(v) = url {
+            *endpoints = split_list(&v);
+        }
+        if let Some(v) = name {
+            *model_name = v;
+        }
+    }
+}
+
 fn split_list(v: &str) -> Vec<String> {
     v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
 }
 
 fn validate(cfg: &Config) -> anyhow::Result<()> {
-    let openai = cfg.model.kind == agentd_runtime::model::ModelKind::Openai;
-    if openai && cfg.model.openai.endpoints.is_empty() {
-        bail!(
-            "the openai model needs the server's base URL: --model-url http://127.0.0.1:8080/v1 \
-             (AGENTD_MODEL_URL, or model.openai.endpoints in the config file)"
-        );
-    }
-    if openai && cfg.model.openai.model.trim().is_empty() {
-        bail!(
-            "the openai model needs the model's name: --model-name NAME \
-             (AGENTD_MODEL_NAME, or model.openai.model in the config file)"
-        );
+    let kind = cfg.model.kind;
+    if let Some((endpoints, name)) = cfg.model.remote() {
+        if endpoints.is_empty() {
+            bail!(
+                "the {kind} model needs the server's base URL: --model-url http://127.0.0.1:8080/v1 \
+                 (AGENTD_MODEL_URL, or model.{kind}.endpoints in the config file)"
+            );
+        }
+        if name.trim().is_empty() {
+            bail!(
+                "the {kind} model needs the model's name: --model-name NAME \
+                 (AGENTD_MODEL_NAME, or model.{kind}.model in the config file)"
+            );
+        }
     }
     check_log_filter(&cfg.log.level)?;
     let l = &cfg.limits;

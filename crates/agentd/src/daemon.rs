@@ -433,12 +433,12 @@ fn log_start(cfg: &Config, name: &str) {
     let document =
         cfg.instruction.as_ref().map_or_else(|| "built-in".to_owned(), |p| p.display().to_string());
     let m = &cfg.model;
-    let (endpoints, model_name) = match m.kind {
-        ModelKind::Openai => (m.openai.endpoints.join(", "), m.openai.model.clone()),
-        ModelKind::Scripted => {
+    let (endpoints, model_name) = match (m.kind, m.remote()) {
+        (_, Some((endpoints, name))) => (endpoints.join(", "), name.to_owned()),
+        (ModelKind::Scripted, None) => {
             (m.script.as_ref().map(|p| p.display().to_string()).unwrap_or_default(), String::new())
         }
-        ModelKind::Echo => (String::new(), String::new()),
+        _ => (String::new(), String::new()),
     };
     tracing::info!(
         agent = %name, instruction = %document, model = %m.kind, endpoints = %endpoints, model_name = %model_name,

@@ -1,12 +1,13 @@
 //! The start-up check of the model: an OpenAI-compatible server is asked
-//! for `GET {endpoint}/models` (what every such server answers cheaply),
-//! and what it said goes to the log and to `/readyz`. A server that is not
+//! for `GET {endpoint}/models` (what every such server answers cheaply), an
+//! Anthropic one for `GET {endpoint}/v1/models` (the same list shape), and
+//! what it said goes to the log and to `/readyz`. A server that is not
 //! up yet is asked again every 30 s until it answers, so readiness follows
 //! it; requests are never refused because of the probe.
 
 use agentd_client::root_cause;
 use agentd_core::Background;
-use agentd_runtime::model::ModelConfig;
+use agentd_runtime::model::{ModelConfig, ModelKind};
 use agentd_server::Readiness;
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 /// Probes in the background: now, then every 30 s while it fails (until
 /// the daemon stops).
 pub fn spawn(cfg: &ModelConfig, readiness: Readiness, background: &Background) {
-    if cfg.kind != agentd_runtime::model::ModelKind::Openai {
+    if cfg.remote().is_none() {
         readiness.set(CHECK, true, format!("{} (built in, nothing to reach)", cfg.kind));
         return;
     }
@@ -32,29 +33,39 @@ pub fn spawn(cfg: &ModelConfig, readiness: Readiness, background: &Background) {
 
 /// One round over the endpoints; true when one answered.
 async fn probe_once(cfg: &ModelConfig, readiness: &Readiness) -> bool {
-    let o = &cfg.openai;
-    let key = o.api_key.as_ref().and_then(|k| k.resolve().ok());
+    let Some((endpoints, model)) = cfg.remote() else { return true };
+    let kind = cfg.kind;
+    let (path, key) = match kind {
+        ModelKind::Anthropic => ("/v1/models", &cfg.anthropic.api_key),
+        _ => ("/models", &cfg.openai.api_key),
+    };
+    let key = key.as_ref().and_then(|k| k.resolve().ok());
     let Ok(http) = reqwest::Client::builder().timeout(TIMEOUT).build() else {
         return false;
     };
     let mut problems = Vec::new();
-    for endpoint in &o.endpoints {
-        let url = format!("{}/models", endpoint.trim_end_matches('/'));
+    for endpoint in endpoints {
+        let url = format!("{}{path}", endpoint.trim_end_matches('/'));
         let mut rb = http.get(&url);
-        if let Some(k) = &key {
-            rb = rb.bearer_auth(k.expose());
+        if kind == ModelKind::Anthropic {
+            rb = rb.header("anthropic-version", agentd_runtime::model::ANTHROPIC_API_VERSION);
+        }
+        match (&key, kind) {
+            (Some(k), ModelKind::Anthropic) => rb = rb.header("x-api-key", k.expose()),
+            (Some(k), _) => rb = rb.bearer_auth(k.expose()),
+            (None, _) => {}
         }
         match rb.send().await {
             Ok(r) if r.status().is_success() => {
                 let listed = r.json::<serde_json::Value>().await.ok().map(|v| model_ids(&v));
                 let detail = match listed {
-                    Some(ids) if !ids.is_empty() && !ids.iter().any(|id| id == &o.model) => {
-                        tracing::warn!(endpoint = %endpoint, model = %o.model, offered = %ids.join(", "),
+                    Some(ids) if !ids.is_empty() && !ids.iter().any(|id| id == model) => {
+                        tracing::warn!(endpoint = %endpoint, model = %model, offered = %ids.join(", "),
                             "the model server answers but does not list the configured model; requests may fail");
-                        format!("{endpoint} answers; it lists {} but not {:?}", ids.join(", "), o.model)
+                        format!("{endpoint} answers; it lists {} but not {model:?}", ids.join(", "))
                     }
                     _ => {
-                        tracing::info!(endpoint = %endpoint, model = %o.model, "the model server answers");
+                        tracing::info!(endpoint = %endpoint, model = %model, "the model server answers");
                         format!("{endpoint} answers")
                     }
                 };
@@ -69,7 +80,7 @@ async fn probe_once(cfg: &ModelConfig, readiness: &Readiness) -> bool {
             }
             Ok(r) if matches!(r.status().as_u16(), 401 | 403) => {
                 problems.push(format!(
-                    "{url} refused the credentials (HTTP {}): check model.openai.api_key",
+                    "{url} refused the credentials (HTTP {}): check model.{kind}.api_key",
                     r.status()
                 ));
             }

@@ -130,7 +130,10 @@ impl LoopAgent {
                         call.name
                     ))),
                 };
-                messages.push(ChatMessage::tool_result(call.id.clone(), result));
+                messages.push(match result {
+                    Ok(out) => ChatMessage::tool_result(call.id.clone(), out),
+                    Err(why) => ChatMessage::tool_error(call.id.clone(), why),
+                });
             }
         }
         Err(Stop::Fail(format!(

@@ -28,15 +28,16 @@ impl Tools {
         self.tools.iter().map(|t| t.spec()).collect()
     }
 
-    /// Runs one call and returns what the model gets back.
-    pub async fn call(&self, call: &ToolCall, control: &TaskControl) -> String {
+    /// Runs one call and returns what the model gets back: the tool's
+    /// output, or (`Err`) why the call failed.
+    pub async fn call(&self, call: &ToolCall, control: &TaskControl) -> Result<String, String> {
         let Some(tool) = self.tools.iter().find(|t| t.spec().name == call.name) else {
             let names: Vec<String> = self.specs().into_iter().map(|s| s.name).collect();
-            return format!(
+            return Err(format!(
                 "error: there is no tool named {:?}; available tools: [{}]",
                 call.name,
                 names.join(", ")
-            );
+            ));
         };
         let args = if call.arguments.trim().is_empty() {
             Value::Object(Default::default())
@@ -44,13 +45,10 @@ impl Tools {
             match serde_json::from_str(&call.arguments) {
                 Ok(v) => v,
                 Err(e) => {
-                    return format!("error: the arguments are not valid JSON ({e}); send a JSON object");
+                    return Err(format!("error: the arguments are not valid JSON ({e}); send a JSON object"));
                 }
             }
         };
-        match tool.call(args, control).await {
-            Ok(out) => out,
-            Err(e) => format!("error: {e}"),
-        }
+        tool.call(args, control).await.map_err(|e| format!("error: {e}"))
     }
 }

@@ -1,20 +1,22 @@
-//! Model configuration as the daemon's YAML file holds it (`ModelConfig`,
-//! `OpenAiConfig`), and secret references (`env:NAME`, `file:/path`) that
-//! are resolved when a provider is built and never printed.
+//! Model configuration as the daemon's YAML file holds it: which provider
+//! (`ModelConfig`), the settings of each remote one (`OpenAiConfig`,
+//! `AnthropicConfig`) and what they share (`HttpSettings`). Secrets are
+//! references (`SecretRef`), resolved when a provider is built.
 
-use super::types::ModelError;
+use super::secret::SecretRef;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// Which provider to build and its settings. Every key has a default, so an
 /// empty `model:` section means the offline `echo` model.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ModelConfig {
-    /// `echo` (default), `scripted` or `openai`.
+    /// `echo` (default), `scripted`, `openai` or `anthropic`.
     pub kind: ModelKind,
     /// `scripted`: the script file (`.yaml`, `.yml` or `.json`).
     pub script: Option<PathBuf>,
@@ -22,11 +24,29 @@ pub struct ModelConfig {
     pub record_to: Option<PathBuf>,
     /// `openai`: the endpoint settings.
     pub openai: OpenAiConfig,
+    /// `anthropic`: the endpoint settings.
+    pub anthropic: AnthropicConfig,
 }
 
-impl Default for ModelConfig {
-    fn default() -> Self {
-        Self { kind: ModelKind::Echo, script: None, record_to: None, openai: OpenAiConfig::default() }
+impl ModelConfig {
+    /// The endpoints and model name of the remote provider `kind` names;
+    /// `None` for the built-in ones.
+    pub fn remote(&self) -> Option<(&[String], &str)> {
+        match self.kind {
+            ModelKind::Openai => Some((&self.openai.endpoints, &self.openai.model)),
+            ModelKind::Anthropic => Some((&self.anthropic.endpoints, &self.anthropic.model)),
+            ModelKind::Echo | ModelKind::Scripted => None,
+        }
+    }
+
+    /// The endpoints and model name of the remote provider `kind` names
+    /// (what `--model-url` and `--model-name` set); `None` for the built-in ones.
+    pub fn remote_mut(&mut self) -> Option<(&mut Vec<String>, &mut String)> {
+        match self.kind {
+            ModelKind::Openai => Some((&mut self.openai.endpoints, &mut self.openai.model)),
+            ModelKind::Anthropic => Some((&mut self.anthropic.endpoints, &mut self.anthropic.model)),
+            ModelKind::Echo | ModelKind::Scripted => None,
+        }
     }
 }
 
@@ -41,23 +61,29 @@ pub enum ModelKind {
     Scripted,
     /// An OpenAI-compatible Chat Completions server.
     Openai,
+    /// The Anthropic Messages API.
+    Anthropic,
 }
 
 impl ModelKind {
+    const ALL: [ModelKind; 4] =
+        [ModelKind::Echo, ModelKind::Scripted, ModelKind::Openai, ModelKind::Anthropic];
+
     /// Every kind, as written in configuration.
-    pub const NAMES: &[&str] = &["echo", "scripted", "openai"];
+    pub const NAMES: &[&str] = &["echo", "scripted", "openai", "anthropic"];
 
     pub fn as_str(self) -> &'static str {
         match self {
             ModelKind::Echo => "echo",
             ModelKind::Scripted => "scripted",
             ModelKind::Openai => "openai",
+            ModelKind::Anthropic => "anthropic",
         }
     }
 
     /// The kind a name in [`Self::NAMES`] stands for.
     pub fn from_name(name: &str) -> Option<Self> {
-        [ModelKind::Echo, ModelKind::Scripted, ModelKind::Openai].into_iter().find(|k| k.as_str() == name)
+        Self::ALL.into_iter().find(|k| k.as_str() == name)
     }
 }
 
@@ -70,7 +96,7 @@ impl fmt::Display for ModelKind {
 /// An OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, Ollama,
 /// llama.cpp server, LM Studio). `Debug` shows no secret: the key appears
 /// as its reference, header values not at all.
-#[derive(Clone, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OpenAiConfig {
     /// Base URLs such as `http://127.0.0.1:8080/v1`, tried in order (failover).
@@ -81,6 +107,73 @@ pub struct OpenAiConfig {
     pub model: String,
     /// `Authorization: Bearer` key, by reference.
     pub api_key: Option<SecretRef>,
+    /// Timeouts, retries, streaming and extra headers.
+    #[serde(flatten)]
+    pub http: HttpSettings,
+    /// Honour a reminder's `roleHint`: reminders hinted `system` or
+    /// `developer` are sent as a message of that role after the
+    /// conversation instead of inside the user-role reminder block. Only
+    /// for servers that accept such messages mid-conversation (default false).
+    pub reminder_role_hints: bool,
+}
+
+impl OpenAiConfig {
+    /// The defaults with one endpoint and a model name.
+    pub fn new(endpoint: impl Into<String>, model: impl Into<String>) -> Self {
+        Self { endpoints: vec![endpoint.into()], model: model.into(), ..Self::default() }
+    }
+}
+
+/// The Anthropic Messages API (`POST {endpoint}/v1/messages`). Failover
+/// goes through the endpoints with `model`, then with each fallback model
+/// in turn. `Debug` shows no secret.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AnthropicConfig {
+    /// Base URLs without `/v1` (default `https://api.anthropic.com`), tried
+    /// in order. In YAML a list or one comma-separated string.
+    #[serde(deserialize_with = "comma_list")]
+    pub endpoints: Vec<String>,
+    /// The `model` member of each request, such as `claude-sonnet-4-5`.
+    pub model: String,
+    /// Models to fail over to, in order, when `model` fails on every endpoint.
+    #[serde(deserialize_with = "comma_list")]
+    pub fallback_models: Vec<String>,
+    /// `x-api-key`, by reference.
+    pub api_key: Option<SecretRef>,
+    /// `max_tokens` of a request (the API requires one) when the agent's
+    /// limits set no `max_output_tokens`.
+    pub max_tokens: u32,
+    /// Timeouts, retries, streaming and extra headers.
+    #[serde(flatten)]
+    pub http: HttpSettings,
+}
+
+impl Default for AnthropicConfig {
+    fn default() -> Self {
+        Self {
+            endpoints: vec!["https://api.anthropic.com".into()],
+            model: String::new(),
+            fallback_models: Vec::new(),
+            api_key: None,
+            max_tokens: 4096,
+            http: HttpSettings::default(),
+        }
+    }
+}
+
+impl AnthropicConfig {
+    /// The defaults with one endpoint and a model name.
+    pub fn new(endpoint: impl Into<String>, model: impl Into<String>) -> Self {
+        Self { endpoints: vec![endpoint.into()], model: model.into(), ..Self::default() }
+    }
+}
+
+/// What every HTTP model provider shares: timeouts, retries, streaming,
+/// extra headers. Written flat beside the provider's own keys.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpSettings {
     /// Longest wait for the response headers, for the whole body (non
     /// streaming), and for the next chunk of a stream (streaming).
     #[serde(rename = "timeout_secs", deserialize_with = "secs", serialize_with = "as_secs")]
@@ -98,130 +191,44 @@ pub struct OpenAiConfig {
     pub stream: bool,
     /// Extra request headers; a value `env:NAME` or `file:/path` is resolved
     /// as a secret, any other value is sent as written.
-    pub headers: BTreeMap<String, String>,
-    /// Honour a reminder's `roleHint`: reminders hinted `system` or
-    /// `developer` are sent as a message of that role after the
-    /// conversation instead of inside the user-role reminder block. Only
-    /// for servers that accept such messages mid-conversation (default false).
-    pub reminder_role_hints: bool,
+    pub headers: Headers,
 }
 
-impl Default for OpenAiConfig {
+impl Default for HttpSettings {
     fn default() -> Self {
         Self {
-            endpoints: Vec::new(),
-            model: String::new(),
-            api_key: None,
             timeout: Duration::from_secs(300),
             max_retries: 2,
             backoff_base: Duration::from_millis(500),
             max_backoff: Duration::from_secs(30),
             stream: true,
-            headers: BTreeMap::new(),
-            reminder_role_hints: false,
+            headers: Headers::default(),
         }
     }
 }
 
-impl OpenAiConfig {
-    /// The defaults with one endpoint and a model name.
-    pub fn new(endpoint: impl Into<String>, model: impl Into<String>) -> Self {
-        Self { endpoints: vec![endpoint.into()], model: model.into(), ..Self::default() }
-    }
-}
+/// Extra request headers by name. `Debug` lists the names only: a value
+/// may be a credential written inline.
+#[derive(Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct Headers(pub BTreeMap<String, String>);
 
-impl fmt::Debug for OpenAiConfig {
+impl fmt::Debug for Headers {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAiConfig")
-            .field("endpoints", &self.endpoints)
-            .field("model", &self.model)
-            .field("api_key", &self.api_key)
-            .field("timeout", &self.timeout)
-            .field("max_retries", &self.max_retries)
-            .field("backoff_base", &self.backoff_base)
-            .field("max_backoff", &self.max_backoff)
-            .field("stream", &self.stream)
-            .field("headers", &self.headers.keys().collect::<Vec<_>>())
-            .field("reminder_role_hints", &self.reminder_role_hints)
-            .finish()
+        f.debug_list().entries(self.0.keys()).finish()
     }
 }
 
-/// A secret given by reference: `env:NAME` or `file:/path`. Holds only the
-/// reference; `resolve` reads the secret. Inline secrets are refused, so a
-/// key never sits in a config file or a log.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SecretRef(String);
-
-impl SecretRef {
-    /// Checks the form of a reference (it is not resolved yet).
-    pub fn parse(reference: &str) -> Result<Self, ModelError> {
-        let ok = |rest: &str| !rest.trim().is_empty();
-        match reference.split_once(':') {
-            Some(("env" | "file", rest)) if ok(rest) => Ok(Self(reference.to_owned())),
-            _ => Err(ModelError::Config("secrets are given by reference: `env:NAME` or `file:/path`".into())),
-        }
-    }
-
-    /// The reference itself (`env:NAME`), safe to show.
-    pub fn reference(&self) -> &str {
-        &self.0
-    }
-
-    /// Reads the secret now: the variable's value, or the file's content
-    /// without surrounding whitespace. Errors name the reference, never a value.
-    pub fn resolve(&self) -> Result<Secret, ModelError> {
-        let value = if let Some(name) = self.0.strip_prefix("env:") {
-            std::env::var(name)
-                .map_err(|_| ModelError::Config(format!("environment variable {name} is not set")))?
-        } else if let Some(path) = self.0.strip_prefix("file:") {
-            std::fs::read_to_string(path)
-                .map_err(|e| ModelError::Config(format!("cannot read secret file {path}: {e}")))?
-                .trim()
-                .to_owned()
-        } else {
-            return Err(ModelError::Config(format!("{self:?} is not a secret reference")));
-        };
-        if value.is_empty() {
-            return Err(ModelError::Config(format!("the secret {} is empty", self.0)));
-        }
-        Ok(Secret(value))
-    }
-}
-
-impl fmt::Debug for SecretRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "SecretRef({})", self.0)
-    }
-}
-
-/// Serialized as the reference (`env:NAME`), never the secret.
-impl Serialize for SecretRef {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for SecretRef {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        SecretRef::parse(&s).map_err(serde::de::Error::custom)
-    }
-}
-
-/// A resolved secret. Its `Debug` is `Secret(***)`; `expose` is the only way in.
-#[derive(Clone)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn expose(&self) -> &str {
+impl Deref for Headers {
+    type Target = BTreeMap<String, String>;
+    fn deref(&self) -> &Self::Target {
         &self.0
     }
 }
 
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
+impl DerefMut for Headers {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
     }
 }
 

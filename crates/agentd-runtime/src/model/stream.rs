@@ -1,5 +1,6 @@
 //! Helpers every provider shares: sending deltas and sleeping while honouring
-//! cancellation, cutting a text into a few deltas, estimating token counts.
+//! cancellation, cutting a text into a few deltas, estimating token counts,
+//! clipping a server's text for an error message.
 
 use super::types::{ModelError, ModelRequest};
 use std::time::Duration;
@@ -63,6 +64,15 @@ pub fn estimate_request_tokens(req: &ModelRequest) -> u64 {
                 + m.tool_calls.iter().map(|c| estimate_tokens(&c.arguments) + 1).sum::<u64>()
         })
         .sum()
+}
+
+/// The first characters of `s`, for error messages.
+pub fn clip(s: &str) -> String {
+    const MAX: usize = 200;
+    match s.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
 }
 
 #[cfg(test)]

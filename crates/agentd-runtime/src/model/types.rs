@@ -31,7 +31,8 @@ impl ChatRole {
 }
 
 /// One message of the model input. An assistant message may carry the tool
-/// calls the model asked for; a tool message answers one of them by id.
+/// calls the model asked for; a tool message answers one of them by id, and
+/// says whether the call failed (`is_error`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatMessage {
     pub role: ChatRole,
@@ -40,12 +41,14 @@ pub struct ChatMessage {
     pub tool_calls: Vec<ToolCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
 }
 
 impl ChatMessage {
     /// A message of `role` with text only.
     pub fn new(role: ChatRole, content: impl Into<String>) -> Self {
-        Self { role, content: content.into(), tool_calls: Vec::new(), tool_call_id: None }
+        Self { role, content: content.into(), tool_calls: Vec::new(), tool_call_id: None, is_error: false }
     }
     pub fn system(content: impl Into<String>) -> Self {
         Self::new(ChatRole::System, content)
@@ -66,6 +69,10 @@ impl ChatMessage {
     /// The result of the tool call `tool_call_id`.
     pub fn tool_result(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
         Self { tool_call_id: Some(tool_call_id.into()), ..Self::new(ChatRole::Tool, content) }
+    }
+    /// The error the tool call `tool_call_id` ended with.
+    pub fn tool_error(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self { is_error: true, ..Self::tool_result(tool_call_id, content) }
     }
 }
 

@@ -8,9 +8,11 @@
     reason = "tests spawn their own clients and servers; the rule is for the daemon"
 )]
 
-// A scripted OpenAI-compatible model server (also used by `agentd`'s suite).
+// A scripted model server, OpenAI and Anthropic paths (also used by `agentd`'s suite).
+mod anthropic_support;
 mod model_support;
 
+mod model_anthropic;
 mod model_echo;
 mod model_openai;
 mod model_openai_failures;

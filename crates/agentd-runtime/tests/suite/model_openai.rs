@@ -4,8 +4,7 @@
 
 use crate::model_support::*;
 use agentd_runtime::model::{
-    ChatMessage, ModelConfig, ModelError, ModelProvider, ModelRequest, OpenAiProvider, SecretRef, ToolCall,
-    ToolSpec, Usage,
+    ChatMessage, ModelConfig, ModelError, ModelRequest, OpenAiProvider, SecretRef, ToolCall, ToolSpec, Usage,
 };
 use serde_json::json;
 use std::time::Duration;
@@ -38,19 +37,14 @@ async fn deltas_reach_the_caller_before_the_answer_is_complete() {
     })
     .await;
     let p = OpenAiProvider::new(config(&[&mock.base])).unwrap();
-    let (tx, mut rx) = mpsc::channel(16);
-    let task = tokio::spawn(async move { p.complete(&ask("hi"), &tx, &CancellationToken::new()).await });
-    let first = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap();
-    assert_eq!(first.as_deref(), Some("first "));
-    assert!(!task.is_finished(), "the first delta came before the stream ended");
-    assert_eq!(task.await.unwrap().unwrap().text, "first second");
+    assert_eq!(first_delta_before_the_end(p, ask("hi"), "first ").await, "first second");
 }
 
 #[tokio::test]
 async fn non_streamed_answer_is_one_delta() {
     let mock = Mock::start(|_, _| completion("whole answer")).await;
     let mut c = config(&[&mock.base]);
-    c.stream = false;
+    c.http.stream = false;
     let p = OpenAiProvider::new(c).unwrap();
     let (result, deltas) = call(&p, &ask("hi")).await;
     let r = result.unwrap();
@@ -121,7 +115,7 @@ async fn non_streamed_tool_calls() {
     })
     .await;
     let mut c = config(&[&mock.base]);
-    c.stream = false;
+    c.http.stream = false;
     let (result, deltas) = call(&OpenAiProvider::new(c).unwrap(), &ask("q")).await;
     let r = result.unwrap();
     assert!(deltas.is_empty() && r.text.is_empty());
@@ -209,8 +203,8 @@ async fn api_key_from_env_is_sent_as_bearer_and_never_debug_printed() {
     let mock = Mock::start(|_, _| stream_of(&["ok"])).await;
     let mut c = config(&[&mock.base]);
     c.api_key = Some(SecretRef::parse(&format!("env:{KEY_VAR}")).unwrap());
-    c.headers.insert("X-Org".into(), "acme".into());
-    c.headers.insert("X-Secret".into(), format!("env:{KEY_VAR}"));
+    c.http.headers.insert("X-Org".into(), "acme".into());
+    c.http.headers.insert("X-Secret".into(), format!("env:{KEY_VAR}"));
     let shown = format!("{c:?}");
     let p = OpenAiProvider::new(c).unwrap();
     let shown = format!("{shown}\n{p:?}\n{p:#?}");
@@ -257,8 +251,11 @@ async fn config_from_yaml_with_a_comma_list_of_endpoints() {
     let cfg: ModelConfig = serde_yaml_ng::from_str(yaml).unwrap();
     let o = &cfg.openai;
     assert_eq!(o.endpoints, ["http://a:1/v1", "http://b:2/v1/"]);
-    assert_eq!((o.timeout, o.max_retries, o.stream), (Duration::from_millis(1500), 4, false));
-    assert_eq!((o.backoff_base, o.max_backoff), (Duration::from_millis(20), Duration::from_millis(900)));
+    assert_eq!((o.http.timeout, o.http.max_retries, o.http.stream), (Duration::from_millis(1500), 4, false));
+    assert_eq!(
+        (o.http.backoff_base, o.http.max_backoff),
+        (Duration::from_millis(20), Duration::from_millis(900))
+    );
     assert!(agentd_runtime::model::from_config(cfg).is_ok());
     for (bad, why) in [
         ("kind: openai\n", "no endpoints"),

@@ -175,7 +175,7 @@ fn doc_block(name: &str) -> String {
     body[..body.find("```").unwrap()].to_owned()
 }
 
-fn doc_config(name: &str) -> ModelConfig {
+pub(crate) fn doc_config(name: &str) -> ModelConfig {
     let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&doc_block(name)).unwrap();
     serde_yaml_ng::from_value(v["model"].clone()).unwrap()
 }
@@ -213,7 +213,7 @@ async fn the_documented_scripted_example_runs_as_described() {
 fn the_documented_openai_configs_parse() {
     let local = doc_config("openai-config");
     assert_eq!(local.openai.endpoints, ["http://127.0.0.1:8080/v1", "http://10.0.0.7:8080/v1"]);
-    assert_eq!(local.openai.timeout, Duration::from_secs(120));
+    assert_eq!(local.openai.http.timeout, Duration::from_secs(120));
     assert!(from_config(local).is_ok());
     let hosted = doc_config("openai-hosted-config");
     assert_eq!(hosted.openai.api_key.as_ref().map(|k| k.reference()), Some("env:OPENAI_API_KEY"));

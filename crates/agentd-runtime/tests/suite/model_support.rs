@@ -1,15 +1,14 @@
-//! A scriptable OpenAI-compatible Chat Completions server for the model
-//! tests: a real HTTP server (axum on 127.0.0.1:0) that records every
-//! request and answers each with the `Reply` a test's closure picks.
+//! A scriptable model server for the model tests: a real HTTP server (axum
+//! on 127.0.0.1:0) serving OpenAI's Chat Completions and Anthropic's
+//! Messages paths, that records every request and answers each with the
+//! `Reply` a test's closure picks.
 
 #![allow(dead_code)]
 
-use agentd_runtime::model::{
-    ModelError, ModelProvider, ModelRequest, ModelResponse, OpenAiConfig, OpenAiProvider,
-};
+use agentd_runtime::model::{ModelError, ModelProvider, ModelRequest, ModelResponse, OpenAiConfig};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -22,6 +21,8 @@ use tokio_util::sync::CancellationToken;
 /// What one request received.
 #[derive(Clone, Debug)]
 pub struct Received {
+    /// The path asked for (`/v1/chat/completions` or `/v1/messages`).
+    pub path: String,
     pub headers: HeaderMap,
     pub body: Value,
 }
@@ -37,6 +38,9 @@ pub enum Reply {
     Sse { events: Vec<String>, gap: Duration, hang: bool },
     /// Raw SSE bytes, in the pieces given.
     SseRaw(Vec<String>),
+    /// Raw SSE bytes, in the pieces given, `gap` apart; with `hang`, the
+    /// stream stays open (silent) after the last one.
+    SseRawSlow { pieces: Vec<String>, gap: Duration, hang: bool },
     /// Waits, then answers.
     After(Duration, Box<Reply>),
 }
@@ -48,11 +52,15 @@ struct Shared {
     received: Mutex<Vec<Received>>,
     /// Notified when a stream is dropped before its end (client went away).
     dropped: Notify,
+    /// The headers of each `GET /v1/models` (a daemon's start-up probe).
+    probes: Mutex<Vec<HeaderMap>>,
 }
 
 pub struct Mock {
-    /// Base URL, `http://127.0.0.1:PORT/v1`.
+    /// OpenAI base URL, `http://127.0.0.1:PORT/v1`.
     pub base: String,
+    /// Anthropic base URL, `http://127.0.0.1:PORT`.
+    pub root: String,
     shared: Arc<Shared>,
 }
 
@@ -64,16 +72,19 @@ impl Mock {
             handler: Box::new(handler),
             received: Mutex::default(),
             dropped: Notify::new(),
+            probes: Mutex::default(),
         });
         let app = axum::Router::new()
             .route("/v1/chat/completions", axum::routing::post(complete))
+            .route("/v1/messages", axum::routing::post(complete))
+            .route("/v1/models", axum::routing::get(models))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        Mock { base: format!("http://{addr}/v1"), shared }
+        Mock { base: format!("http://{addr}/v1"), root: format!("http://{addr}"), shared }
     }
 
     pub fn received(&self) -> Vec<Received> {
@@ -84,15 +95,20 @@ impl Mock {
         self.shared.received.lock().unwrap().len()
     }
 
+    /// The headers of the model-list requests received so far.
+    pub fn probes(&self) -> Vec<HeaderMap> {
+        self.shared.probes.lock().unwrap().clone()
+    }
+
     /// Waits (at most `within`) for a stream to be dropped by the client.
     pub async fn stream_dropped(&self, within: Duration) -> bool {
         tokio::time::timeout(within, self.shared.dropped.notified()).await.is_ok()
     }
 }
 
-async fn complete(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn complete(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let received = Received { headers, body };
+    let received = Received { path: uri.path().to_owned(), headers, body };
     let n = {
         let mut all = shared.received.lock().unwrap();
         all.push(received.clone());
@@ -105,6 +121,12 @@ async fn complete(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
         reply = *next;
     }
     respond(reply, shared)
+}
+
+/// The model list both APIs serve, naming one model.
+async fn models(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> axum::Json<Value> {
+    shared.probes.lock().unwrap().push(headers);
+    axum::Json(json!({"data": [{"id": "claude-small", "type": "model"}]}))
 }
 
 fn respond(reply: Reply, shared: Arc<Shared>) -> Response {
@@ -129,6 +151,9 @@ fn respond(reply: Reply, shared: Arc<Shared>) -> Response {
         Reply::SseRaw(pieces) => builder(200, "text/event-stream")
             .body(sse_body(pieces.into(), Duration::ZERO, false, shared))
             .unwrap(),
+        Reply::SseRawSlow { pieces, gap, hang } => {
+            builder(200, "text/event-stream").body(sse_body(pieces.into(), gap, hang, shared)).unwrap()
+        }
         Reply::After(..) => unreachable!("unwrapped by the caller"),
     }
 }
@@ -241,15 +266,23 @@ pub fn error(status: u16, message: &str, headers: Vec<(&'static str, String)>) -
 pub fn config(endpoints: &[&str]) -> OpenAiConfig {
     let mut c = OpenAiConfig::new(endpoints[0], "test-model");
     c.endpoints = endpoints.iter().map(|e| e.to_string()).collect();
-    c.backoff_base = Duration::from_millis(10);
-    c.max_backoff = Duration::from_millis(100);
-    c.timeout = Duration::from_secs(10);
+    c.http = fast_http();
     c
+}
+
+/// Transport settings with fast retries, suited to tests.
+pub fn fast_http() -> agentd_runtime::model::HttpSettings {
+    agentd_runtime::model::HttpSettings {
+        backoff_base: Duration::from_millis(10),
+        max_backoff: Duration::from_millis(100),
+        timeout: Duration::from_secs(10),
+        ..Default::default()
+    }
 }
 
 /// Runs one call; returns the result and every delta sent.
 pub async fn call(
-    p: &OpenAiProvider,
+    p: &dyn ModelProvider,
     req: &ModelRequest,
 ) -> (Result<ModelResponse, ModelError>, Vec<String>) {
     let (tx, mut rx) = mpsc::channel(1024);
@@ -260,6 +293,35 @@ pub async fn call(
         deltas.push(d);
     }
     (result, deltas)
+}
+
+/// Runs one call on a server that streams slowly, and checks that the first
+/// delta (`first`) reaches the caller while the stream is still going;
+/// returns the whole answer's text.
+pub async fn first_delta_before_the_end(p: impl ModelProvider, req: ModelRequest, first: &str) -> String {
+    let (tx, mut rx) = mpsc::channel(16);
+    let task = tokio::spawn(async move { p.complete(&req, &tx, &CancellationToken::new()).await });
+    let got = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap();
+    assert_eq!(got.as_deref(), Some(first));
+    assert!(!task.is_finished(), "the first delta came before the stream ended");
+    task.await.unwrap().unwrap().text
+}
+
+/// One call and how long it took.
+pub async fn timed_call(
+    p: &dyn ModelProvider,
+    req: &ModelRequest,
+) -> (Result<ModelResponse, ModelError>, Duration) {
+    let start = std::time::Instant::now();
+    let (result, _) = call(p, req).await;
+    (result, start.elapsed())
+}
+
+/// Asserts that a call that met one `Retry-After: 1` waited about a second
+/// (at least, and well under the 5 s cap its tests set).
+pub fn waited_for_retry_after(waited: Duration) {
+    assert!(waited >= Duration::from_millis(950), "Retry-After: 1 honoured, waited {waited:?}");
+    assert!(waited < Duration::from_secs(4), "{waited:?}");
 }
 
 /// A plain one-question request.

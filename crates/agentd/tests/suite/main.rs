@@ -15,13 +15,16 @@
 )]
 
 mod common;
-// The scripted OpenAI-compatible model server of `agentd-runtime`'s suite:
+// The scripted model server (OpenAI and Anthropic) of `agentd-runtime`'s suite:
 // one copy, shared across the two crates' test binaries.
+#[path = "../../../agentd-runtime/tests/suite/anthropic_support.rs"]
+mod anthropic_support;
 #[path = "../../../agentd-runtime/tests/suite/model_support.rs"]
 mod model_support;
 
 mod agent_loop;
 mod annotations;
+mod anthropic_model;
 mod auth;
 mod bridges;
 mod check;

@@ -4,16 +4,10 @@
 //! usage and the finish reason.
 
 use super::wire::{Arguments, WireFunction, WireUsage, finish_call, finish_reason};
+use crate::model::http::{MAX_TOOL_CALLS, Step, StreamedAnswer, stream_event};
 use crate::model::types::{ModelError, ModelResponse, Usage};
 use serde::Deserialize;
 use std::collections::BTreeMap;
-
-/// Largest SSE event (or unterminated line) accepted, in bytes.
-pub const MAX_EVENT: usize = 8 * 1024 * 1024;
-/// Most tool calls one response may carry.
-const MAX_TOOL_CALLS: usize = 256;
-/// Most text plus tool-call arguments one response may carry, in bytes.
-const MAX_ANSWER: usize = 32 * 1024 * 1024;
 
 #[derive(Debug, Deserialize)]
 struct Chunk {
@@ -55,25 +49,18 @@ pub struct Accumulator {
     calls: BTreeMap<usize, PartialCall>,
     usage: Option<Usage>,
     finish_reason: Option<String>,
-    done: bool,
-    /// Bytes of event data seen so far.
-    size: usize,
 }
 
-impl Accumulator {
+impl StreamedAnswer for Accumulator {
+    const END: &'static str = "[DONE]";
+
     /// Applies one event's data; returns the text delta it carried, if any.
     /// `[DONE]` ends the stream; an `error` member is the server's failure.
-    pub fn apply(&mut self, data: &str) -> Result<Option<String>, ModelError> {
+    fn apply(&mut self, data: &str) -> Result<Step, ModelError> {
         if data.trim() == "[DONE]" {
-            self.done = true;
-            return Ok(None);
+            return Ok(Step::End);
         }
-        if data.len() + self.size > MAX_ANSWER {
-            return Err(ModelError::Protocol(format!("answer larger than {MAX_ANSWER} bytes")));
-        }
-        self.size += data.len();
-        let chunk: Chunk = serde_json::from_str(data)
-            .map_err(|e| ModelError::Protocol(format!("bad stream chunk ({e}): {}", clip(data))))?;
+        let chunk: Chunk = stream_event(data)?;
         if let Some(err) = chunk.error {
             let message =
                 err.get("message").and_then(|m| m.as_str()).map_or_else(|| err.to_string(), str::to_owned);
@@ -83,7 +70,7 @@ impl Accumulator {
             self.usage = Some(u.usage());
         }
         let mut delta_text = None;
-        let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else { return Ok(None) };
+        let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else { return Ok(Step::Nothing) };
         if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
             self.finish_reason = Some(reason);
         }
@@ -96,9 +83,29 @@ impl Accumulator {
                 self.tool_fragment(frag.index.unwrap_or(pos), frag)?;
             }
         }
-        Ok(delta_text)
+        Ok(delta_text.into())
     }
 
+    fn stopped(&self) -> bool {
+        self.finish_reason.is_some()
+    }
+
+    /// The whole response.
+    fn into_response(self) -> Result<ModelResponse, ModelError> {
+        let mut tool_calls = Vec::with_capacity(self.calls.len());
+        for (n, (_, c)) in self.calls.into_iter().enumerate() {
+            tool_calls.push(finish_call(n, c.id, c.name, Some(Arguments::Text(c.arguments)))?);
+        }
+        Ok(ModelResponse {
+            text: self.text,
+            finish_reason: finish_reason(self.finish_reason, &tool_calls),
+            tool_calls,
+            usage: self.usage.unwrap_or_default(),
+        })
+    }
+}
+
+impl Accumulator {
     fn tool_fragment(&mut self, index: usize, frag: ToolCallDelta) -> Result<(), ModelError> {
         if !self.calls.contains_key(&index) && self.calls.len() >= MAX_TOOL_CALLS {
             return Err(ModelError::Protocol("too many tool calls".into()));
@@ -115,40 +122,6 @@ impl Accumulator {
             }
         }
         Ok(())
-    }
-
-    /// Whether `[DONE]` was seen.
-    pub fn done(&self) -> bool {
-        self.done
-    }
-
-    /// Whether the stream said enough to stand as a whole answer without
-    /// `[DONE]` (it gave a finish reason).
-    pub fn finished(&self) -> bool {
-        self.done || self.finish_reason.is_some()
-    }
-
-    /// The whole response.
-    pub fn into_response(self) -> Result<ModelResponse, ModelError> {
-        let mut tool_calls = Vec::with_capacity(self.calls.len());
-        for (n, (_, c)) in self.calls.into_iter().enumerate() {
-            tool_calls.push(finish_call(n, c.id, c.name, Some(Arguments::Text(c.arguments)))?);
-        }
-        Ok(ModelResponse {
-            text: self.text,
-            finish_reason: finish_reason(self.finish_reason, &tool_calls),
-            tool_calls,
-            usage: self.usage.unwrap_or_default(),
-        })
-    }
-}
-
-/// The first characters of `s`, for error messages.
-pub fn clip(s: &str) -> String {
-    const MAX: usize = 200;
-    match s.char_indices().nth(MAX) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_owned(),
     }
 }
 

@@ -361,6 +361,23 @@ pub fn state(ev: &Value) -> Option<&str> {
     ev.get("task").or_else(|| ev.get("statusUpdate")).and_then(|v| v["status"]["state"].as_str())
 }
 
+/// Sends `text` with SendStreamingMessage and reads the stream to its end;
+/// asserts that the turn completed with the streamed text as its answer,
+/// and returns that text.
+pub async fn streamed_reply(d: &Daemon, text: &str) -> String {
+    let mut st = d.rpc_stream("SendStreamingMessage", send_params("m1", text, None)).await;
+    let events = st.collect().await;
+    let streamed: String = events
+        .iter()
+        .filter_map(|e| e["result"].get("artifactUpdate"))
+        .map(|a| a["artifact"]["parts"][0]["text"].as_str().unwrap_or("").to_owned())
+        .collect();
+    let last = &events.last().unwrap()["result"]["statusUpdate"]["status"];
+    assert_eq!(last["state"], "TASK_STATE_COMPLETED", "{events:?}");
+    assert_eq!(last["message"]["parts"][0]["text"], streamed.as_str());
+    streamed
+}
+
 /// Polls GetTask until the task is in `want` (panics after `within`).
 pub async fn wait_for_state(d: &Daemon, task_id: &str, want: &str, within: Duration) -> Value {
     let deadline = Instant::now() + within;

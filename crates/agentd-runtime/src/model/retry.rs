@@ -2,11 +2,13 @@
 //! (exponential backoff with jitter, or the server's `Retry-After`), and the
 //! server's own error message out of an error body.
 
+use super::stream::clip;
 use agentd_client::Backoff;
 use reqwest::header::HeaderMap;
 use std::time::Duration;
 
-/// Whether an HTTP status is worth retrying: 408, 429 and every 5xx.
+/// Whether an HTTP status is worth retrying: 408, 429 and every 5xx
+/// (Anthropic's 529 "overloaded" among them).
 pub fn retryable_status(status: u16) -> bool {
     matches!(status, 408 | 429 | 500..=599)
 }
@@ -21,7 +23,7 @@ pub fn delay(attempt: u32, base: Duration, max: Duration, retry_after: Option<Du
     }
 }
 
-/// `retry-after-ms` (OpenAI) or `Retry-After` in seconds; an HTTP date is ignored.
+/// `retry-after-ms` (OpenAI) or `Retry-After` in seconds (both APIs); an HTTP date is ignored.
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let get = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
     get("retry-after-ms")
@@ -42,13 +44,13 @@ pub fn error_message(body: &[u8]) -> String {
         ];
         if let Some(m) = found.into_iter().flatten().next() {
             return match m.as_str() {
-                Some(s) => super::sse::clip(s),
-                None => super::sse::clip(&m.to_string()),
+                Some(s) => clip(s),
+                None => clip(&m.to_string()),
             };
         }
     }
     let text = text.trim();
-    if text.is_empty() { "(empty body)".to_owned() } else { super::sse::clip(text) }
+    if text.is_empty() { "(empty body)".to_owned() } else { clip(text) }
 }
 
 #[cfg(test)]
