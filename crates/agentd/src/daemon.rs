@@ -34,6 +34,22 @@ use tokio_util::sync::CancellationToken;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The MCP servers of the configuration and of the operator's instruction
+/// document (which may use loopback and stdio: both are the operator's).
+fn mcp_hub(cfg: &Config, document: &[agentd_instruction::McpServer]) -> anyhow::Result<agentd_mcp::McpHub> {
+    let mut specs = Vec::new();
+    for (i, server) in cfg.mcp.servers.iter().enumerate() {
+        specs.push(agentd_mcp::from_config(server).map_err(|e| anyhow::anyhow!("mcp.servers[{i}]: {e}"))?);
+    }
+    for server in document {
+        specs.push(
+            agentd_mcp::from_document(server, &agentd_mcp::Origin::Operator)
+                .map_err(|e| anyhow::anyhow!("the instruction document: {e}"))?,
+        );
+    }
+    agentd_mcp::McpHub::new(specs).map_err(anyhow::Error::msg)
+}
+
 /// How long runs stopped after the grace get to end, and how long the
 /// background work gets once told to stop.
 const HALT_WAIT: Duration = Duration::from_secs(5);
@@ -81,12 +97,17 @@ impl Daemon {
         }
         let instruction = crate::instruction::load(cfg.instruction.as_deref())?;
         let bridge_secrets = bridge_secrets(&cfg, &instruction.channels)?;
+        let mcp = mcp_hub(&cfg, &instruction.mcp_servers)?;
+        let mut tools = Tools::new(tools).with_max_tools(cfg.mcp.max_tools);
+        if !mcp.is_empty() {
+            tools = tools.with_source(Arc::new(mcp.clone()));
+        }
         let agent = agentd_runtime::profile(
             cfg.agent.as_str(),
             model.clone(),
             &instruction.system_prompt,
             cfg.limits.limits(),
-            Tools::new(tools),
+            tools,
         )
         .context("unknown agent profile")?;
         if cfg.data_dir.exists() && !cfg.data_dir.is_dir() {
@@ -118,6 +139,8 @@ impl Daemon {
         let input_modes = engine_cfg.input_modes.clone();
         let engine =
             Engine::new(Arc::new(store), agent, Arc::new(SsrfGuard::new(cfg.push.allow_private)), engine_cfg);
+        // Stdio servers start now; servers that are down are logged.
+        mcp.start(engine.background());
         // Opened gates are announced through the bridge; runs delegate through
         // the same delegator as the model's `delegate` tool; run, step and gate
         // events go to the events feed.
