@@ -19,6 +19,10 @@ mod common;
 // one copy, shared across the two crates' test binaries.
 #[path = "../../../agentd-runtime/tests/suite/model_support.rs"]
 mod model_support;
+// The MCP servers written by others that the MCP tests start, shared with
+// `agentd-mcp`'s suite.
+#[path = "../../../agentd-mcp/tests/suite/servers.rs"]
+mod mcp_servers;
 
 mod agent_loop;
 mod annotations;
@@ -36,6 +40,7 @@ mod ext_contract;
 mod grpc;
 mod grpc_annotations;
 mod instruction;
+mod mcp;
 mod openai_model;
 mod operations;
 mod push;
