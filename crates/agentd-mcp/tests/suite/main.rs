@@ -3,4 +3,5 @@
 #![allow(clippy::disallowed_methods, reason = "tests spawn their own helpers; the rule is for the daemon")]
 
 mod client;
+mod docs;
 mod servers;

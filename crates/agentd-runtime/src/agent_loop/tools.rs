@@ -119,3 +119,45 @@ impl Offer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Named(&'static str);
+
+    #[async_trait]
+    impl Tool for Named {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec { name: self.0.into(), description: String::new(), parameters: serde_json::json!({}) }
+        }
+        async fn call(&self, _args: Value, _control: &TaskControl) -> Result<String, String> {
+            Ok(self.0.into())
+        }
+    }
+
+    struct Source(Vec<&'static str>);
+
+    #[async_trait]
+    impl ToolSource for Source {
+        async fn tools(&self) -> Vec<Arc<dyn Tool>> {
+            self.0.iter().map(|n| Arc::new(Named(n)) as Arc<dyn Tool>).collect()
+        }
+    }
+
+    fn names(offer: &Offer) -> Vec<String> {
+        offer.specs().into_iter().map(|s| s.name).collect()
+    }
+
+    #[tokio::test]
+    async fn an_offer_is_built_in_tools_then_sources_first_of_a_name_kept_cut_at_max_tools() {
+        let tools = Tools::new(vec![Arc::new(Named("spawn_subagent"))]).with_source(Arc::new(Source(vec![
+            "a__x",
+            "spawn_subagent",
+            "a__y",
+            "b__z",
+        ])));
+        assert_eq!(names(&tools.offer().await), ["spawn_subagent", "a__x", "a__y", "b__z"]);
+        assert_eq!(names(&tools.clone().with_max_tools(2).offer().await), ["spawn_subagent", "a__x"]);
+    }
+}
