@@ -11,11 +11,21 @@ cd "$(dirname "$0")/.."
 started=$SECONDS
 step() { echo "== $1 ($((SECONDS - started)) s)"; }
 
-# The interop virtualenv is downloads and disk, not CPU: it is prepared while
-# the compiler runs, and waited for before the interop step.
+# The interop virtualenv (the A2A and MCP Python SDKs) and the npm MCP
+# server the MCP tests start are downloads and disk, not CPU: they are
+# prepared while the compiler runs, and waited for before the tests.
 venv_log=$(mktemp)
 scripts/interop-venv.sh >"$venv_log" 2>&1 &
 venv_pid=$!
+if ! command -v npm >/dev/null 2>&1; then
+  sudo_cmd=""
+  if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq nodejs npm >/dev/null
+fi
+mcp_npm_log=$(mktemp)
+npm ci --prefix tests/mcp --no-audit --no-fund --silent >"$mcp_npm_log" 2>&1 &
+mcp_npm_pid=$!
 
 # Clippy lints the workspace during the one build the tests need, instead of
 # a `cargo clippy` pass of its own: clippy-driver compiles like rustc and
@@ -50,15 +60,21 @@ for published in docs/ext/*/schema.json; do
   fi
 done
 step "cargo test"
-cargo test --workspace --locked
-step "fuzz: the decoder targets for a bounded time (docs/fuzzing.md)"
-# The fuzz targets are a workspace of their own, built by cargo-fuzz.
-env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS scripts/fuzz.sh --decoders
-step "interop (official A2A Python SDK)"
+# The MCP client's tests start real MCP servers: the official MCP Python
+# SDK's from the interop virtualenv, the reference server from tests/mcp.
 if ! wait "$venv_pid"; then
   cat "$venv_log" >&2
   exit 1
 fi
+if ! wait "$mcp_npm_pid"; then
+  cat "$mcp_npm_log" >&2
+  exit 1
+fi
+AGENTD_MCP_PYTHON="$PWD/.venv/bin/python" cargo test --workspace --locked
+step "fuzz: the decoder targets for a bounded time (docs/fuzzing.md)"
+# The fuzz targets are a workspace of their own, built by cargo-fuzz.
+env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS scripts/fuzz.sh --decoders
+step "interop (official A2A Python SDK)"
 cat "$venv_log"
 AGENTD_BIN="$PWD/target/debug/agentd" .venv/bin/python -m pytest -q tests/interop
 step "web console (headless Chromium)"

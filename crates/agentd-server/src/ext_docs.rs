@@ -54,6 +54,7 @@ const PUBLISHED: &[Published] = &[
             example!("events", "run-event.json"),
             example!("events", "step-event.json"),
             example!("events", "gate-event.json"),
+            example!("events", "tool-event.json"),
             example!("events", "goodbye.json"),
         ],
     },

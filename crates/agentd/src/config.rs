@@ -52,6 +52,10 @@ pub struct ServeFlags {
     /// replaces a configured peer of the same name (AGENTD_A2A_PEERS, comma-separated).
     #[arg(long = "a2a-peer", value_name = "NAME=URL")]
     pub a2a_peers: Vec<String>,
+    /// An MCP server over streamable HTTP, `NAME=URL`; repeatable, replaces a
+    /// configured server of the same name (mcp.servers, AGENTD_MCP_SERVERS).
+    #[arg(long = "mcp-server", value_name = "NAME=URL")]
+    pub mcp_servers: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -84,6 +88,8 @@ pub struct Config {
     pub bridges: BridgesConfig,
     pub card: CardSection,
     pub shutdown: ShutdownConfig,
+    /// MCP servers whose tools the agent gets (`docs/tools.md`).
+    pub mcp: agentd_mcp::McpConfig,
     /// Keys of the document's `!config` that agentd does not use (logged at start).
     #[serde(skip)]
     pub ignored_document_keys: Vec<String>,
@@ -459,6 +465,7 @@ impl Default for Config {
             bridges: BridgesConfig::default(),
             card: CardSection::default(),
             shutdown: ShutdownConfig::default(),
+            mcp: agentd_mcp::McpConfig::default(),
             ignored_document_keys: Vec::new(),
             unknown_env: Vec::new(),
             reminders: RemindersConfig::default(),
@@ -683,6 +690,19 @@ pub fn load_from(flags: &ServeFlags, env: &BTreeMap<String, String>) -> anyhow::
         cfg.a2a.merge_specs(split_list(&v).iter().map(String::as_str), "AGENTD_A2A_PEERS")?;
     }
     cfg.a2a.merge_specs(flags.a2a_peers.iter().map(String::as_str), "--a2a-peer")?;
+    for spec in &flags.mcp_servers {
+        let Some((name, url)) = spec.split_once('=') else {
+            bail!("--mcp-server {spec:?}: write it as NAME=URL");
+        };
+        cfg.mcp.servers.retain(|s| s.name != name);
+        cfg.mcp.servers.push(agentd_mcp::ServerConfig {
+            name: name.to_owned(),
+            http: Some(agentd_mcp::HttpConfig { url: url.to_owned(), headers: Default::default() }),
+            stdio: None,
+            tools: Default::default(),
+            timeout_secs: agentd_mcp::config::DEFAULT_TIMEOUT_SECS,
+        });
+    }
     if let Some(v) = flags.listen {
         cfg.listen = v;
     }
@@ -795,6 +815,12 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
         }
     }
     check_log_filter(&cfg.log.level)?;
+    if cfg.mcp.max_tools == 0 {
+        bail!("mcp.max_tools must be at least 1");
+    }
+    for (i, server) in cfg.mcp.servers.iter().enumerate() {
+        agentd_mcp::from_config(server).map_err(|e| anyhow::anyhow!("mcp.servers[{i}]: {e}"))?;
+    }
     let l = &cfg.limits;
     if l.max_steps == 0 || l.max_tokens == 0 || l.deadline_secs == 0 || l.stream_flush_ms == 0 {
         bail!("limits.max_steps, max_tokens, deadline_secs and stream_flush_ms must be at least 1");

@@ -34,6 +34,22 @@ use tokio_util::sync::CancellationToken;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The MCP servers of the configuration and of the operator's instruction
+/// document (which may use loopback and stdio: both are the operator's).
+fn mcp_hub(cfg: &Config, document: &[agentd_instruction::McpServer]) -> anyhow::Result<agentd_mcp::McpHub> {
+    let mut specs = Vec::new();
+    for (i, server) in cfg.mcp.servers.iter().enumerate() {
+        specs.push(agentd_mcp::from_config(server).map_err(|e| anyhow::anyhow!("mcp.servers[{i}]: {e}"))?);
+    }
+    for server in document {
+        specs.push(
+            agentd_mcp::from_document(server, &agentd_mcp::Origin::Operator)
+                .map_err(|e| anyhow::anyhow!("the instruction document: {e}"))?,
+        );
+    }
+    agentd_mcp::McpHub::new(specs).map_err(anyhow::Error::msg)
+}
+
 /// How long runs stopped after the grace get to end, and how long the
 /// background work gets once told to stop.
 const HALT_WAIT: Duration = Duration::from_secs(5);
@@ -82,12 +98,17 @@ impl Daemon {
         }
         let instruction = crate::instruction::load(cfg.instruction.as_deref())?;
         let bridge_secrets = bridge_secrets(&cfg, &instruction.channels)?;
+        let mcp = mcp_hub(&cfg, &instruction.mcp_servers)?;
+        let mut tools = Tools::new(tools).with_max_tools(cfg.mcp.max_tools);
+        if !mcp.is_empty() {
+            tools = tools.with_source(Arc::new(mcp.clone()));
+        }
         let agent = agentd_runtime::profile(
             cfg.agent.as_str(),
             model.clone(),
             &instruction.system_prompt,
             cfg.limits.limits(),
-            Tools::new(tools),
+            tools,
         )
         .context("unknown agent profile")?;
         if cfg.data_dir.exists() && !cfg.data_dir.is_dir() {
@@ -146,6 +167,8 @@ impl Daemon {
             ))
             .observer(subagents)
             .build();
+        // Stdio servers start now; servers that are down are logged.
+        mcp.start(runtime.background());
         // Runs that were working resume here; the others fail with a reason.
         let failed = runtime.recover().await.map_err(|e| anyhow::anyhow!("recovery failed: {e}"))?;
         if failed > 0 {

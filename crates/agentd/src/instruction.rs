@@ -18,6 +18,8 @@ pub struct Instruction {
     pub summary: Option<String>,
     /// The channels the document declares (`::!channel{…}`), for bridges.
     pub channels: Vec<agentd_instruction::Channel>,
+    /// The MCP servers the document declares (`!mcp`): the operator's own.
+    pub mcp_servers: Vec<agentd_instruction::McpServer>,
     /// The `!config` fragments, in document order, with their lines. The
     /// reader already refused keys outside its allow-list.
     pub config: Vec<ConfigFragment>,
@@ -77,6 +79,7 @@ pub fn load(path: Option<&Path>) -> anyhow::Result<Instruction> {
                 system_prompt,
                 config,
                 channels: document.channels(),
+                mcp_servers: document.mcp_servers(),
                 workflows,
             })
         }

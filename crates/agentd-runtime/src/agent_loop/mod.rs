@@ -14,7 +14,7 @@ mod tools;
 pub use history::{message_text, render_history};
 pub use limits::Limits;
 pub use reminders::reminder_messages;
-pub use tools::{Tool, Tools};
+pub use tools::{DEFAULT_MAX_TOOLS, Offer, Tool, ToolSource, Tools};
 
 use crate::model::{ChatMessage, ModelError, ModelProvider, ModelRequest};
 use agentd_core::{Agent, Error, TaskControl, Turn};
@@ -83,9 +83,11 @@ impl LoopAgent {
             let reminders = c.reminders_for_model_call().await;
             let mut input = messages.clone();
             input.extend(reminder_messages(&reminders, self.model.honours_role_hints()));
+            // The tools of this call; its tool calls go only to them.
+            let offer = self.tools.offer().await;
             let request = ModelRequest {
                 messages: input,
-                tools: self.tools.specs(),
+                tools: offer.specs(),
                 max_output_tokens: self.limits.max_output_tokens,
             };
             let response = tokio::select! {
@@ -123,7 +125,7 @@ impl LoopAgent {
                 // A tool that waits (a subagent, a delegation) is bounded by
                 // the turn's deadline too.
                 let result = tokio::select! {
-                    r = self.tools.call(call, c) => r,
+                    r = offer.call(call, c) => r,
                     () = tokio::time::sleep_until(deadline) => return Err(Stop::Fail(format!(
                         "the turn hit its deadline of {} s while the tool {} was running; raise limits.deadline_secs for longer work",
                         self.limits.deadline.as_secs(),

@@ -1,11 +1,19 @@
 //! Tools the model may call. A call's result (or its error) goes back to
 //! the model as text; a bad call never fails the turn, the model sees why.
+//!
+//! Built-in tools are fixed; tool sources (an MCP server's list) are asked
+//! at each model call. What a call is offered is an [`Offer`], capped at
+//! `max_tools`, and a tool call is dispatched only to a tool of that offer:
+//! a model naming a tool it was not offered gets an error, not a call.
 
 use crate::model::{ToolCall, ToolSpec};
 use agentd_core::TaskControl;
 use async_trait::async_trait;
 use serde_json::Value;
 use std::sync::Arc;
+
+/// The most tools one model call is offered unless configured.
+pub const DEFAULT_MAX_TOOLS: usize = 128;
 
 #[async_trait]
 pub trait Tool: Send + Sync + 'static {
@@ -14,16 +22,73 @@ pub trait Tool: Send + Sync + 'static {
     async fn call(&self, args: Value, control: &TaskControl) -> Result<String, String>;
 }
 
-#[derive(Clone, Default)]
+/// Tools that come and go (the tools of MCP servers), asked for at each
+/// model call.
+#[async_trait]
+pub trait ToolSource: Send + Sync + 'static {
+    /// The tools on offer now, in a stable order.
+    async fn tools(&self) -> Vec<Arc<dyn Tool>>;
+}
+
+#[derive(Clone)]
 pub struct Tools {
     tools: Vec<Arc<dyn Tool>>,
+    sources: Vec<Arc<dyn ToolSource>>,
+    max_tools: usize,
+}
+
+impl Default for Tools {
+    fn default() -> Self {
+        Self::new(Vec::new())
+    }
 }
 
 impl Tools {
     pub fn new(tools: Vec<Arc<dyn Tool>>) -> Self {
-        Self { tools }
+        Self { tools, sources: Vec::new(), max_tools: DEFAULT_MAX_TOOLS }
     }
 
+    /// Adds a source whose tools follow the built-in ones.
+    pub fn with_source(mut self, source: Arc<dyn ToolSource>) -> Self {
+        self.sources.push(source);
+        self
+    }
+
+    /// Caps the tools of one model call (`mcp.max_tools`).
+    pub fn with_max_tools(mut self, max_tools: usize) -> Self {
+        self.max_tools = max_tools;
+        self
+    }
+
+    /// What the next model call is offered: the built-in tools, then each
+    /// source's, the first of a name kept, cut at `max_tools` (logged).
+    pub async fn offer(&self) -> Offer {
+        let mut all = self.tools.clone();
+        for s in &self.sources {
+            all.extend(s.tools().await);
+        }
+        let mut seen = std::collections::HashSet::new();
+        all.retain(|t| seen.insert(t.spec().name));
+        if all.len() > self.max_tools {
+            let cut: Vec<String> = all[self.max_tools..].iter().map(|t| t.spec().name).collect();
+            tracing::warn!(
+                offered = self.max_tools,
+                available = all.len(),
+                left_out = %cut.join(", "),
+                "more tools than a model call may be offered (mcp.max_tools); the list was cut"
+            );
+            all.truncate(self.max_tools);
+        }
+        Offer { tools: all }
+    }
+}
+
+/// The tools one model call was offered; calls are dispatched only to them.
+pub struct Offer {
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl Offer {
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.tools.iter().map(|t| t.spec()).collect()
     }
@@ -34,7 +99,7 @@ impl Tools {
         let Some(tool) = self.tools.iter().find(|t| t.spec().name == call.name) else {
             let names: Vec<String> = self.specs().into_iter().map(|s| s.name).collect();
             return Err(format!(
-                "error: there is no tool named {:?}; available tools: [{}]",
+                "error: there is no tool named {:?} on offer; available tools: [{}]",
                 call.name,
                 names.join(", ")
             ));
@@ -50,5 +115,47 @@ impl Tools {
             }
         };
         tool.call(args, control).await.map_err(|e| format!("error: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Named(&'static str);
+
+    #[async_trait]
+    impl Tool for Named {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec { name: self.0.into(), description: String::new(), parameters: serde_json::json!({}) }
+        }
+        async fn call(&self, _args: Value, _control: &TaskControl) -> Result<String, String> {
+            Ok(self.0.into())
+        }
+    }
+
+    struct Source(Vec<&'static str>);
+
+    #[async_trait]
+    impl ToolSource for Source {
+        async fn tools(&self) -> Vec<Arc<dyn Tool>> {
+            self.0.iter().map(|n| Arc::new(Named(n)) as Arc<dyn Tool>).collect()
+        }
+    }
+
+    fn names(offer: &Offer) -> Vec<String> {
+        offer.specs().into_iter().map(|s| s.name).collect()
+    }
+
+    #[tokio::test]
+    async fn an_offer_is_built_in_tools_then_sources_first_of_a_name_kept_cut_at_max_tools() {
+        let tools = Tools::new(vec![Arc::new(Named("spawn_subagent"))]).with_source(Arc::new(Source(vec![
+            "a__x",
+            "spawn_subagent",
+            "a__y",
+            "b__z",
+        ])));
+        assert_eq!(names(&tools.offer().await), ["spawn_subagent", "a__x", "a__y", "b__z"]);
+        assert_eq!(names(&tools.clone().with_max_tools(2).offer().await), ["spawn_subagent", "a__x"]);
     }
 }

@@ -46,6 +46,11 @@ const SAMPLES: &[Sample] = &[
     ("AGENTD_COMMANDS_GRANTS_USER", "status,gate.list", &[]),
     ("AGENTD_COMMANDS_GRANTS_AGENT", "[status]", &[]),
     ("AGENTD_BRIDGES_SECRETS", "{ops: 'env:OPS_SECRET'}", &[]),
+    (
+        "AGENTD_MCP_SERVERS",
+        "[{name: files, http: {url: 'http://127.0.0.1:8931/mcp'}, tools: {deny: ['*delete*']}}]",
+        &[],
+    ),
     ("AGENTD_LOG", "debug", &[]),
     ("AGENTD_LOG_LEVEL", "agentd=debug,info", &[]),
     ("AGENTD_LOG_FORMAT", "json", &[]),
@@ -161,4 +166,31 @@ fn a_bad_value_names_its_variable_and_an_unknown_one_is_reported() {
     let cfg = load_from(&ServeFlags::default(), &env).expect("an unknown variable is not an error");
     assert_eq!(cfg.unknown_env, ["AGENTD_LISTN"]);
     assert_eq!(cfg.listen, Config::default().listen);
+}
+
+#[test]
+fn mcp_servers_come_from_variables_and_flags_and_a_bad_one_is_refused_by_its_key() {
+    let env = BTreeMap::from([(
+        "AGENTD_MCP_SERVERS".to_owned(),
+        "[{name: local, stdio: {command: mcp-files, args: [--root, /srv]}, timeout_secs: 5}]".to_owned(),
+    )]);
+    let flags =
+        ServeFlags { mcp_servers: vec!["web=http://127.0.0.1:9/mcp".into()], ..ServeFlags::default() };
+    let cfg = load_from(&flags, &env).expect("loads");
+    let names: Vec<&str> = cfg.mcp.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["local", "web"]);
+    assert_eq!(cfg.mcp.servers[0].stdio.as_ref().expect("stdio").args, ["--root", "/srv"]);
+    assert_eq!(cfg.mcp.servers[1].http.as_ref().expect("http").url, "http://127.0.0.1:9/mcp");
+
+    let both = "[{name: x, http: {url: 'http://a/'}, stdio: {command: y}}]";
+    let env = BTreeMap::from([("AGENTD_MCP_SERVERS".to_owned(), both.to_owned())]);
+    let e = load_from(&ServeFlags::default(), &env).unwrap_err().to_string();
+    assert!(e.contains("mcp.servers[0]") && e.contains("exactly one of http"), "{e}");
+    let env = BTreeMap::from([(
+        "AGENTD_MCP_SERVERS".to_owned(),
+        "[{name: x, http: {url: 'http://a/', headers: {Authorization: 'Bearer sk-123'}}}]".to_owned(),
+    )]);
+    let e = format!("{:#}", load_from(&ServeFlags::default(), &env).unwrap_err());
+    assert!(e.contains("mcp.servers[0].http.headers.Authorization") && e.contains("by reference"), "{e}");
+    assert!(!e.contains("sk-123"), "a secret written inline is not repeated: {e}");
 }

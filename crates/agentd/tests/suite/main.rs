@@ -21,6 +21,10 @@ mod common;
 mod anthropic_support;
 #[path = "../../../agentd-runtime/tests/suite/model_support.rs"]
 mod model_support;
+// The MCP servers written by others that the MCP tests start, shared with
+// `agentd-mcp`'s suite.
+#[path = "../../../agentd-mcp/tests/suite/servers.rs"]
+mod mcp_servers;
 
 mod agent_loop;
 mod annotations;
@@ -39,6 +43,7 @@ mod ext_contract;
 mod grpc;
 mod grpc_annotations;
 mod instruction;
+mod mcp;
 mod openai_model;
 mod operations;
 mod push;

@@ -2,7 +2,7 @@
 
 use super::{
     ConversationData, Frame, GateData, LifecycleData, ReminderData, RunData, SCHEMA_ID, StepData,
-    SubagentData, SubscribeParams,
+    SubagentData, SubscribeParams, ToolData,
 };
 use serde_json::{Value, json};
 
@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 pub fn schema_bundle() -> Value {
     use crate::ext::schema::generate;
     let mut root = generate::<Frame>(SCHEMA_ID);
-    let defs: [(&str, Value); 8] = [
+    let defs: [(&str, Value); 9] = [
         ("SubscribeParams", generate::<SubscribeParams>("")),
         ("LifecycleData", generate::<LifecycleData>("")),
         ("ConversationData", generate::<ConversationData>("")),
@@ -21,6 +21,7 @@ pub fn schema_bundle() -> Value {
         ("RunData", generate::<RunData>("")),
         ("StepData", generate::<StepData>("")),
         ("GateData", generate::<GateData>("")),
+        ("ToolData", generate::<ToolData>("")),
     ];
     let Some(root_defs) = root.as_object_mut().map(|o| o.entry("$defs").or_insert_with(|| json!({}))) else {
         return root;
@@ -61,6 +62,7 @@ pub fn schema_bundle() -> Value {
                 by_kind("run", "RunData"),
                 by_kind("step", "StepData"),
                 by_kind("gate", "GateData"),
+                by_kind("tool", "ToolData"),
             ]),
         );
     }

@@ -47,6 +47,8 @@ pub enum EventKind {
     Reminder,
     /// The daemon started or is stopping.
     Lifecycle,
+    /// The agent called a tool of an MCP server.
+    Tool,
 }
 
 impl EventKind {
@@ -59,6 +61,7 @@ impl EventKind {
         EventKind::Conversation,
         EventKind::Reminder,
         EventKind::Lifecycle,
+        EventKind::Tool,
     ];
     pub fn as_str(self) -> &'static str {
         match self {
@@ -70,6 +73,7 @@ impl EventKind {
             EventKind::Conversation => "conversation",
             EventKind::Reminder => "reminder",
             EventKind::Lifecycle => "lifecycle",
+            EventKind::Tool => "tool",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
@@ -293,6 +297,42 @@ pub enum GateAction {
     TimedOut,
 }
 
+/// `data` of a `tool` event: one call of an MCP server's tool by a task's
+/// turn. Like every event of a task, only the task's owner and operators
+/// see it, so the arguments and the result travel with it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolData {
+    pub task_id: String,
+    /// The MCP server (its name in the configuration or document).
+    pub server: String,
+    /// The tool's name on its server.
+    pub tool: String,
+    /// The name the model called it by (`<server>__<tool>`).
+    pub name: String,
+    pub duration_ms: u64,
+    pub outcome: ToolOutcome,
+    /// The arguments the model gave.
+    #[schemars(schema_with = "crate::ext::schema::any_object")]
+    pub arguments: Value,
+    /// What the model got back: the result's text, or why there is none
+    /// (at most 64 KiB).
+    pub result: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolOutcome {
+    /// The tool answered.
+    Ok,
+    /// The tool answered with an error result (`isError`).
+    Error,
+    /// No answer: the server was down, failed, refused the call or timed out.
+    Failed,
+    /// The call was not made: the tool policy denied it.
+    Denied,
+}
+
 /// The wire names of the run, step and gate event enums.
 macro_rules! wire_names {
     ($($t:ty { $($v:ident => $n:literal),* })*) => {$(
@@ -313,4 +353,5 @@ wire_names! {
     RunEventState { Started => "started", Completed => "completed", Failed => "failed", Canceled => "canceled" }
     StepEventStatus { Running => "running", Done => "done", Skipped => "skipped", Failed => "failed" }
     GateAction { Opened => "opened", Answered => "answered", Escalated => "escalated", TimedOut => "timed_out" }
+    ToolOutcome { Ok => "ok", Error => "error", Failed => "failed", Denied => "denied" }
 }

@@ -1,0 +1,111 @@
+//! One tool of an MCP server as a tool of the agent loop.
+
+use crate::hub::Inner;
+use crate::policy::Decision;
+use crate::render;
+use crate::server::CallError;
+use agentd_core::TaskControl;
+use agentd_proto::ext::events::{EventKind, ToolData, ToolOutcome};
+use agentd_runtime::agent_loop::Tool;
+use agentd_runtime::model::ToolSpec;
+use async_trait::async_trait;
+use serde_json::Value;
+use std::sync::Arc;
+
+pub struct McpTool {
+    hub: Arc<Inner>,
+    /// The owning server (its index in the hub).
+    server: usize,
+    tool: rmcp::model::Tool,
+    /// The name the model sees.
+    name: String,
+}
+
+impl McpTool {
+    pub(crate) fn new(hub: Arc<Inner>, server: usize, tool: rmcp::model::Tool, name: String) -> Self {
+        Self { hub, server, tool, name }
+    }
+
+    /// The server that owns the tool.
+    pub fn server(&self) -> &str {
+        &self.hub.servers[self.server].spec.name
+    }
+
+    /// The tool's name on its server.
+    pub fn tool(&self) -> &str {
+        &self.tool.name
+    }
+}
+
+#[async_trait]
+impl Tool for McpTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name.clone(),
+            description: self.tool.description.as_deref().unwrap_or_default().to_owned(),
+            parameters: Value::Object((*self.tool.input_schema).clone()),
+        }
+    }
+
+    /// Calls the tool, then records a `tool` event on the task (visible to
+    /// its owner and operators, like the task).
+    async fn call(&self, args: Value, control: &TaskControl) -> Result<String, String> {
+        let started = std::time::Instant::now();
+        let (outcome, answer) = self.invoke_with_outcome(args.clone()).await;
+        let data = ToolData {
+            task_id: control.task_id().to_owned(),
+            server: self.server().to_owned(),
+            tool: self.tool().to_owned(),
+            name: self.name.clone(),
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            outcome,
+            arguments: args,
+            result: render::cut(match &answer {
+                Ok(text) | Err(text) => text.clone(),
+            }),
+        };
+        let data = serde_json::to_value(&data).unwrap_or(Value::Null);
+        if let Err(e) = control.engine().emit_event(EventKind::Tool, control.task_id(), data).await {
+            tracing::warn!(task = control.task_id(), tool = %self.name, error = %e, "could not record the tool event");
+        }
+        answer
+    }
+}
+
+impl McpTool {
+    /// Decides, then calls the tool on its server: the text of its result,
+    /// or why there is none (an `isError` result is an error too).
+    pub async fn invoke(&self, args: Value) -> Result<String, String> {
+        self.invoke_with_outcome(args).await.1
+    }
+
+    async fn invoke_with_outcome(&self, args: Value) -> (ToolOutcome, Result<String, String>) {
+        let (server, tool) = (self.server(), self.tool());
+        let denied = match self.hub.policy.decide(server, tool, &args) {
+            Decision::Allow => None,
+            Decision::Deny(why) => Some(format!("the call of {} was denied: {why}", self.name)),
+            Decision::Ask => {
+                Some(format!("the call of {} needs an approval this daemon cannot ask for", self.name))
+            }
+        };
+        if let Some(why) = denied {
+            return (ToolOutcome::Denied, Err(why));
+        }
+        let Value::Object(args) = args else {
+            return (ToolOutcome::Failed, Err("the arguments must be a JSON object".into()));
+        };
+        let background = match self.hub.background() {
+            Ok(b) => b,
+            Err(e) => return (ToolOutcome::Failed, Err(e)),
+        };
+        match self.hub.servers[self.server].call(tool, args, background).await {
+            Ok(result) => match render::render(&result) {
+                (text, true) => (ToolOutcome::Error, Err(format!("the tool reported an error: {text}"))),
+                (text, false) => (ToolOutcome::Ok, Ok(text)),
+            },
+            Err(e @ (CallError::Unavailable(_) | CallError::Refused(_) | CallError::Timeout(_))) => {
+                (ToolOutcome::Failed, Err(e.to_string()))
+            }
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! MCP tools in the agent loop, end to end: the daemon is configured with
+//! real MCP servers written by others (the official MCP Python SDK's, over
+//! HTTP and stdio: `agentd-mcp/tests/suite/servers.rs`), the `scripted`
+//! model calls their tools, and its recorded requests show what it was
+//! offered and what it got back; each call is a `tool` event that only the
+//! task's owner and operators see.
+
+use crate::common::feed::*;
+use crate::common::scripted::*;
+use crate::common::*;
+use crate::mcp_servers::{HttpServer, python, server_script, skipped};
+use serde_json::{Value, json};
+
+/// The `tool` role messages of a recorded model request, in order.
+fn tool_results(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn offered(request: &Value) -> Vec<String> {
+    request["tools"].as_array().map_or_else(Vec::new, |t| {
+        t.iter().map(|t| t["name"].as_str().unwrap_or_default().to_owned()).collect()
+    })
+}
+
+fn completed(result: &Value) -> String {
+    let t = &result["task"];
+    assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{t}");
+    t["id"].as_str().expect("task id").to_owned()
+}
+
+#[tokio::test]
+async fn mcp_tool_results_reach_the_next_model_call_and_each_call_is_a_tool_event_of_its_task() {
+    if skipped() {
+        return;
+    }
+    let server = HttpServer::start();
+    let steps = json!([
+        {"tool_calls": [
+            {"id": "c1", "name": "py__echo", "arguments": {"text": "hello"}},
+            {"id": "c2", "name": "py__fail", "arguments": {"reason": "on purpose"}},
+            {"id": "c3", "name": "py__delete_everything", "arguments": {}}
+        ]},
+        {"text": "done"},
+        {"text": "bob's answer"}
+    ]);
+    let yaml = format!(
+        "mcp:\n  servers:\n    - name: py\n      http: {{url: '{}'}}\n      tools: {{deny: ['delete_*']}}\n",
+        server.url()
+    );
+    let s = scripted(steps, &yaml, true);
+    let alices =
+        completed(&s.alice().call("SendMessage", send_params(&uid("m"), "use the tools", None)).await);
+
+    let reqs = s.recorded();
+    assert_eq!(reqs.len(), 2, "{reqs:?}");
+    let tools = offered(&reqs[0]);
+    assert!(tools.contains(&"py__echo".to_owned()) && tools.contains(&"py__add".to_owned()), "{tools:?}");
+    assert!(tools.contains(&"spawn_subagent".to_owned()), "built-in tools stay: {tools:?}");
+    assert!(!tools.iter().any(|t| t.starts_with("py__delete")), "a denied tool is not offered: {tools:?}");
+    let results = tool_results(&reqs[1]);
+    assert_eq!(results[0], "echo: hello", "{results:?}");
+    assert!(
+        results[1].starts_with("error: the tool reported an error") && results[1].contains("on purpose"),
+        "{results:?}"
+    );
+    assert!(
+        results[2].contains("no tool named \"py__delete_everything\" on offer"),
+        "a tool the model was not offered is not called: {results:?}"
+    );
+
+    // Alice's feed: one tool event per call made (the refused one made none).
+    let mut alice = feed(&s.alice(), json!({"fromSeq": 0, "kinds": ["tool", "task"]})).await;
+    alice.hello().await;
+    let seen = alice
+        .until(|e| {
+            e["kind"] == "task"
+                && e["data"]["id"] == alices
+                && e["data"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        })
+        .await;
+    let tool_events: Vec<&Value> = seen.iter().filter(|e| e["kind"] == "tool").map(|e| &e["data"]).collect();
+    assert_eq!(tool_events.len(), 2, "{tool_events:?}");
+    let echo = tool_events[0];
+    assert_eq!(
+        (&echo["taskId"], &echo["server"], &echo["tool"], &echo["name"], &echo["outcome"]),
+        (&json!(alices), &json!("py"), &json!("echo"), &json!("py__echo"), &json!("ok"))
+    );
+    assert_eq!(echo["arguments"], json!({"text": "hello"}));
+    assert_eq!(echo["result"], "echo: hello");
+    assert!(echo["durationMs"].is_u64(), "{echo}");
+    assert_eq!(tool_events[1]["outcome"], "error", "{}", tool_events[1]);
+
+    // Operators see them; bob, who does not own the task, does not.
+    let mut ops = feed(&s.ops(), json!({"fromSeq": 0, "kinds": ["tool"]})).await;
+    ops.hello().await;
+    assert_eq!(ops.event().await["data"]["taskId"], alices);
+    let bobs = completed(&s.bob().call("SendMessage", send_params(&uid("m"), "hi", None)).await);
+    let mut bob = feed(&s.bob(), json!({"fromSeq": 0, "kinds": ["tool", "task"]})).await;
+    bob.hello().await;
+    let seen = bob
+        .until(|e| {
+            e["kind"] == "task"
+                && e["data"]["id"] == bobs
+                && e["data"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        })
+        .await;
+    assert!(seen.iter().all(|e| e["kind"] != "tool"), "bob sees no tool event of alice's task: {seen:?}");
+}
+
+#[tokio::test]
+async fn a_server_down_at_start_or_dying_mid_call_gives_the_model_an_error_and_the_turn_goes_on() {
+    if skipped() {
+        return;
+    }
+    // A port nothing listens on any more.
+    let dead = HttpServer::start().stop();
+    let args = serde_json::to_string(&[server_script(), "stdio".into()]).expect("args");
+    let steps = json!([
+        {"tool_calls": [
+            {"id": "c1", "name": "down__echo", "arguments": {"text": "x"}},
+            {"id": "c2", "name": "py__crash", "arguments": {}},
+            {"id": "c3", "name": "py__echo", "arguments": {"text": "again"}}
+        ]},
+        {"text": "done"}
+    ]);
+    let yaml = format!(
+        "mcp:\n  servers:\n    - name: down\n      http: {{url: 'http://127.0.0.1:{dead}/mcp'}}\n    - name: py\n      stdio: {{command: '{}', args: {args}}}\n",
+        python()
+    );
+    let s = scripted(steps, &yaml, true);
+    completed(&s.alice().call("SendMessage", send_params(&uid("m"), "go", None)).await);
+    let reqs = s.recorded();
+    let tools = offered(&reqs[0]);
+    assert!(tools.contains(&"py__echo".to_owned()), "{tools:?}");
+    assert!(
+        !tools.iter().any(|t| t.starts_with("down__")),
+        "a server that is down offers nothing: {tools:?}"
+    );
+    let results = tool_results(&reqs[1]);
+    assert!(results[0].contains("no tool named \"down__echo\" on offer"), "{results:?}");
+    assert!(results[1].contains("the MCP server py failed during the call of crash"), "{results:?}");
+    assert_eq!(results[2], "echo: again", "the stdio server was started again: {results:?}");
+    let log = s.d.log();
+    assert!(log.contains("MCP server connection failed") && log.contains("down"), "the log says why:\n{log}");
+}

@@ -1,0 +1,109 @@
+"""A small MCP server for agentd's MCP client tests, on the official MCP
+Python SDK (`mcp` on PyPI, its `MCPServer`, formerly FastMCP).
+
+    server.py stdio                  serve on stdin/stdout
+    server.py http [--port N]        serve streamable HTTP on 127.0.0.1:N/mcp
+                                     (N=0: a free port); prints "PORT <n>"
+
+Its tools are what the tests need: a plain answer, structured output, an
+error result, a slow call, a call that kills the server, and a name too
+long for a model's function-name limit. `POST /forget-sessions` makes it
+forget its sessions (the tests of re-initialisation).
+"""
+
+import argparse
+import asyncio
+import os
+import socket
+import sys
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+
+server = MCPServer("agentd-test-server")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Returns the text it is given."""
+    return f"echo: {text}"
+
+
+@server.tool()
+def add(a: int, b: int) -> dict:
+    """Adds two numbers; the result is structured content."""
+    return {"sum": a + b}
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always fails with the given reason (an isError result)."""
+    raise ToolError(f"failed on purpose: {reason}")
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Answers after the given number of seconds."""
+    await asyncio.sleep(seconds)
+    return "done"
+
+
+@server.tool()
+def crash() -> str:
+    """Ends the server's process in the middle of the call."""
+    sys.stderr.write("crash: exiting on purpose\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+@server.tool()
+def delete_everything() -> str:
+    """A tool the tests deny."""
+    return "everything deleted"
+
+
+@server.tool(name="report_" + "x" * 70)
+def long_named() -> str:
+    """A tool whose name is longer than a model's function-name limit."""
+    return "long"
+
+
+@server.custom_route("/forget-sessions", methods=["POST"])
+async def forget_sessions(_request: Request) -> PlainTextResponse:
+    """Forgets every session, as a restarted server would: a client's next
+    request on its session is answered 404."""
+    server.session_manager._server_instances.clear()
+    return PlainTextResponse("forgotten")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("transport", choices=["stdio", "http"])
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--stderr-banner", default="")
+    p.add_argument("--exit-at-start", action="store_true")
+    args = p.parse_args()
+    if args.stderr_banner:
+        sys.stderr.write(args.stderr_banner + "\n")
+        sys.stderr.flush()
+    if args.exit_at_start:
+        sys.exit(2)
+    if args.transport == "stdio":
+        server.run("stdio")
+        return
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", args.port))
+    sock.listen(64)
+    print(f"PORT {sock.getsockname()[1]}", flush=True)
+    app = server.streamable_http_app()
+    config = uvicorn.Config(app, log_level="warning")
+    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+
+
+if __name__ == "__main__":
+    main()
