@@ -65,7 +65,7 @@ impl Tool for McpTool {
             }),
         };
         let data = serde_json::to_value(&data).unwrap_or(Value::Null);
-        if let Err(e) = control.engine().emit_event(EventKind::Tool, control.task_id(), data).await {
+        if let Err(e) = control.runtime().emit_event(EventKind::Tool, control.task_id(), data).await {
             tracing::warn!(task = control.task_id(), tool = %self.name, error = %e, "could not record the tool event");
         }
         answer
