@@ -71,6 +71,10 @@ if ! wait "$mcp_npm_pid"; then
   exit 1
 fi
 AGENTD_MCP_PYTHON="$PWD/.venv/bin/python" cargo test --workspace --locked
+step "without the gRPC feature: agentd-server's unit tests"
+# The binary serves gRPC by default; a build without it must still compile
+# (lint-clean) and serve the other bindings.
+cargo test -p agentd-server --no-default-features --lib --locked
 step "fuzz: the decoder targets for a bounded time (docs/fuzzing.md)"
 # The fuzz targets are a workspace of their own, built by cargo-fuzz.
 env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS scripts/fuzz.sh --decoders

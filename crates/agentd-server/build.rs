@@ -1,10 +1,17 @@
 //! Generates the gRPC binding's message types and service trait from
 //! `proto/a2a.proto` at build time. The proto is compiled by `protox`, a
 //! protobuf compiler written in Rust, so no system `protoc` is needed; its
-//! descriptor set then feeds tonic's code generator.
+//! descriptor set then feeds tonic's code generator. Without the `grpc`
+//! feature there is nothing to generate.
 
 use std::io;
 
+#[cfg(not(feature = "grpc"))]
+fn main() -> io::Result<()> {
+    Ok(())
+}
+
+#[cfg(feature = "grpc")]
 fn main() -> io::Result<()> {
     let proto_dir = "proto";
     let a2a = "proto/a2a.proto";

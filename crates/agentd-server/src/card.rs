@@ -68,15 +68,16 @@ impl CardService {
         } else {
             (BTreeMap::new(), Vec::new())
         };
+        #[cfg_attr(not(feature = "grpc"), allow(unused_mut))]
+        let mut supported_interfaces =
+            vec![interface(JSONRPC_PATH, "JSONRPC"), interface(REST_PATH, "HTTP+JSON")];
+        // gRPC clients dial `host:port` (no scheme, no path).
+        #[cfg(feature = "grpc")]
+        supported_interfaces.push(AgentInterface { url: grpc_target(base), ..interface("", "GRPC") });
         let card = AgentCard {
             name: cfg.name,
             description: cfg.description,
-            supported_interfaces: vec![
-                interface(JSONRPC_PATH, "JSONRPC"),
-                interface(REST_PATH, "HTTP+JSON"),
-                // gRPC clients dial `host:port` (no scheme, no path).
-                AgentInterface { url: grpc_target(base), ..interface("", "GRPC") },
-            ],
+            supported_interfaces,
             provider: cfg.provider,
             version: cfg.version,
             documentation_url: cfg.documentation_url,
@@ -135,7 +136,37 @@ pub fn chat_skill() -> AgentSkill {
 
 #[cfg(test)]
 mod tests {
-    use super::grpc_target;
+    use super::{CardConfig, CardService, grpc_target};
+    use crate::extensions::ExtensionRegistry;
+
+    /// The card lists the gRPC interface exactly when the binding is built in.
+    #[test]
+    fn the_card_lists_grpc_only_when_it_is_served() {
+        let cfg = CardConfig {
+            name: "a".into(),
+            description: String::new(),
+            version: "1".into(),
+            base_url: "http://127.0.0.1:7420".into(),
+            streaming: true,
+            push_notifications: true,
+            bearer_auth: false,
+            input_modes: Vec::new(),
+            output_modes: Vec::new(),
+            skills: Vec::new(),
+            provider: None,
+            documentation_url: None,
+            max_age_secs: 0,
+        };
+        let card = CardService::new(cfg, &ExtensionRegistry::new(Vec::new())).card;
+        let bindings: Vec<&str> =
+            card.supported_interfaces.iter().map(|i| i.protocol_binding.as_str()).collect();
+        let expected: &[&str] = if cfg!(feature = "grpc") {
+            &["JSONRPC", "HTTP+JSON", "GRPC"]
+        } else {
+            &["JSONRPC", "HTTP+JSON"]
+        };
+        assert_eq!(bindings, expected);
+    }
 
     #[test]
     fn the_grpc_interface_is_host_and_port() {

@@ -14,6 +14,7 @@ pub mod errors;
 pub mod ext_docs;
 pub mod extensions;
 pub mod fuzzing;
+#[cfg(feature = "grpc")]
 pub mod grpc;
 mod jsonrpc;
 mod listen;

@@ -17,10 +17,18 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 
 /// One listener for every binding: gRPC by `content-type`, then HTTP by path.
 pub fn app(state: AppState) -> Router {
+    bindings(state).layer(axum::middleware::from_fn(crate::request_id::layer))
+}
+
+#[cfg(feature = "grpc")]
+fn bindings(state: AppState) -> Router {
     let grpc = crate::grpc::router(state.clone());
-    Router::new()
-        .fallback_service(crate::grpc::ByContentType { http: http_app(state), grpc })
-        .layer(axum::middleware::from_fn(crate::request_id::layer))
+    Router::new().fallback_service(crate::grpc::ByContentType { http: http_app(state), grpc })
+}
+
+#[cfg(not(feature = "grpc"))]
+fn bindings(state: AppState) -> Router {
+    http_app(state)
 }
 
 fn http_app(state: AppState) -> Router {
