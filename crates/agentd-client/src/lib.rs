@@ -14,6 +14,7 @@ mod client;
 pub mod describe;
 mod error;
 pub mod jsonrpc;
+mod lazy;
 pub mod sse;
 
 pub use backoff::Backoff;
@@ -21,3 +22,4 @@ pub use card::fetch_card;
 pub use client::{Client, DEFAULT_MAX_ANSWER, EventStream};
 pub use describe::{describe, root_cause};
 pub use error::{ClientError, RpcError};
+pub use lazy::LazyHttp;

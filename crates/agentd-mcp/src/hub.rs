@@ -39,10 +39,12 @@ impl McpHub {
                 return Err(format!("two MCP servers are named {:?}; names must be unique", s.name));
             }
         }
-        let http = reqwest::Client::builder()
-            .connect_timeout(std::time::Duration::from_secs(10))
-            .build()
-            .map_err(|e| format!("cannot build the MCP HTTP client: {e}"))?;
+        let http = agentd_client::LazyHttp::new(|| {
+            reqwest::Client::builder()
+                .connect_timeout(std::time::Duration::from_secs(10))
+                .build()
+                .map_err(|e| format!("cannot build the MCP HTTP client: {e}"))
+        });
         let servers = specs.into_iter().map(|s| Arc::new(Server::new(s, http.clone()))).collect();
         Ok(Self {
             inner: Arc::new(Inner { servers, background: OnceLock::new(), policy: Arc::new(AllowAll) }),

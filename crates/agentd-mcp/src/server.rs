@@ -132,14 +132,14 @@ struct State {
 
 pub struct Server {
     pub spec: ServerSpec,
-    http: reqwest::Client,
+    http: agentd_client::LazyHttp,
     state: Mutex<State>,
     generations: AtomicU64,
     backoff: Backoff,
 }
 
 impl Server {
-    pub fn new(spec: ServerSpec, http: reqwest::Client) -> Self {
+    pub fn new(spec: ServerSpec, http: agentd_client::LazyHttp) -> Self {
         Self {
             spec,
             http,
@@ -300,7 +300,7 @@ impl Server {
                 let config = StreamableHttpClientTransportConfig::with_uri(h.url.clone())
                     .custom_headers(headers)
                     .reinit_on_expired_session(true);
-                let transport = StreamableHttpClientTransport::with_client(self.http.clone(), config);
+                let transport = StreamableHttpClientTransport::with_client(self.http.get()?.clone(), config);
                 handler
                     .serve(transport)
                     .await

@@ -37,7 +37,7 @@ impl Default for DelegateOptions {
 /// Sends work to the configured A2A peers.
 pub struct A2aDelegator {
     peers: Vec<Peer>,
-    http: reqwest::Client,
+    http: agentd_client::LazyHttp,
     opts: DelegateOptions,
 }
 
@@ -54,17 +54,19 @@ impl A2aDelegator {
             checked.push(p);
         }
         // No redirects: a bearer token goes only where the card says.
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(Duration::from_secs(10))
-            .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| format!("cannot build the A2A client: {e}"))?;
+        let http = agentd_client::LazyHttp::new(|| {
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .connect_timeout(Duration::from_secs(10))
+                .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|e| format!("cannot build the A2A client: {e}"))
+        });
         Ok(Self { peers: checked, http, opts })
     }
 
     async fn run(&self, peer: &Peer, message: Message, cancel: &CancellationToken) -> Result<Task, Failure> {
-        let client = PeerClient::connect(&self.http, peer, self.opts.request_timeout).await?;
+        let client = PeerClient::connect(self.http.get()?, peer, self.opts.request_timeout).await?;
         let mut follow = Follow { client: &client, task_id: None, poll: self.opts.poll_interval };
         let outcome = tokio::select! {
             r = follow.run(message) => r,

@@ -6,7 +6,7 @@
 
 use super::ssrf::{GuardedResolver, SsrfGuard};
 use crate::bridges::sign::{self, BridgeSecrets, SIGNATURE_HEADER, TIMESTAMP_HEADER};
-use agentd_client::{Backoff, describe};
+use agentd_client::{Backoff, LazyHttp, describe};
 use agentd_core::{BridgeTarget, OutboxItem, OutboxTarget};
 use agentd_proto::TaskPushNotificationConfig;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
@@ -34,7 +34,7 @@ pub(crate) enum Outcome {
 /// addresses: guarded resolver, literal-IP check, no redirects, no proxy.
 #[derive(Clone)]
 pub(crate) struct Deliverer {
-    client: Client,
+    client: LazyHttp,
     guard: SsrfGuard,
     timeout: Duration,
     secrets: BridgeSecrets,
@@ -42,15 +42,17 @@ pub(crate) struct Deliverer {
 
 impl Deliverer {
     pub(crate) fn new(guard: SsrfGuard, timeout: Duration, secrets: BridgeSecrets) -> Result<Self, String> {
-        let client = Client::builder()
-            .redirect(redirect::Policy::none())
-            .no_proxy()
-            .dns_resolver(Arc::new(GuardedResolver::new(guard)))
-            .connect_timeout(timeout)
-            .timeout(timeout)
-            .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| format!("cannot build the push HTTP client: {e}"))?;
+        let client = LazyHttp::new(move || {
+            Client::builder()
+                .redirect(redirect::Policy::none())
+                .no_proxy()
+                .dns_resolver(Arc::new(GuardedResolver::new(guard)))
+                .connect_timeout(timeout)
+                .timeout(timeout)
+                .user_agent(concat!("agentd/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|e| format!("cannot build the push HTTP client: {e}"))
+        });
         Ok(Self { client, guard, timeout, secrets })
     }
 
@@ -77,7 +79,8 @@ impl Deliverer {
         if let Err(why) = self.guard.check_target(&url) {
             return Err(Outcome::Failed(format!("url refused: {why}")));
         }
-        Ok(self.client.post(url).timeout(self.timeout))
+        let client = self.client.get().map_err(Outcome::Failed)?;
+        Ok(client.post(url).timeout(self.timeout))
     }
 
     fn push_request(

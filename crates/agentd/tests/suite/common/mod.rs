@@ -244,7 +244,9 @@ impl Daemon {
         }
         let mut c = self.child.take().expect("running daemon");
         let _ = Command::new("kill").arg("-TERM").arg(c.id().to_string()).status();
-        let deadline = Instant::now() + Duration::from_secs(15);
+        // Longer than the default shutdown grace (30 s): a daemon draining a
+        // running turn stops on its own deadline, not the harness's.
+        let deadline = Instant::now() + Duration::from_secs(45);
         loop {
             if let Ok(Some(s)) = c.try_wait() {
                 return s;
