@@ -20,9 +20,10 @@ use agentd_core::{
 };
 use agentd_proto::TaskState;
 use async_trait::async_trait;
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use std::collections::BTreeMap;
 use std::str::FromStr;
+use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 use tokio_postgres::NoTls;
@@ -32,6 +33,13 @@ pub(crate) const EVENTS_CHANNEL: &str = "agentd_events";
 
 /// Connections the pool holds at most.
 const POOL_SIZE: usize = 16;
+
+/// How long connecting may take when the URL does not say
+/// (`connect_timeout`): an unreachable host fails instead of hanging.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a call waits for a pooled connection when all are busy.
+const POOL_WAIT: Duration = Duration::from_secs(30);
 
 /// How often a batch aborted by a deadlock is run again.
 const DEADLOCK_RETRIES: usize = 3;
@@ -78,6 +86,9 @@ impl PostgresOptions {
         if let Some(password) = &self.password {
             config.password(password);
         }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
         config.application_name("agentd");
         Ok(config)
     }
@@ -110,6 +121,8 @@ impl PostgresStore {
         );
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(POOL_WAIT))
             .build()
             .map_err(|e| StoreError::backend(format!("connection pool: {e}")))?;
         let mut client = pool.get().await.map_err(pool_error)?;
