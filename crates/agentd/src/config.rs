@@ -354,8 +354,15 @@ impl StoreConfig {
             None => None,
         };
         let options = agentd_store::PostgresOptions { url: url.to_owned(), password };
-        options.config().map_err(|e| anyhow::anyhow!("store.url: {e}"))?;
+        options.config().map_err(store_url_error)?;
         Ok(options)
+    }
+}
+
+fn store_url_error(e: agentd_core::StoreError) -> anyhow::Error {
+    match e {
+        agentd_core::StoreError::Backend(why) => anyhow::anyhow!("store.url: {why}"),
+        other => anyhow::anyhow!("store.url: {other}"),
     }
 }
 
@@ -879,6 +886,12 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
     }
     check_log_filter(&cfg.log.level)?;
     let store = cfg.store.kind()?;
+    if let StoreKind::Postgres(url) = store {
+        // The URL's form, and no password in it, before anything starts.
+        agentd_store::PostgresOptions { url: url.to_owned(), password: None }
+            .config()
+            .map_err(store_url_error)?;
+    }
     if let Some(reference) = &cfg.store.password {
         if store == StoreKind::Sqlite {
             bail!("store.password is for a PostgreSQL store: set store.url (--store, AGENTD_STORE) too");
@@ -1048,9 +1061,8 @@ mod tests {
             assert!(e.contains(says), "{vars:?}: {e}");
             assert!(!e.contains("hunter2"), "the password is not shown: {e}");
         }
-        let cfg = load_from(&ServeFlags::default(), &env(&[("AGENTD_STORE", "postgres://a:hunter2@db/x")]))
-            .expect("the URL's form is checked when the store opens");
-        let e = cfg.store.postgres_options("postgres://a:hunter2@db/x").expect_err("inline password").to_string();
+        let inline = env(&[("AGENTD_STORE", "postgres://a:hunter2@db/x")]);
+        let e = load_from(&ServeFlags::default(), &inline).expect_err("a password in the URL").to_string();
         assert!(e.contains("store.password") && !e.contains("hunter2"), "{e}");
     }
 

@@ -132,12 +132,8 @@ impl Daemon {
             ..EngineConfig::default()
         };
         let input_modes = engine_cfg.input_modes.clone();
-        let builder = EngineBuilder::new(
-            store,
-            agent,
-            Arc::new(SsrfGuard::new(cfg.push.allow_private)),
-            engine_cfg,
-        );
+        let builder =
+            EngineBuilder::new(store, agent, Arc::new(SsrfGuard::new(cfg.push.allow_private)), engine_cfg);
         let outbox = builder.outbox();
         // Opened gates are announced through the bridge; runs delegate through
         // the same delegator as the model's `delegate` tool; run, step and gate

@@ -77,10 +77,10 @@ impl PostgresOptions {
     /// which would end up in configuration files and logs.
     pub fn config(&self) -> Result<tokio_postgres::Config, StoreError> {
         let mut config = tokio_postgres::Config::from_str(&self.url)
-            .map_err(|e| StoreError::backend(format!("store URL: {e}")))?;
+            .map_err(|e| StoreError::backend(format!("not a PostgreSQL URL: {e}")))?;
         if config.get_password().is_some() {
             return Err(StoreError::backend(
-                "store URL: it holds a password; give it by reference instead (store.password: env:NAME or file:/path)",
+                "the URL holds a password; give it by reference instead (store.password: env:NAME or file:/path)",
             ));
         }
         if let Some(password) = &self.password {

@@ -56,7 +56,10 @@ async fn the_daemon_serves_from_postgres_and_a_restart_finds_its_tasks() {
     assert_eq!(d.call("GetTask", json!({"id": waiting_id})).await, waiting_before, "the waiting task");
     assert_eq!(d.call("ListTasks", json!({"pageSize": 10})).await, list, "ListTasks after kill -9");
     let resumed = d.call("SendMessage", send("tck-complete-task", "the answer", Some(&waiting_id))).await;
-    assert_eq!(resumed["task"]["status"]["state"], "TASK_STATE_COMPLETED", "resumed after restart: {resumed}");
+    assert_eq!(
+        resumed["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "resumed after restart: {resumed}"
+    );
 }
 
 /// A store URL agentd does not know, or one holding a password, stops the
