@@ -15,7 +15,8 @@ use super::read;
 use crate::event_log::Announcer;
 use agentd_core::EventRecord;
 use deadpool_postgres::Pool;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::{AsyncMessage, NoTls};
@@ -28,10 +29,41 @@ const RECONNECT_DELAY: Duration = Duration::from_millis(500);
 pub(crate) enum Wake {
     /// This store committed these events; answer once they are announced.
     Committed(Vec<EventRecord>, oneshot::Sender<()>),
+    /// This store took these seqs but did not commit them (given back).
+    GaveBack,
     /// Some process committed events up to this seq.
     Notified(u64),
     /// The listener (re)connected: whatever was committed meanwhile is due.
     Rescan,
+}
+
+/// The seqs this store took in transactions not yet handed to the
+/// follower: registered before COMMIT, so that the follower, when such a
+/// seq is due, waits for the committer's own copy instead of reading it
+/// from the table (commits of one store finish out of order all the time).
+#[derive(Clone, Default)]
+pub(crate) struct InFlight(Arc<Mutex<BTreeSet<u64>>>);
+
+impl InFlight {
+    fn set(&self) -> std::sync::MutexGuard<'_, BTreeSet<u64>> {
+        // A panic while holding it cannot leave the set half-changed.
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn take(&self, events: &[EventRecord]) {
+        self.set().extend(events.iter().map(|e| e.seq));
+    }
+
+    pub(crate) fn release(&self, events: &[EventRecord]) {
+        let mut set = self.set();
+        for e in events {
+            set.remove(&e.seq);
+        }
+    }
+
+    fn contains(&self, seq: u64) -> bool {
+        self.set().contains(&seq)
+    }
 }
 
 /// The follower: announces events strictly in seq order from `next` on.
@@ -40,8 +72,13 @@ pub(crate) struct Follower {
     pub announcer: Announcer,
     /// The next seq to announce.
     pub next: u64,
+    /// Every seq through this one is committed.
+    pub committed_through: u64,
     /// Own committed events not announced yet, by seq.
     pub pending: BTreeMap<u64, EventRecord>,
+    /// Own commits waiting for their last seq to be announced.
+    pub acks: Vec<(u64, oneshot::Sender<()>)>,
+    pub in_flight: InFlight,
 }
 
 impl Follower {
@@ -50,18 +87,22 @@ impl Follower {
             match wake {
                 Wake::Committed(events, done) => {
                     let through = events.last().map_or(0, |e| e.seq);
+                    self.in_flight.release(&events);
                     for e in events {
                         self.pending.insert(e.seq, e);
                     }
-                    self.catch_up(through).await;
-                    let _ = done.send(());
+                    self.acks.push((through, done));
+                    self.committed_through = self.committed_through.max(through);
                 }
-                Wake::Notified(through) => self.catch_up(through).await,
-                Wake::Rescan => match self.last_committed().await {
-                    Some(through) => self.catch_up(through).await,
-                    None => continue,
-                },
+                Wake::GaveBack => {}
+                Wake::Notified(through) => self.committed_through = self.committed_through.max(through),
+                Wake::Rescan => {
+                    if let Some(through) = self.last_committed().await {
+                        self.committed_through = self.committed_through.max(through);
+                    }
+                }
             }
+            self.catch_up().await;
         }
     }
 
@@ -79,13 +120,18 @@ impl Follower {
             .map(|b| b.last)
     }
 
-    /// Announces every seq from `next` through `through` (all committed).
-    async fn catch_up(&mut self, through: u64) {
+    /// Announces every committed seq from `next` on, as far as it can: a
+    /// seq this store is committing is waited for (its wake comes next).
+    async fn catch_up(&mut self) {
+        let through = self.committed_through;
         while self.next <= through {
             if let Some(e) = self.pending.remove(&self.next) {
                 self.next += 1;
                 self.announcer.announce([e]);
                 continue;
+            }
+            if self.in_flight.contains(self.next) {
+                break;
             }
             let read = match self.pool.get().await {
                 Ok(client) => read::events(&client, self.next - 1, READ_CHUNK).await,
@@ -94,9 +140,9 @@ impl Follower {
             let events = match read {
                 Ok(events) => events,
                 Err(e) => {
-                    // The next commit or notification retries from here.
+                    // The next wake retries from here.
                     tracing::warn!(error = %e, from = self.next, "event feed: cannot read committed events");
-                    return;
+                    break;
                 }
             };
             // Missing seqs below the first read were removed by retention.
@@ -106,12 +152,19 @@ impl Follower {
             };
             self.next = self.next.max(first);
             for e in events.into_iter().take_while(|e| e.seq <= through) {
+                if e.seq != self.next || self.in_flight.contains(e.seq) {
+                    break;
+                }
                 self.next = e.seq + 1;
                 self.announcer.announce([e]);
             }
         }
         // Own copies of seqs already announced from the table.
         self.pending = self.pending.split_off(&self.next);
+        let announced = self.next - 1;
+        for (_, done) in self.acks.extract_if(.., |(last, _)| *last <= announced) {
+            let _ = done.send(());
+        }
     }
 }
 

@@ -99,6 +99,7 @@ pub struct PostgresStore {
     pool: Pool,
     wakes: mpsc::UnboundedSender<feed::Wake>,
     announcer: Announcer,
+    in_flight: feed::InFlight,
     tasks: [AbortHandle; 2],
 }
 
@@ -131,11 +132,15 @@ impl PostgresStore {
         drop(client);
         let announcer = Announcer::default();
         let (wakes, woken) = mpsc::unbounded_channel();
+        let in_flight = feed::InFlight::default();
         let follower = feed::Follower {
             pool: pool.clone(),
             announcer: announcer.clone(),
             next: start + 1,
+            committed_through: start,
             pending: BTreeMap::new(),
+            acks: Vec::new(),
+            in_flight: in_flight.clone(),
         };
         // The store's own tasks, not the engine's: the store is made before
         // the engine and outlives it; they end when the store is dropped.
@@ -144,7 +149,7 @@ impl PostgresStore {
             tokio::spawn(follower.run(woken)).abort_handle(),
             tokio::spawn(feed::listen(config, wakes.clone())).abort_handle(),
         ];
-        Ok(PostgresStore { pool, wakes, announcer, tasks })
+        Ok(PostgresStore { pool, wakes, announcer, in_flight, tasks })
     }
 
     /// The number of migrations applied to the database.
@@ -171,7 +176,13 @@ impl PostgresStore {
             // On an error the transaction is dropped: rolled back.
             let failed = match write::apply(&tx, batch).await {
                 Ok(events) => {
-                    tx.commit().await.map_err(db("commit"))?;
+                    // Before COMMIT: nobody can know these seqs committed before.
+                    self.in_flight.take(&events);
+                    if let Err(e) = tx.commit().await {
+                        self.in_flight.release(&events);
+                        let _ = self.wakes.send(feed::Wake::GaveBack);
+                        return Err(db("commit")(e));
+                    }
                     return Ok(events);
                 }
                 Err(e) => e,

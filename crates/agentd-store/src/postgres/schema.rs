@@ -97,9 +97,18 @@ pub(crate) async fn migrate(client: &mut Client) -> Result<(), StoreError> {
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .await
         .map_err(db("lock migrations"))?;
-    tx.batch_execute("CREATE TABLE IF NOT EXISTS agentd_schema (version INTEGER NOT NULL)")
+    // Looked up rather than `CREATE … IF NOT EXISTS`, whose NOTICE the
+    // driver would log at every start.
+    let exists: bool = tx
+        .query_one("SELECT to_regclass('agentd_schema') IS NOT NULL", &[])
         .await
-        .map_err(db("create agentd_schema"))?;
+        .map_err(db("look for agentd_schema"))?
+        .get(0);
+    if !exists {
+        tx.batch_execute("CREATE TABLE agentd_schema (version INTEGER NOT NULL)")
+            .await
+            .map_err(db("create agentd_schema"))?;
+    }
     let row =
         tx.query_opt("SELECT version FROM agentd_schema", &[]).await.map_err(db("read schema version"))?;
     let version: i32 = match row {

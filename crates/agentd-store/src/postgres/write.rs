@@ -69,17 +69,24 @@ const UPSERT_REMINDER: &str = "INSERT INTO reminders (task_id, id, active, remin
     VALUES ($1, $2, $3, $4)
     ON CONFLICT (task_id, id) DO UPDATE SET active = excluded.active, reminder_json = excluded.reminder_json";
 
-/// Takes `n` seqs. The counter row stays locked until this transaction
-/// ends, so the next appender (in any process) waits for our COMMIT or
-/// ROLLBACK before it takes the seqs after ours: seqs become visible in
-/// commit order with no gap, and a rolled-back append gives its seqs back.
-/// (A sequence would not do: its values are handed out at once, so a
-/// later seq could commit first, and a rollback leaves a hole.) This is
-/// the last write of a batch, so the lock is held only for the COMMIT.
-const TAKE_SEQS: &str = "UPDATE event_log SET last_seq = last_seq + $1 WHERE id = 1 RETURNING last_seq";
-
-const APPEND_EVENTS: &str = "INSERT INTO events (seq, ts_ms, kind, task_id, owner, data_json, annotations_json)
-    SELECT * FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::TEXT[])";
+/// Appends a batch's events in one statement (the fewer round trips, the
+/// shorter the lock below is held). Seqs come from the counter row, which
+/// stays locked until this transaction ends, so the next appender (in any
+/// process) waits for our COMMIT or ROLLBACK before it takes the seqs
+/// after ours: seqs become visible in commit order with no gap, and a
+/// rolled-back append gives its seqs back. (A sequence would not do: its
+/// values are handed out at once, so a later seq could commit first, and a
+/// rollback leaves a hole.) The NOTIFY carrying the last seq is delivered
+/// only if the transaction commits.
+const APPEND_EVENTS: &str = "WITH taken AS (
+        UPDATE event_log SET last_seq = last_seq + cardinality($1::BIGINT[]) WHERE id = 1 RETURNING last_seq
+    ), appended AS (
+        INSERT INTO events (seq, ts_ms, kind, task_id, owner, data_json, annotations_json)
+        SELECT taken.last_seq - cardinality($1::BIGINT[]) + e.n, e.ts, e.kind, e.task_id, e.owner, e.data, e.annotations
+        FROM taken, UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[])
+            WITH ORDINALITY AS e (ts, kind, task_id, owner, data, annotations, n)
+    )
+    SELECT last_seq, pg_notify($7, last_seq::TEXT)::TEXT FROM taken";
 
 /// Writes one batch inside `tx`, in the SQLite writer's order: tasks, push
 /// upserts, push deletes (their outbox rows go by cascade), push events,
@@ -191,45 +198,46 @@ async fn write_task(tx: &Transaction<'_>, record: &TaskRecord) -> Result<(), Wri
     Err(StoreError::backend(format!("task {:?}: the write changed no row", record.id())).into())
 }
 
-/// Appends `events` with the next seqs and wakes every listener at COMMIT
-/// (a NOTIFY is delivered only if the transaction commits).
+/// Appends `events` with the next seqs (the last write of a batch but
+/// pruning, so the counter row's lock is held briefly).
 async fn append_events(tx: &Transaction<'_>, events: &[NewEvent]) -> Result<Vec<EventRecord>, WriteError> {
     if events.is_empty() {
         return Ok(Vec::new());
     }
-    let n = i64::try_from(events.len()).map_err(|e| StoreError::backend(format!("event count: {e}")))?;
-    let s = tx.prepare_cached(TAKE_SEQS).await.map_err(pg("take event seqs"))?;
-    let last: i64 = tx.query_one(&s, &[&n]).await.map_err(pg("take event seqs"))?.get(0);
-    let first = last - n + 1;
     let mut cols = EventArrays::default();
-    let mut out = Vec::with_capacity(events.len());
-    for (seq, e) in (first..=last).zip(events) {
+    for e in events {
         let (ts, kind, task_id, owner, data, annotations) = event_log::encode(e)?;
-        cols.seq.push(seq);
         cols.ts.push(ts);
         cols.kind.push(kind);
         cols.task_id.push(task_id);
         cols.owner.push(owner);
         cols.data.push(data);
         cols.annotations.push(annotations);
-        out.push(EventRecord { seq: seq as u64, event: e.clone() });
     }
     let s = tx.prepare_cached(APPEND_EVENTS).await.map_err(pg("append events"))?;
-    tx.execute(
-        &s,
-        &[&cols.seq, &cols.ts, &cols.kind, &cols.task_id, &cols.owner, &cols.data, &cols.annotations],
-    )
-    .await
-    .map_err(pg("append events"))?;
-    let s = tx.prepare_cached("SELECT pg_notify($1, $2)").await.map_err(pg("notify events"))?;
-    tx.execute(&s, &[&EVENTS_CHANNEL, &last.to_string()]).await.map_err(pg("notify events"))?;
-    Ok(out)
+    let row = tx
+        .query_one(
+            &s,
+            &[
+                &cols.ts,
+                &cols.kind,
+                &cols.task_id,
+                &cols.owner,
+                &cols.data,
+                &cols.annotations,
+                &EVENTS_CHANNEL,
+            ],
+        )
+        .await
+        .map_err(pg("append events"))?;
+    let last = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
+    let first = last + 1 - events.len() as u64;
+    Ok((first..=last).zip(events).map(|(seq, e)| EventRecord { seq, event: e.clone() }).collect())
 }
 
 /// The events of one append as columns, bound as arrays (one statement).
 #[derive(Default)]
 struct EventArrays {
-    seq: Vec<i64>,
     ts: Vec<i64>,
     kind: Vec<String>,
     task_id: Vec<Option<String>>,
