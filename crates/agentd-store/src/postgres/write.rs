@@ -59,8 +59,13 @@ const UPSERT_PUSH: &str = "INSERT INTO push_configs (task_id, id, owner, config_
     VALUES ($1, $2, $3, $4)
     ON CONFLICT (task_id, id) DO UPDATE SET owner = excluded.owner, config_json = excluded.config_json";
 
+/// Every push event of a batch in one statement: one outbox row per event
+/// and push config the task has, in event order, then config order.
 const FAN_OUT: &str = "INSERT INTO outbox (task_id, config_id, body, attempts, not_before_ms)
-    SELECT task_id, id, $2, 0, $3 FROM push_configs WHERE task_id = $1 ORDER BY created_seq";
+    SELECT p.task_id, p.id, e.body, 0, $3
+    FROM UNNEST($1::TEXT[], $2::TEXT[]) WITH ORDINALITY AS e (task_id, body, n)
+    JOIN push_configs p ON p.task_id = e.task_id
+    ORDER BY e.n, p.created_seq";
 
 const ENQUEUE_BRIDGE: &str = "INSERT INTO outbox (task_id, bridge_json, body, attempts, not_before_ms)
     VALUES ($1, $2, $3, 0, $4)";
@@ -110,9 +115,11 @@ pub(crate) async fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<Vec<Eve
         tx.execute(&s, &[task_id, id]).await.map_err(pg("delete push config"))?;
     }
     let now = Timestamp::now().millis();
-    for (task_id, body) in &batch.push_events {
-        let s = tx.prepare_cached(FAN_OUT).await.map_err(pg("fan out push event"))?;
-        tx.execute(&s, &[task_id, body, &now]).await.map_err(pg("fan out push event"))?;
+    if !batch.push_events.is_empty() {
+        let (tasks, bodies): (Vec<&str>, Vec<&str>) =
+            batch.push_events.iter().map(|(t, b)| (t.as_str(), b.as_str())).unzip();
+        let s = tx.prepare_cached(FAN_OUT).await.map_err(pg("fan out push events"))?;
+        tx.execute(&s, &[&tasks, &bodies, &now]).await.map_err(pg("fan out push events"))?;
     }
     for d in &batch.bridge_deliveries {
         let target = serde_json::to_string(&d.target)
