@@ -2,7 +2,8 @@
 //! serve` process on a database of the test binary's own cluster
 //! (`agentd_store::testing::postgres`), the password by reference, serves
 //! SendMessage, GetTask and ListTasks from it, and after `kill -9` a daemon
-//! started on another, empty data directory finds every task there.
+//! started on another, empty data directory finds every task there; the
+//! events feed replays then goes live without gap or duplicate.
 
 use crate::common::*;
 use agentd_store::testing::postgres;
@@ -60,6 +61,24 @@ async fn the_daemon_serves_from_postgres_and_a_restart_finds_its_tasks() {
         resumed["task"]["status"]["state"], "TASK_STATE_COMPLETED",
         "resumed after restart: {resumed}"
     );
+}
+
+/// The events feed on PostgreSQL (a daemon in this process, its store in
+/// the config file): replay then live under concurrent writes, every seq
+/// once, in order.
+#[tokio::test]
+async fn the_events_feed_on_postgres_has_no_gap_and_no_duplicate() {
+    let Some(cluster) = postgres::cluster() else { return };
+    let url = cluster.url(&cluster.create_database().await);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let password_file = dir.path().join("db-password");
+    std::fs::write(&password_file, cluster.password()).expect("write the password file");
+    let config = write_config(
+        dir.path(),
+        &format!("store:\n  url: {url}\n  password: file:{}\n", password_file.display()),
+    );
+    let config = config.to_str().expect("utf-8 path").to_owned();
+    crate::events::replay_then_live_on(Daemon::start(&["--agent", "tck", "--config", &config])).await;
 }
 
 /// A store URL agentd does not know, or one holding a password, stops the
