@@ -237,8 +237,11 @@ async fn append_events(tx: &Transaction<'_>, events: &[NewEvent]) -> Result<Vec<
         )
         .await
         .map_err(pg("append events"))?;
-    let last = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
-    let first = last + 1 - events.len() as u64;
+    let last = row.get::<_, i64>(0);
+    let first = u64::try_from(last + 1 - events.len() as i64).map_err(|_| {
+        StoreError::backend(format!("event log counter at {last} after {} appends", events.len()))
+    })?;
+    let last = first + events.len() as u64 - 1;
     Ok((first..=last).zip(events).map(|(seq, e)| EventRecord { seq, event: e.clone() }).collect())
 }
 
