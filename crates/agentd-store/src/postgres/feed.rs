@@ -151,12 +151,19 @@ impl Follower {
                 break;
             };
             self.next = self.next.max(first);
+            let from = self.next;
             for e in events.into_iter().take_while(|e| e.seq <= through) {
                 if e.seq != self.next || self.in_flight.contains(e.seq) {
                     break;
                 }
                 self.next = e.seq + 1;
                 self.announcer.announce([e]);
+            }
+            if self.next == from && !self.in_flight.contains(from) {
+                // Not a committed log's shape (a hole past its start): say
+                // so, and let the next wake try again rather than spin.
+                tracing::warn!(seq = from, "event feed: a committed seq is missing from the log");
+                break;
             }
         }
         // Own copies of seqs already announced from the table.
