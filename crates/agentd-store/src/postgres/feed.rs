@@ -50,14 +50,14 @@ impl InFlight {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    pub(crate) fn take(&self, events: &[EventRecord]) {
-        self.set().extend(events.iter().map(|e| e.seq));
+    pub(crate) fn take(&self, seqs: impl IntoIterator<Item = u64>) {
+        self.set().extend(seqs);
     }
 
-    pub(crate) fn release(&self, events: &[EventRecord]) {
+    pub(crate) fn release(&self, seqs: impl IntoIterator<Item = u64>) {
         let mut set = self.set();
-        for e in events {
-            set.remove(&e.seq);
+        for seq in seqs {
+            set.remove(&seq);
         }
     }
 
@@ -87,7 +87,7 @@ impl Follower {
             match wake {
                 Wake::Committed(events, done) => {
                     let through = events.last().map_or(0, |e| e.seq);
-                    self.in_flight.release(&events);
+                    self.in_flight.release(events.iter().map(|e| e.seq));
                     for e in events {
                         self.pending.insert(e.seq, e);
                     }

@@ -5,10 +5,12 @@
 //! statements prepared once per connection, and migrations that are a list
 //! of SQL strings like SQLite's (sqlx's migrator and compile-time checked
 //! queries would bring a second SQL toolkit beside rusqlite for little).
-//! Writes are in `write`, reads in `read`, the schema in `schema`, the
-//! ordered announcement of committed events in `feed`.
+//! Commits are grouped by one writer task (`group`) that writes each batch
+//! (`write`); reads are in `read`, the schema in `schema`, the ordered
+//! announcement of committed events in `feed`.
 
 mod feed;
+mod group;
 mod read;
 mod schema;
 mod write;
@@ -40,9 +42,6 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a call waits for a pooled connection when all are busy.
 const POOL_WAIT: Duration = Duration::from_secs(30);
-
-/// How often a batch aborted by a deadlock is run again.
-const DEADLOCK_RETRIES: usize = 3;
 
 /// Maps a driver error to a `StoreError` with some context.
 pub(crate) fn db(context: &'static str) -> impl Fn(tokio_postgres::Error) -> StoreError {
@@ -94,13 +93,13 @@ impl PostgresOptions {
     }
 }
 
-/// A store in a PostgreSQL database. Dropping it stops its feed tasks.
+/// A store in a PostgreSQL database. Dropping it stops its writer and feed tasks.
 pub struct PostgresStore {
     pool: Pool,
     wakes: mpsc::UnboundedSender<feed::Wake>,
     announcer: Announcer,
-    in_flight: feed::InFlight,
-    tasks: [AbortHandle; 2],
+    jobs: mpsc::UnboundedSender<group::Job>,
+    tasks: [AbortHandle; 3],
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -142,14 +141,17 @@ impl PostgresStore {
             acks: Vec::new(),
             in_flight: in_flight.clone(),
         };
+        let writer = group::Writer { pool: pool.clone(), in_flight, wakes: wakes.clone() };
+        let (jobs, queued) = mpsc::unbounded_channel();
         // The store's own tasks, not the engine's: the store is made before
         // the engine and outlives it; they end when the store is dropped.
         #[allow(clippy::disallowed_methods, reason = "ended by the store's Drop")]
         let tasks = [
             tokio::spawn(follower.run(woken)).abort_handle(),
             tokio::spawn(feed::listen(config, wakes.clone())).abort_handle(),
+            tokio::spawn(writer.run(queued)).abort_handle(),
         ];
-        Ok(PostgresStore { pool, wakes, announcer, in_flight, tasks })
+        Ok(PostgresStore { pool, wakes, announcer, jobs, tasks })
     }
 
     /// The number of migrations applied to the database.
@@ -164,35 +166,6 @@ impl PostgresStore {
 
     async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
         self.pool.get().await.map_err(pool_error)
-    }
-
-    /// Writes `batch` in one transaction; returns the events it appended
-    /// once COMMIT returned.
-    async fn write(&self, batch: &Batch) -> Result<Vec<EventRecord>, StoreError> {
-        let mut client = self.client().await?;
-        let mut attempt = 0;
-        loop {
-            let tx = client.transaction().await.map_err(db("begin"))?;
-            // On an error the transaction is dropped: rolled back.
-            let failed = match write::apply(&tx, batch).await {
-                Ok(events) => {
-                    // Before COMMIT: nobody can know these seqs committed before.
-                    self.in_flight.take(&events);
-                    if let Err(e) = tx.commit().await {
-                        self.in_flight.release(&events);
-                        let _ = self.wakes.send(feed::Wake::GaveBack);
-                        return Err(db("commit")(e));
-                    }
-                    return Ok(events);
-                }
-                Err(e) => e,
-            };
-            attempt += 1;
-            if !(failed.retryable() && attempt <= DEADLOCK_RETRIES) {
-                return Err(failed.into_store_error());
-            }
-            tracing::debug!(attempt, "batch aborted by a deadlock; writing it again");
-        }
     }
 }
 
@@ -211,7 +184,14 @@ impl Store for PostgresStore {
         if batch.is_empty() {
             return Ok(());
         }
-        let events = match self.write(&batch).await {
+        let (reply, outcome) = oneshot::channel();
+        self.jobs
+            .send(group::Job { batch, reply })
+            .map_err(|_| StoreError::backend("store writer stopped"))?;
+        let committed = outcome
+            .await
+            .unwrap_or_else(|_| Err(StoreError::backend("store writer stopped before answering")));
+        let events = match committed {
             Ok(events) => events,
             Err(e) => {
                 tracing::debug!(error = %e, "refused");

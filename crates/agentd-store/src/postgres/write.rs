@@ -1,10 +1,9 @@
-//! One batch, one transaction. Each commit takes a pooled connection and
-//! writes its batch in a transaction of its own (PostgreSQL runs them
-//! concurrently; no group commit is needed as with SQLite's one writer).
-//! The task version guards are the SQLite writer's: `INSERT … ON CONFLICT
-//! DO NOTHING` for a first version, `UPDATE … WHERE version = v - 1` after.
-//! Under READ COMMITTED a second writer of the same row waits for the
-//! first to commit and then finds the guard false: a conflict.
+//! Writing one batch inside a transaction (the group writer, `group.rs`,
+//! puts several in one). The task version guards are the SQLite writer's:
+//! `INSERT … ON CONFLICT DO NOTHING` for a first version, `UPDATE … WHERE
+//! version = v - 1` after. Under READ COMMITTED a second writer of the same
+//! row (another process) waits for the first to commit and then finds the
+//! guard false: a conflict.
 
 use super::{EVENTS_CHANNEL, db};
 use crate::codec::{encode_config, encode_reminder, encode_task};

@@ -253,3 +253,48 @@ async fn a_password_in_the_url_is_refused_and_a_wrong_one_is_an_error() {
     let debug = format!("{wrong:?}");
     assert!(!debug.contains("not-the-password"), "Debug redacts the password: {debug}");
 }
+
+/// Batches committed at once share a transaction; one that the database
+/// refuses (a trigger here) fails alone and every other one commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_bad_batch_fails_alone_in_a_group() {
+    let Some(options) = postgres::database().await else { return };
+    let store = Arc::new(open(&options).await);
+    let (client, connection) =
+        options.config().expect("config").connect(tokio_postgres::NoTls).await.expect("connect");
+    #[allow(clippy::disallowed_methods, reason = "a test's own connection")]
+    tokio::spawn(connection);
+    client
+        .batch_execute(
+            "CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS
+                 $$ BEGIN RAISE EXCEPTION 'poisoned batch'; END $$;
+             CREATE TRIGGER poison BEFORE INSERT ON tasks FOR EACH ROW
+                 WHEN (NEW.id = 'poison') EXECUTE FUNCTION poison();",
+        )
+        .await
+        .expect("install the trigger");
+    let mut commits = Vec::new();
+    for i in 0..200 {
+        let store = Arc::clone(&store);
+        let id = if i == 100 { "poison".to_owned() } else { format!("ok-{i:03}") };
+        commits.push(tokio::spawn(async move {
+            let batch = Batch {
+                events: vec![event(&id, "w")],
+                ..tasks_batch(vec![record((&id, "a", "c", Working, 1))])
+            };
+            (id, store.commit(batch).await)
+        }));
+    }
+    for c in commits {
+        let (id, outcome) = c.await.expect("commit task");
+        match id.as_str() {
+            "poison" => assert!(outcome.is_err(), "the poisoned batch must fail"),
+            _ => assert!(outcome.is_ok(), "batch {id} must not fail with the poisoned one: {outcome:?}"),
+        }
+    }
+    let page =
+        store.list_tasks(&agentd_core::TaskQuery { limit: 1_000, ..Default::default() }).await.expect("list");
+    assert_eq!(page.total, 199, "every good batch landed, the poisoned one did not");
+    let seqs: Vec<u64> = store.read_events(0, 1_000).await.expect("events").iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=199).collect::<Vec<u64>>(), "the poisoned batch's seq was given back: no gap");
+}
