@@ -7,7 +7,7 @@
 //! `agentd serve` (`serve.rs`) is a thin caller; the tests run daemons in
 //! process the same way.
 
-use crate::config::{Config, resolve_secret};
+use crate::config::{Config, StoreKind, StoreSync, resolve_secret};
 use agentd_core::{EngineBuilder, EngineConfig, GateBridge, Outbox, Principal, Runtime};
 use agentd_proto::AgentProvider;
 use agentd_proto::ext::events::LifecycleEvent;
@@ -24,7 +24,7 @@ use agentd_server::{
     Admission, AppState, Authenticator, CardConfig, CardService, DeclaredExtension, ExtensionRegistry,
     Readiness, ServerConfig, TokenEntry, VersionPolicy,
 };
-use agentd_store::{SqliteOptions, SqliteStore};
+use agentd_store::{PostgresStore, SqliteOptions, SqliteStore};
 use anyhow::Context;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -122,13 +122,7 @@ impl Daemon {
         // Before the store is opened (recovery would fail another daemon's
         // running tasks); held until the daemon is dropped.
         let data_dir = crate::data_lock::lock(&cfg.data_dir)?;
-        let db = cfg.data_dir.join("agentd.db");
-        check_writable(&cfg.data_dir, &db)?;
-        let store = SqliteStore::open(
-            &db,
-            SqliteOptions { synchronous_full: cfg.store.sync == crate::config::StoreSync::Full },
-        )
-        .with_context(|| format!("cannot open the store at {}", db.display()))?;
+        let store = open_store(&cfg).await?;
         let reminder_limits = cfg.reminders.limits()?;
         let engine_cfg = EngineConfig {
             push_enabled: cfg.push.enabled,
@@ -138,12 +132,8 @@ impl Daemon {
             ..EngineConfig::default()
         };
         let input_modes = engine_cfg.input_modes.clone();
-        let builder = EngineBuilder::new(
-            Arc::new(store),
-            agent,
-            Arc::new(SsrfGuard::new(cfg.push.allow_private)),
-            engine_cfg,
-        );
+        let builder =
+            EngineBuilder::new(store, agent, Arc::new(SsrfGuard::new(cfg.push.allow_private)), engine_cfg);
         let outbox = builder.outbox();
         // Opened gates are announced through the bridge; runs delegate through
         // the same delegator as the model's `delegate` tool; run, step and gate
@@ -363,6 +353,30 @@ async fn drain(runtime: &Runtime, readiness: &Readiness, grace: Duration) {
         grace_secs = grace.as_secs(),
         "turns still running after the shutdown grace were stopped; their tasks failed (workflow runs resume at the next start)"
     );
+}
+
+/// The store the configuration names: SQLite in the data directory (the
+/// default) or a PostgreSQL database, its password read now.
+async fn open_store(cfg: &Config) -> anyhow::Result<Arc<dyn agentd_core::Store>> {
+    match cfg.store.kind()? {
+        StoreKind::Sqlite => {
+            let db = cfg.data_dir.join("agentd.db");
+            check_writable(&cfg.data_dir, &db)?;
+            let options = SqliteOptions { synchronous_full: cfg.store.sync == StoreSync::Full };
+            let store = SqliteStore::open(&db, options)
+                .with_context(|| format!("cannot open the store at {}", db.display()))?;
+            Ok(Arc::new(store))
+        }
+        StoreKind::Postgres(url) => {
+            let options = cfg.store.postgres_options(url)?;
+            // The URL holds no password (`postgres_options` refuses one).
+            let store = PostgresStore::open(&options)
+                .await
+                .with_context(|| format!("cannot open the PostgreSQL store at {url}"))?;
+            tracing::info!(url, "store: PostgreSQL");
+            Ok(Arc::new(store))
+        }
+    }
 }
 
 /// The store must be written to (recovery, every commit); the engine

@@ -26,6 +26,13 @@ const SAMPLES: &[Sample] = &[
     ("AGENTD_PUBLIC_URL", "https://agent.example.com", &[]),
     ("AGENTD_A2A_VERSION", "strict", &[]),
     ("AGENTD_STORE_SYNC", "normal", &[]),
+    ("AGENTD_STORE", "postgres://agentd@db.example.com:5432/agentd", &[]),
+    ("AGENTD_STORE_URL", "postgres://agentd@db.example.com:5432/agentd", &[]),
+    (
+        "AGENTD_STORE_PASSWORD",
+        "env:AGENTD_DB_PASSWORD",
+        &[("AGENTD_STORE_URL", "postgres://agentd@db.example.com/agentd")],
+    ),
     ("AGENTD_MODEL", "scripted", &[]),
     ("AGENTD_MODEL_KIND", "scripted", &[]),
     ("AGENTD_MODEL_SCRIPT", "/etc/agentd/script.yaml", &[]),

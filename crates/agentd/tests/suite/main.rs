@@ -46,6 +46,7 @@ mod instruction;
 mod mcp;
 mod openai_model;
 mod operations;
+mod postgres;
 mod push;
 mod reminders;
 mod smoke;
