@@ -130,7 +130,7 @@ async fn a_server_down_at_start_or_dying_mid_call_gives_the_model_an_error_and_t
         {"text": "done"}
     ]);
     let yaml = format!(
-        "mcp:\n  servers:\n    - name: down\n      http: {{url: 'http://127.0.0.1:{dead}/mcp'}}\n    - name: py\n      stdio: {{command: '{}', args: {args}}}\n",
+        "mcp:\n  servers:\n    - name: down\n      http: {{url: 'http://127.0.0.1:{dead}/mcp'}}\n    - name: py\n      stdio: {{command: '{}', args: {args}}}\n      policy: {{tools: {{crash: allow}}}}\n",
         python()
     );
     let s = scripted(steps, &yaml, true);
