@@ -117,6 +117,8 @@ impl Daemon {
         if !mcp.is_empty() {
             tools = tools.with_source(Arc::new(mcp.clone()));
         }
+        // Subagents and workflow steps name the sets they get out of these.
+        subagents.set_tools(tools.clone());
         let agent = agentd_runtime::profile(
             cfg.agent.as_str(),
             model.clone(),

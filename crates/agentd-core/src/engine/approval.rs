@@ -69,6 +69,25 @@ impl Engine {
         }
     }
 
+    /// Like `settled`, but a task waiting for a tool call's approval is
+    /// still at work: waits on until it ends or waits for anything else
+    /// (a parent waiting on a subagent whose call waits for an approval).
+    pub(crate) async fn settled_past_approvals(&self, id: &str) -> Result<crate::record::TaskRecord, Error> {
+        loop {
+            // Subscribed before `settled` reads: a change after it is seen.
+            let changes = self.slot(id).await?.map(|s| s.tx.subscribe());
+            let rec = self.settled(id).await?;
+            let approving = rec.state() == TaskState::InputRequired
+                && rec.meta.approval.as_ref().is_some_and(|a| a.decision.is_none());
+            match changes {
+                Some(mut changes) if approving => {
+                    let _ = changes.recv().await;
+                }
+                _ => return Ok(rec),
+            }
+        }
+    }
+
     /// Why waiting stopped: the task ended or is gone.
     async fn ended(&self, id: &str) -> Error {
         match self.record(id).await {
