@@ -55,7 +55,6 @@ pub struct ApprovalsConfig {
     /// Seconds a call waits for its approval before it is denied.
     pub timeout_secs: u64,
     /// The `!human` entry asked when a server's policy names none.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub human: Option<String>,
 }
 

@@ -2,7 +2,7 @@
 //! example loads and each of its servers is valid; the `!mcp` block of the
 //! document example becomes the server it describes.
 
-use agentd_mcp::{McpConfig, Origin, TransportSpec, from_config, from_document};
+use agentd_mcp::{Action, Human, McpConfig, Origin, Policies, TransportSpec, from_config, from_document};
 
 fn page() -> String {
     std::fs::read_to_string(crate::servers::repo().join("docs/tools.md")).expect("docs/tools.md")
@@ -32,6 +32,24 @@ fn the_config_example_loads_and_each_server_is_valid() {
     );
     let everything = from_config(&doc.mcp.servers[1]).expect("valid");
     assert!(matches!(everything.transport, TransportSpec::Stdio(_)));
+
+    // The policies: reads allowed but private ones asked about; the
+    // trusted server's non-destructive tools allowed, the rest asked.
+    let tool = |name: &str, destructive: Option<bool>| {
+        let mut ann = rmcp::model::ToolAnnotations::default();
+        ann.destructive_hint = destructive;
+        rmcp::model::Tool::new(name.to_owned(), "", std::sync::Arc::new(serde_json::Map::new()))
+            .with_annotations(ann)
+    };
+    assert_eq!(Policies::action(&files.policy, &tool("read_file", None)), Action::Allow);
+    assert_eq!(Policies::action(&files.policy, &tool("read_private_key", None)), Action::Ask);
+    assert_eq!(Policies::action(&everything.policy, &tool("add", Some(false))), Action::Allow);
+    assert_eq!(Policies::action(&everything.policy, &tool("rm", None)), Action::Ask);
+    assert_eq!(doc.mcp.approvals.timeout_secs, 1800);
+    let oncall = |n: &str| (n == "oncall").then(|| Human { principal: "user:carol".into(), channel: None });
+    let pairs =
+        [("files".to_owned(), files.policy.clone()), ("everything".to_owned(), everything.policy.clone())];
+    Policies::new(&pairs, &doc.mcp.approvals, oncall).expect("the humans it names resolve");
 }
 
 #[test]
