@@ -28,6 +28,17 @@ fn approving(
     turns: usize,
     timeout_secs: u64,
 ) -> (Scripted, tempfile::TempDir) {
+    approving_in(server, rx, turns, timeout_secs, false)
+}
+
+/// `approving`, as an `agentd serve` process when `process` (kill -9).
+fn approving_in(
+    server: &HttpServer,
+    rx: &Receiver,
+    turns: usize,
+    timeout_secs: u64,
+    process: bool,
+) -> (Scripted, tempfile::TempDir) {
     let document = doc(&[], "user:carol").replace(
         "::!channel{name=ops kind=webhook}",
         &format!("::!channel{{name=ops kind=webhook target={}}}", rx.url()),
@@ -41,7 +52,7 @@ fn approving(
         "push:\n  allow_private: true\nmcp:\n  servers:\n    - name: py\n      http: {{url: '{}'}}\n      policy: {{human: '@human/approver'}}\n  approvals: {{timeout_secs: {timeout_secs}}}\n",
         server.url()
     );
-    daemon_of(Some(&document), json!(steps), true, &config, false)
+    daemon_of(Some(&document), json!(steps), true, &config, process)
 }
 
 /// How often the server's `write_note` ran.
@@ -174,4 +185,37 @@ async fn nobody_answering_before_the_deadline_denies_the_call() {
         results[0].contains("denied: nobody approved the call of py__write_note within 1s"),
         "{results:?}"
     );
+}
+
+#[tokio::test]
+async fn a_pending_approval_survives_kill_9_and_its_answer_applies_to_that_call_once() {
+    if skipped() {
+        return;
+    }
+    let server = HttpServer::start();
+    let rx = Receiver::start(0).await;
+    let (mut s, _doc) = approving_in(&server, &rx, 1, 3600, true);
+    let task_id = ask(&s).await["id"].as_str().expect("id").to_owned();
+    s.kill9_and_restart();
+
+    // The restarted daemon has the approval: the same typed gate, the
+    // same check of an answer.
+    let (_, r) =
+        s.alice().op_with(B, "GetTask", json!({"id": task_id}), &[("A2A-Extensions", ANNOTATIONS)]).await;
+    let t = r.expect("GetTask");
+    assert_eq!(t["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{t}");
+    assert_eq!(t["metadata"][ANNOTATIONS]["askChannel"], "@channel/ops", "{t}");
+    let e = answer(&s.carol(), &task_id, json!({"data": {"approve": true, "by": "me"}}))
+        .await
+        .expect_err("closed schema");
+    assert!(e.error["message"].as_str().unwrap_or_default().contains("answer.by"), "{}", e.error);
+
+    // Carol approves. The turn starts again (the script replays from its
+    // first step): its call of the same tool with the same arguments takes
+    // the recorded approval instead of asking again, and runs once.
+    answer(&s.carol(), &task_id, approve(true, None)).await.expect("carol approves");
+    wait_for_state(&s.alice(), &task_id, "TASK_STATE_COMPLETED", Duration::from_secs(30)).await;
+    assert_eq!(calls(&server).await, 1, "the approved call ran once");
+    let results = tool_results(s.recorded().last().expect("a request"));
+    assert_eq!(results, ["written: note 0"]);
 }
