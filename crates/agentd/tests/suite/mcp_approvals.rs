@@ -28,16 +28,18 @@ fn approving(
     turns: usize,
     timeout_secs: u64,
 ) -> (Scripted, tempfile::TempDir) {
-    approving_in(server, rx, turns, timeout_secs, false)
+    approving_in(server, rx, turns, timeout_secs, false, "")
 }
 
-/// `approving`, as an `agentd serve` process when `process` (kill -9).
+/// `approving`, as an `agentd serve` process when `process` (kill -9),
+/// with `extra` appended to the config.
 fn approving_in(
     server: &HttpServer,
     rx: &Receiver,
     turns: usize,
     timeout_secs: u64,
     process: bool,
+    extra: &str,
 ) -> (Scripted, tempfile::TempDir) {
     let document = doc(&[], "user:carol").replace(
         "::!channel{name=ops kind=webhook}",
@@ -49,7 +51,7 @@ fn approving_in(
         steps.push(json!({"text": "done"}));
     }
     let config = format!(
-        "push:\n  allow_private: true\nmcp:\n  servers:\n    - name: py\n      http: {{url: '{}'}}\n      policy: {{human: '@human/approver'}}\n  approvals: {{timeout_secs: {timeout_secs}}}\n",
+        "push:\n  allow_private: true\nmcp:\n  servers:\n    - name: py\n      http: {{url: '{}'}}\n      policy: {{human: '@human/approver'}}\n  approvals: {{timeout_secs: {timeout_secs}}}\n{extra}",
         server.url()
     );
     daemon_of(Some(&document), json!(steps), true, &config, process)
@@ -192,11 +194,25 @@ async fn a_pending_approval_survives_kill_9_and_its_answer_applies_to_that_call_
     if skipped() {
         return;
     }
+    survives(true, "", Scripted::kill9_and_restart).await;
+}
+
+#[tokio::test]
+async fn a_graceful_stop_keeps_a_pending_approval_for_the_next_start() {
+    if skipped() {
+        return;
+    }
+    survives(false, "shutdown:\n  grace_secs: 1\n", Scripted::restart).await;
+}
+
+/// Asks, stops the daemon with `stop` and starts it again, then checks
+/// the approval is still there and applies to the same call once.
+async fn survives(process: bool, extra: &str, stop: fn(&mut Scripted)) {
     let server = HttpServer::start();
     let rx = Receiver::start(0).await;
-    let (mut s, _doc) = approving_in(&server, &rx, 1, 3600, true);
+    let (mut s, _doc) = approving_in(&server, &rx, 1, 3600, process, extra);
     let task_id = ask(&s).await["id"].as_str().expect("id").to_owned();
-    s.kill9_and_restart();
+    stop(&mut s);
 
     // The restarted daemon has the approval: the same typed gate, the
     // same check of an answer.
