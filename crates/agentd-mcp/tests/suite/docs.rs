@@ -69,13 +69,20 @@ fn the_document_example_declares_its_server_and_a_wire_document_may_not_run_a_ch
         ("Authorization", "Bearer ", "env:TICKETS_TOKEN")
     );
     assert_eq!(spec.timeout.as_secs(), 10);
+    let tool =
+        |name: &str| rmcp::model::Tool::new(name.to_owned(), "", std::sync::Arc::new(serde_json::Map::new()));
+    assert_eq!(Policies::action(&spec.policy, &tool("get_ticket")), Action::Allow);
+    assert_eq!(Policies::action(&spec.policy, &tool("close_ticket")), Action::Ask);
+    // From the wire, a document may not let calls through unasked.
+    let guard: std::sync::Arc<dyn agentd_core::PushUrlPolicy> = std::sync::Arc::new(NoPolicy);
+    let e = from_document(&servers[0], &Origin::Wire(guard.clone())).err().expect("refused");
+    assert!(e.contains("may not mark a server trusted or allow its calls unasked"), "{e}");
 
     let stdio = "# Agent\n\nHelps.\n\n:::!mcp{name=local}\nstdio: {command: mcp-files}\n:::\n";
     let doc =
         agentd_instruction::load_with(stdio, &agentd_instruction::Options::all_grants()).expect("valid");
     let server = &doc.mcp_servers()[0];
     assert!(from_document(server, &Origin::Operator).is_ok(), "the operator's document may run a child");
-    let guard: std::sync::Arc<dyn agentd_core::PushUrlPolicy> = std::sync::Arc::new(NoPolicy);
     let e = from_document(server, &Origin::Wire(guard)).err().expect("refused");
     assert!(e.contains("a document from the wire may not start a stdio server"), "{e}");
 }
