@@ -235,3 +235,48 @@ async fn survives(process: bool, extra: &str, stop: fn(&mut Scripted)) {
     let results = tool_results(s.recorded().last().expect("a request"));
     assert_eq!(results, ["written: note 0"]);
 }
+
+#[tokio::test]
+async fn a_subagents_call_waits_for_its_approval_and_its_parent_waits_on_with_it() {
+    if skipped() {
+        return;
+    }
+    let server = HttpServer::start();
+    let steps = json!([
+        {"tool_calls": [{"id": "s1", "name": "spawn_subagent",
+            "arguments": {"instruction": "You write.", "input": "write it", "tools": [WRITE]}}]},
+        {"tool_calls": [{"id": "c1", "name": WRITE, "arguments": {"text": "child note"}}]},
+        {"text": "child done"},
+        {"text": "parent done"}
+    ]);
+    let yaml = format!("mcp:\n  servers:\n    - name: py\n      http: {{url: '{}'}}\n", server.url());
+    let s = scripted(steps, &yaml, true);
+    let mut params = send_params(&uid("m"), "delegate the note", None);
+    params["configuration"] = json!({"returnImmediately": true});
+    let parent = s.alice().call("SendMessage", params).await["task"]["id"].as_str().expect("id").to_owned();
+
+    // The child's call waits on the child's task; the parent works on.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let child = loop {
+        let list = s.alice().call("ListTasks", json!({})).await;
+        let waiting = list["tasks"]
+            .as_array()
+            .expect("tasks")
+            .iter()
+            .find(|t| t["id"] != parent.as_str() && t["status"]["state"] == "TASK_STATE_INPUT_REQUIRED");
+        if let Some(t) = waiting {
+            break t["id"].as_str().expect("id").to_owned();
+        }
+        assert!(std::time::Instant::now() < deadline, "no child waits for an approval: {list}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    };
+    let p = s.alice().call("GetTask", json!({"id": parent})).await;
+    assert_eq!(p["status"]["state"], "TASK_STATE_WORKING", "the parent still waits for its child: {p}");
+
+    answer(&s.alice(), &child, approve(true, None)).await.expect("alice approves her subagent's call");
+    wait_for_state(&s.alice(), &parent, "TASK_STATE_COMPLETED", Duration::from_secs(20)).await;
+    assert_eq!(calls(&server).await, 1);
+    let reqs = s.recorded();
+    assert_eq!(tool_results(&reqs[2]), ["written: child note"], "the child got its result");
+    assert_eq!(tool_results(&reqs[3]), ["child done"], "the parent got the child's answer");
+}
