@@ -186,14 +186,20 @@ pub fn answer_invalid(violations: Vec<Violation>) -> Error {
 /// Checks an answer to the approval waiting on `rec` and records it as the
 /// decision of `by`, closing the gate. Called by the engine under the
 /// task's lock, on the copy it commits: a refused answer changes nothing.
-pub(crate) fn accept(rec: &mut TaskRecord, answer: &Message, by: &str) -> Result<(), Error> {
+/// An answer after the deadline (nobody was waiting to enforce it: the
+/// daemon was down) is recorded as the deadline's denial.
+pub(crate) fn accept(rec: &mut TaskRecord, answer: &Message, by: &str, now_ms: i64) -> Result<(), Error> {
     let schema = ask_schema();
     let value = answer_value(answer, Some(&schema))?;
     let (approve, note) = check(&value)?;
     let Some(pending) = rec.meta.approval.as_mut() else {
         return Err(Error::Internal("no approval is waiting".into()));
     };
-    pending.decision = Some(Decision { approve, note, by: by.to_owned() });
+    pending.decision = Some(if now_ms > pending.deadline_ms {
+        Decision { approve: false, note: None, by: String::new() }
+    } else {
+        Decision { approve, note, by: by.to_owned() }
+    });
     rec.meta.gate = None;
     Ok(())
 }
@@ -271,6 +277,43 @@ mod tests {
         );
         let prose = Message { parts: vec![agentd_proto::Part::text("sure")], ..Message::default() };
         assert_eq!(fields(&answer_value(&prose, Some(&ask_schema())).unwrap_err()), ["message.parts"]);
+    }
+
+    #[test]
+    fn an_answer_is_recorded_as_its_principals_decision_unless_the_deadline_passed() {
+        let rec = |deadline_ms| TaskRecord {
+            task: agentd_proto::Task::default(),
+            owner: "user:alice".into(),
+            created_at: agentd_proto::Timestamp::now(),
+            status_history: Vec::new(),
+            meta: crate::record::TaskMeta {
+                gate: Some(crate::record::OpenGate::default()),
+                approval: Some(PendingApproval {
+                    tool: "t".into(),
+                    server: None,
+                    args_hash: args_hash(&json!({})),
+                    opened_ms: 0,
+                    deadline_ms,
+                    idempotent: false,
+                    decision: None,
+                }),
+                ..Default::default()
+            },
+            version: 1,
+        };
+        let yes = msg(json!({"approve": true, "note": "ok"}));
+        let mut r = rec(100);
+        accept(&mut r, &yes, "user:carol", 50).unwrap();
+        let d = r.meta.approval.as_ref().and_then(|a| a.decision.clone()).unwrap();
+        assert_eq!(d, Decision { approve: true, note: Some("ok".into()), by: "user:carol".into() });
+        assert!(r.meta.gate.is_none(), "the gate closed");
+        let mut late = rec(100);
+        accept(&mut late, &yes, "user:carol", 101).unwrap();
+        let d = late.meta.approval.as_ref().and_then(|a| a.decision.clone()).unwrap();
+        assert_eq!(d, Decision { approve: false, note: None, by: String::new() }, "the deadline denied it");
+        let mut bad = rec(100);
+        assert!(accept(&mut bad, &msg(json!({"approve": 1})), "user:carol", 50).is_err());
+        assert_eq!(bad, rec(100), "a refused answer changes nothing");
     }
 
     #[test]

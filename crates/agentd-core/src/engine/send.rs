@@ -403,7 +403,7 @@ impl Engine {
                     &mut st,
                     |rec, now| {
                         if approval {
-                            crate::approval::accept(rec, &input, &p.id)?;
+                            crate::approval::accept(rec, &input, &p.id, now.millis())?;
                         } else if gate_open {
                             // The answer to the open gate: checked, and recorded
                             // with the message in this one commit.
