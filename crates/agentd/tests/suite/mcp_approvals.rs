@@ -137,6 +137,12 @@ async fn an_asked_call_waits_on_a_typed_announced_gate_refuses_bad_answers_and_r
     assert_eq!(e.reason().as_deref(), Some("TASK_NOT_FOUND"), "{}", e.error);
     assert_eq!(calls(&server).await, 0, "nothing ran before the approval");
 
+    // Carol's inbox lists it (`gate.list`): no run, the typed schema.
+    let listed = read_op(&s.carol(), B, "gate.list", json!({})).await;
+    let gate = &listed["gates"][0];
+    assert_eq!((&gate["taskId"], &gate["runId"]), (&json!(task_id), &Value::Null), "{listed}");
+    assert_eq!(gate["askSchema"]["required"], json!(["approve"]), "{listed}");
+
     // Carol, bound to the approver, approves: the call runs, once.
     answer(&s.carol(), &task_id, approve(true, Some("fine"))).await.expect("carol approves");
     wait_for_state(&s.alice(), &task_id, "TASK_STATE_COMPLETED", Duration::from_secs(20)).await;
