@@ -95,6 +95,12 @@ pub enum Decision {
 
 pub trait ToolPolicy: Send + Sync + 'static {
     fn decide(&self, server: &str, tool: &rmcp::model::Tool, args: &Value) -> Decision;
+    /// Whether a call of `tool` may be made again when its outcome is
+    /// unknown (approved or started, then interrupted by a crash before its
+    /// result was recorded).
+    fn idempotent(&self, _server: &str, _tool: &rmcp::model::Tool) -> bool {
+        false
+    }
 }
 
 /// Allows every call.
@@ -164,6 +170,14 @@ impl Policies {
 }
 
 impl ToolPolicy for Policies {
+    /// Named by `policy.idempotent`, or marked `idempotentHint` on a
+    /// trusted server.
+    fn idempotent(&self, server: &str, tool: &rmcp::model::Tool) -> bool {
+        let Some((p, _)) = self.servers.get(server) else { return false };
+        p.idempotent.iter().any(|g| matches(g, &tool.name))
+            || (p.trusted && tool.annotations.as_ref().and_then(|a| a.idempotent_hint) == Some(true))
+    }
+
     fn decide(&self, server: &str, tool: &rmcp::model::Tool, _args: &Value) -> Decision {
         let default = (PolicyConfig::default(), None);
         let (p, human) = self.servers.get(server).unwrap_or(&default);
@@ -171,8 +185,7 @@ impl ToolPolicy for Policies {
             Action::Allow => Decision::Allow,
             Action::Deny => Decision::Deny(format!("the policy of MCP server {server} denies {}", tool.name)),
             Action::Ask => {
-                let idempotent = p.idempotent.iter().any(|g| matches(g, &tool.name))
-                    || (p.trusted && tool.annotations.as_ref().and_then(|a| a.idempotent_hint) == Some(true));
+                let idempotent = self.idempotent(server, tool);
                 Decision::Ask(Ask {
                     channel: human.as_ref().and_then(|h| h.channel.clone()),
                     answerers: human
@@ -227,6 +240,23 @@ mod tests {
     }
 
     #[test]
+    fn idempotent_calls_are_named_by_the_policy_or_hinted_by_a_trusted_server() {
+        let mut hinted = tool("get", None, None);
+        hinted.annotations.as_mut().expect("annotations").idempotent_hint = Some(true);
+        let servers = [
+            ("named".to_owned(), PolicyConfig { idempotent: vec!["get*".into()], ..Default::default() }),
+            ("trusted".to_owned(), PolicyConfig { trusted: true, ..Default::default() }),
+            ("untrusted".to_owned(), PolicyConfig::default()),
+        ];
+        let p = Policies::new(&servers, &ApprovalsConfig::default(), |_| None).unwrap();
+        assert!(
+            p.idempotent("named", &tool("get", None, None))
+                && !p.idempotent("named", &tool("put", None, None))
+        );
+        assert!(p.idempotent("trusted", &hinted) && !p.idempotent("untrusted", &hinted));
+    }
+
+    #[test]
     fn an_ask_goes_to_the_named_human_and_an_undeclared_one_is_refused() {
         let humans = |n: &str| {
             (n == "oncall")
@@ -243,6 +273,7 @@ mod tests {
         assert_eq!(ask.channel.as_deref(), Some("@channel/ops"));
         assert_eq!(ask.answerers, ["user:carol"]);
         assert_eq!(ask.timeout, Duration::from_secs(3600));
+        assert!(!ask.idempotent);
         let servers = [(
             "files".to_owned(),
             PolicyConfig { human: Some("@human/nobody".into()), ..Default::default() },

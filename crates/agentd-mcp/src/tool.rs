@@ -35,6 +35,12 @@ impl McpTool {
     pub fn tool(&self) -> &str {
         &self.tool.name
     }
+
+    /// Whether its policy lets a call whose outcome is unknown (interrupted
+    /// by a crash) be made again (`policy.idempotent`).
+    pub fn idempotent(&self) -> bool {
+        self.hub.policy.idempotent(self.server(), &self.tool)
+    }
 }
 
 #[async_trait]
