@@ -756,6 +756,7 @@ pub fn load_from(flags: &ServeFlags, env: &BTreeMap<String, String>) -> anyhow::
             http: Some(agentd_mcp::HttpConfig { url: url.to_owned(), headers: Default::default() }),
             stdio: None,
             tools: Default::default(),
+            policy: Default::default(),
             timeout_secs: agentd_mcp::config::DEFAULT_TIMEOUT_SECS,
         });
     }

@@ -35,8 +35,13 @@ use tokio_util::sync::CancellationToken;
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The MCP servers of the configuration and of the operator's instruction
-/// document (which may use loopback and stdio: both are the operator's).
-fn mcp_hub(cfg: &Config, document: &[agentd_instruction::McpServer]) -> anyhow::Result<agentd_mcp::McpHub> {
+/// document (which may use loopback and stdio: both are the operator's),
+/// with their policies; approvals ask the document's `!human` entries.
+fn mcp_hub(
+    cfg: &Config,
+    document: &[agentd_instruction::McpServer],
+    people: &agentd_runtime::workflows::Catalog,
+) -> anyhow::Result<agentd_mcp::McpHub> {
     let mut specs = Vec::new();
     for (i, server) in cfg.mcp.servers.iter().enumerate() {
         specs.push(agentd_mcp::from_config(server).map_err(|e| anyhow::anyhow!("mcp.servers[{i}]: {e}"))?);
@@ -47,7 +52,16 @@ fn mcp_hub(cfg: &Config, document: &[agentd_instruction::McpServer]) -> anyhow::
                 .map_err(|e| anyhow::anyhow!("the instruction document: {e}"))?,
         );
     }
-    agentd_mcp::McpHub::new(specs).map_err(anyhow::Error::msg)
+    let policies: Vec<(String, agentd_mcp::PolicyConfig)> =
+        specs.iter().map(|s| (s.name.clone(), s.policy.clone())).collect();
+    let humans = |name: &str| {
+        people
+            .person(name)
+            .map(|p| agentd_mcp::Human { principal: p.principal.clone(), channel: p.channel.clone() })
+    };
+    let policies =
+        agentd_mcp::Policies::new(&policies, &cfg.mcp.approvals, humans).map_err(anyhow::Error::msg)?;
+    Ok(agentd_mcp::McpHub::new(specs).map_err(anyhow::Error::msg)?.with_policy(Arc::new(policies)))
 }
 
 /// How long runs stopped after the grace get to end, and how long the
@@ -98,11 +112,13 @@ impl Daemon {
         }
         let instruction = crate::instruction::load(cfg.instruction.as_deref())?;
         let bridge_secrets = bridge_secrets(&cfg, &instruction.channels)?;
-        let mcp = mcp_hub(&cfg, &instruction.mcp_servers)?;
+        let mcp = mcp_hub(&cfg, &instruction.mcp_servers, &instruction.workflows)?;
         let mut tools = Tools::new(tools).with_max_tools(cfg.mcp.max_tools);
         if !mcp.is_empty() {
             tools = tools.with_source(Arc::new(mcp.clone()));
         }
+        // Subagents and workflow steps name the sets they get out of these.
+        subagents.set_tools(tools.clone());
         let agent = agentd_runtime::profile(
             cfg.agent.as_str(),
             model.clone(),
@@ -144,7 +160,7 @@ impl Daemon {
             WorkflowDeps {
                 subagents: subagents.clone(),
                 system_prompt: instruction.system_prompt.clone(),
-                bridge: Some(gate_bridge),
+                bridge: Some(gate_bridge.clone()),
                 delegator: Some(delegator.clone()),
                 events: Some(Arc::new(FeedSink::new(builder.runtime()))),
             },
@@ -156,6 +172,7 @@ impl Daemon {
                     .with_workflows(workflows.clone()),
             ))
             .observer(subagents)
+            .gate_bridge(gate_bridge)
             .build();
         // Stdio servers start now; servers that are down are logged.
         mcp.start(runtime.background());

@@ -59,7 +59,8 @@ impl Engine {
     }
 
     /// Stops every run still going: its task fails with [`STOPPED`], or,
-    /// for a workflow run, is left for the next start to resume. Waits up
+    /// for a workflow run or a tool call waiting for its approval, is left
+    /// for the next start. Waits up
     /// to `within` for the runs to end. Returns how many tasks failed.
     pub(crate) async fn halt(&self, within: Duration) -> usize {
         self.inner.halted.store(true, Ordering::SeqCst);
@@ -71,7 +72,11 @@ impl Engine {
                 continue;
             }
             let resumable = st.record.meta.link.as_ref().is_some_and(|l| self.has_link_agent(l.kind));
-            if resumable {
+            // A call waiting for its approval keeps it: the gate and its
+            // record stay for the next start, as after a crash.
+            let approving = st.record.state() == TaskState::InputRequired
+                && st.record.meta.approval.as_ref().is_some_and(|a| a.decision.is_none());
+            if resumable || approving {
                 st.cancel.cancel();
                 continue;
             }

@@ -20,6 +20,7 @@ pub use tool::SpawnSubagentTool;
 
 use crate::agent_loop::{Limits, LoopAgent, Tools};
 use crate::model::ModelProvider;
+use crate::narrowing::Narrowing;
 use agentd_core::{
     Error, LinkKind, Principal, PrincipalRole, Runtime, StartTask, TaskLink, TaskMeta, TaskObserver,
     TaskRecord,
@@ -27,7 +28,7 @@ use agentd_core::{
 use agentd_proto::{Message, Part, Role, TaskState, new_id};
 use async_trait::async_trait;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// Limits on subagents, from the `subagents` config.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,6 +65,11 @@ pub struct Spawn {
     /// Tokens per turn when lower than `subagents.max_tokens` (a workflow's
     /// `limits.tokens`).
     pub max_tokens: Option<u64>,
+    /// The tool sets it gets (`crate::narrowing`), within its parent's;
+    /// `None`: `spawn_subagent` alone.
+    pub tools: Option<Vec<String>>,
+    /// What its parent may use (default: everything the daemon has).
+    pub within: Narrowing,
 }
 
 /// A live subagent.
@@ -80,6 +86,8 @@ pub struct SubagentManager {
     limits: SubagentLimits,
     /// Live subagents by task id.
     live: Mutex<HashMap<String, Live>>,
+    /// The daemon's tools, which subagents' tool sets narrow (set once).
+    tools: OnceLock<Tools>,
     /// To hand the `spawn_subagent` tool to the subagents themselves.
     me: Weak<SubagentManager>,
 }
@@ -113,6 +121,7 @@ impl SubagentManager {
             loop_limits,
             limits,
             live: Mutex::new(HashMap::new()),
+            tools: OnceLock::new(),
             me: me.clone(),
         })
     }
@@ -132,7 +141,27 @@ impl SubagentManager {
 
     /// The `spawn_subagent` tool, spawning children of the calling task.
     pub fn tool(&self) -> Option<SpawnSubagentTool> {
-        self.me.upgrade().map(SpawnSubagentTool::new)
+        self.me.upgrade().map(|m| SpawnSubagentTool::new(m, Narrowing::default()))
+    }
+
+    /// The daemon's tools: what subagents' tool sets pick from. Set once,
+    /// after the tools (which hold this manager's `spawn_subagent`) exist.
+    pub fn set_tools(&self, tools: Tools) {
+        // Without this manager's own tool: kept, it would keep the manager
+        // (and the MCP servers among the tools) alive in a cycle.
+        let _ = self.tools.set(tools.without(tool::TOOL_NAME));
+    }
+
+    /// A subagent's tools: the daemon's, narrowed to its parent's and then
+    /// to its own sets, with a `spawn_subagent` that passes that on.
+    fn tools_of(&self, spawn: &Spawn) -> Tools {
+        let own = spawn.tools.clone().unwrap_or_else(|| vec![tool::TOOL_NAME.to_owned()]);
+        let scope = spawn.within.then(&own);
+        let mut tools = self.tools.get().cloned().unwrap_or_default();
+        if let Some(m) = self.me.upgrade() {
+            tools = tools.replacing(Arc::new(SpawnSubagentTool::new(m, scope.clone())));
+        }
+        tools.narrowed(scope)
     }
 
     /// Starts a subagent: checks the limits, reserves its place, and starts
@@ -170,14 +199,11 @@ impl SubagentManager {
             }
             live.insert(id.clone(), Live { parent: spawn.parent.clone(), depth, handle: handle.clone() });
         }
-        let mut tools = Vec::new();
-        if let Some(t) = self.tool() {
-            tools.push(Arc::new(t) as Arc<dyn crate::agent_loop::Tool>);
-        }
+        let tools = self.tools_of(&spawn);
         let max_tokens = spawn.max_tokens.map_or(self.limits.max_tokens, |m| m.min(self.limits.max_tokens));
         let limits =
             Limits { max_tokens, max_tokens_key: "subagents.max_tokens", ..self.loop_limits.clone() };
-        let agent = LoopAgent::new(self.model.clone(), spawn.instruction, limits, Tools::new(tools));
+        let agent = LoopAgent::new(self.model.clone(), spawn.instruction, limits, tools);
         let input = Message {
             message_id: new_id(),
             role: Role::User,

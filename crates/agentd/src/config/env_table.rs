@@ -58,6 +58,7 @@ const SAMPLES: &[Sample] = &[
         "[{name: files, http: {url: 'http://127.0.0.1:8931/mcp'}, tools: {deny: ['*delete*']}}]",
         &[],
     ),
+    ("AGENTD_MCP_APPROVALS_HUMAN", "@human/oncall", &[]),
     ("AGENTD_LOG", "debug", &[]),
     ("AGENTD_LOG_LEVEL", "agentd=debug,info", &[]),
     ("AGENTD_LOG_FORMAT", "json", &[]),

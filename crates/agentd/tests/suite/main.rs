@@ -44,6 +44,7 @@ mod grpc;
 mod grpc_annotations;
 mod instruction;
 mod mcp;
+mod mcp_approvals;
 mod openai_model;
 mod operations;
 mod postgres;
