@@ -1077,4 +1077,29 @@ mod tests {
             assert!(e.contains("AGENTD_LOG") && e.contains(bad), "{bad}: {e}");
         }
     }
+
+    /// What identity settings a listener needs: a non-loopback one runs with
+    /// mutual TLS alone; TLS files come in pairs; a JWT issuer needs an audience.
+    #[test]
+    fn identity_settings_are_checked_together() {
+        use super::{ServeFlags, load_from};
+        use std::collections::BTreeMap;
+        let load = |pairs: &[(&str, &str)]| {
+            let mut env: BTreeMap<String, String> =
+                pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            env.insert("AGENTD_LISTEN".into(), "0.0.0.0:7420".into());
+            load_from(&ServeFlags::default(), &env).map_err(|e| format!("{e:#}"))
+        };
+        let (cert, key, ca) = (
+            ("AGENTD_TLS_CERT", "/c.pem"),
+            ("AGENTD_TLS_KEY", "/k.pem"),
+            ("AGENTD_TLS_CLIENT_CA", "/ca.pem"),
+        );
+        assert!(load(&[cert, key, ca]).is_ok(), "mutual TLS alone protects a public listener");
+        assert!(load(&[cert, key]).unwrap_err().contains("without credentials"));
+        assert!(load(&[cert, ca]).unwrap_err().contains("tls.cert and tls.key go together"));
+        let issuer = ("AGENTD_AUTH_ISSUERS", "[{issuer: 'https://idp.example.com'}]");
+        assert!(load(&[issuer]).unwrap_err().contains("auth.resource"));
+        assert!(load(&[issuer, ("AGENTD_PUBLIC_URL", "https://agent.example.com")]).is_ok());
+    }
 }

@@ -32,7 +32,10 @@ impl Setup {
             issuer.url
         );
         let conf = write_config(tmp.path(), &yaml);
-        let d = Daemon::start_in(&tmp.path().join("data"), &["--agent", "tck", "--config", conf.to_str().unwrap()]);
+        let d = Daemon::start_in(
+            &tmp.path().join("data"),
+            &["--agent", "tck", "--config", conf.to_str().unwrap()],
+        );
         Setup { d, issuer, key, _tmp: tmp }
     }
 
@@ -59,7 +62,8 @@ impl Setup {
     async fn send_with(&self, token: &str) -> (u16, u16, String) {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
                           "params": {"message": user_msg(&uniq("m"), "hi")}});
-        let r = self.d.http.post(self.d.jsonrpc_url()).bearer_auth(token).json(&body).send().await.expect("rpc");
+        let r =
+            self.d.http.post(self.d.jsonrpc_url()).bearer_auth(token).json(&body).send().await.expect("rpc");
         let challenge =
             r.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
         let rpc = r.status().as_u16();
@@ -180,7 +184,8 @@ async fn the_card_and_the_resource_metadata_name_the_issuer() {
     let reqs = card["securityRequirements"].as_array().expect("requirements");
     assert!(reqs.iter().any(|r| r["schemes"].get("oidc").is_some()), "{card}");
 
-    let r = reqwest::get(format!("{}/.well-known/oauth-protected-resource", s.d.url)).await.expect("metadata");
+    let r =
+        reqwest::get(format!("{}/.well-known/oauth-protected-resource", s.d.url)).await.expect("metadata");
     assert_eq!(r.status(), 200);
     let meta: Value = r.json().await.expect("json");
     assert_eq!(meta["resource"], RESOURCE);

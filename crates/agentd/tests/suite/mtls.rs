@@ -65,7 +65,15 @@ async fn a_client_certificate_is_the_principal_its_cn_names() {
     assert_eq!(ops.call("ListTasks", json!({})).await["totalSize"], 1, "ops-console is an operator");
 
     // The card says so, and its interfaces are https.
-    let card: Value = ops.http.get(format!("{}/.well-known/agent-card.json", s.d.url)).send().await.unwrap().json().await.unwrap();
+    let card: Value = ops
+        .http
+        .get(format!("{}/.well-known/agent-card.json", s.d.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert!(card["securitySchemes"]["mtls"].get("mtlsSecurityScheme").is_some(), "{card}");
     assert!(card["supportedInterfaces"][0]["url"].as_str().unwrap().starts_with("https://"), "{card}");
 }

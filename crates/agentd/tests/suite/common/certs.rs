@@ -22,7 +22,8 @@ pub struct Issued {
 impl Issued {
     /// Certificate then key, as `reqwest::Identity::from_pem` reads them.
     pub fn identity(&self) -> reqwest::Identity {
-        reqwest::Identity::from_pem(format!("{}{}", self.cert_pem, self.key_pem).as_bytes()).expect("identity")
+        reqwest::Identity::from_pem(format!("{}{}", self.cert_pem, self.key_pem).as_bytes())
+            .expect("identity")
     }
 }
 
@@ -31,14 +32,16 @@ impl TestCa {
         let mut p = CertificateParams::new(Vec::<String>::new()).expect("params");
         p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         p.distinguished_name.push(DnType::CommonName, name);
-        p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+        p.key_usages =
+            vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
         let issuer = CertifiedIssuer::self_signed(p, KeyPair::generate().expect("key")).expect("CA");
         TestCa { cert_pem: issuer.pem(), issuer }
     }
 
     /// A server certificate for 127.0.0.1 and localhost.
     pub fn server(&self) -> Issued {
-        let mut p = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).expect("params");
+        let mut p =
+            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).expect("params");
         p.distinguished_name.push(DnType::CommonName, "agentd test server");
         p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         self.issue(p)

@@ -67,8 +67,11 @@ impl TestIssuer {
     pub async fn start() -> TestIssuer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
-        let shared =
-            Arc::new(Shared { url: url.clone(), keys: Mutex::new(Vec::new()), jwks_fetches: AtomicUsize::new(0) });
+        let shared = Arc::new(Shared {
+            url: url.clone(),
+            keys: Mutex::new(Vec::new()),
+            jwks_fetches: AtomicUsize::new(0),
+        });
         let app = axum::Router::new()
             .route("/.well-known/openid-configuration", get(discovery))
             .route("/jwks", get(jwks))
