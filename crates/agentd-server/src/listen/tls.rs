@@ -152,3 +152,54 @@ fn name_of(from: CertName, der: &[u8]) -> Result<String, String> {
         format!("the client certificate has no {what} (tls.client_identity.from)")
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{CertificateParams, DnType, KeyPair, SanType};
+
+    fn cert(cn: Option<&str>, sans: Vec<SanType>) -> Vec<u8> {
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.distinguished_name = rcgen::DistinguishedName::new();
+        if let Some(cn) = cn {
+            p.distinguished_name.push(DnType::CommonName, cn);
+        }
+        p.subject_alt_names = sans;
+        p.self_signed(&KeyPair::generate().unwrap()).unwrap().der().to_vec()
+    }
+
+    fn rule(from: CertName) -> ClientIdentityRule {
+        ClientIdentityRule {
+            from,
+            prefix: "agent:".into(),
+            role: PrincipalRole::Agent,
+            roles: BTreeMap::from([("ops.example.com".into(), PrincipalRole::Operator)]),
+        }
+    }
+
+    #[test]
+    fn each_kind_of_name_maps_to_a_principal_with_its_role() {
+        let der = cert(
+            Some("ci-bot"),
+            vec![
+                SanType::DnsName("ops.example.com".try_into().unwrap()),
+                SanType::URI("spiffe://example.com/ci".try_into().unwrap()),
+                SanType::Rfc822Name("bot@example.com".try_into().unwrap()),
+            ],
+        );
+        let id = |from| identify(&rule(from), &der).0.unwrap();
+        assert_eq!(id(CertName::Cn), Principal::new("agent:ci-bot", PrincipalRole::Agent));
+        assert_eq!(id(CertName::Dns), Principal::new("agent:ops.example.com", PrincipalRole::Operator));
+        assert_eq!(id(CertName::Uri).id, "agent:spiffe://example.com/ci");
+        assert_eq!(id(CertName::Email).id, "agent:bot@example.com");
+    }
+
+    #[test]
+    fn a_certificate_without_the_name_names_no_one() {
+        let der = cert(None, Vec::new());
+        for from in [CertName::Cn, CertName::Dns, CertName::Uri, CertName::Email] {
+            let e = identify(&rule(from), &der).0.unwrap_err();
+            assert!(e.contains("tls.client_identity.from"), "{e}");
+        }
+    }
+}

@@ -15,6 +15,11 @@ struct Setup {
 }
 
 fn start() -> Setup {
+    start_with("")
+}
+
+/// `start` with `extra` appended to the config.
+fn start_with(extra: &str) -> Setup {
     let ca = TestCa::new("agentd test CA");
     let server = ca.server();
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -23,7 +28,7 @@ fn start() -> Setup {
     let client_ca = write(dir, "clients-ca.pem", &ca.cert_pem);
     let yaml = format!(
         "tls:\n  cert: {}\n  key: {}\n  client_ca: {}\n  client_identity:\n    from: cn\n    prefix: \"agent:\"\n    \
-         role: agent\n    roles: {{ops-console: operator}}\n",
+         role: agent\n    roles: {{ops-console: operator}}\n{extra}",
         cert.display(),
         key.display(),
         client_ca.display()
@@ -92,4 +97,28 @@ async fn no_certificate_or_one_from_another_ca_is_refused_at_the_handshake() {
     }
     let ops = s.as_cert(&s.ca.client("ops-console"));
     assert_eq!(ops.call("ListTasks", json!({})).await["totalSize"], 0);
+}
+
+#[tokio::test]
+async fn a_handshake_that_does_not_finish_in_time_is_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let s = start_with("server:\n  header_read_timeout_ms: 300\n");
+    let addr = s.d.url.trim_start_matches("https://").to_owned();
+    // Nothing at all, and the first byte of a ClientHello then nothing.
+    for opening in [&b""[..], &b"\x16"[..]] {
+        let mut c = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+        c.write_all(opening).await.expect("write");
+        let mut buf = [0u8; 64];
+        let closed = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            loop {
+                match c.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+        });
+        assert!(closed.await.is_ok(), "{opening:?}: the connection is closed by the handshake timeout");
+    }
+    let bot = s.as_cert(&s.ca.client("ci-bot"));
+    assert_eq!(bot.call("ListTasks", json!({})).await["totalSize"], 0, "others are served");
 }
