@@ -149,11 +149,15 @@ async fn an_unknown_kid_refreshes_the_keys_once_then_is_refused() {
     assert_eq!(s.send_with(&s.token("alice", &[])).await.0, 200);
     assert_eq!(s.issuer.jwks_fetches(), 1);
     let other = SigningKey::new("unused");
-    for i in 0..10 {
-        let token = other.sign_as(&format!("made-up-{i}"), &s.issuer.claims("alice", RESOURCE));
-        assert_eq!(s.send_with(&token).await.0, 401, "kid made-up-{i}");
+    // Twenty tokens with made-up kids at once, then ten more one by one.
+    let made_up = |i: usize| other.sign_as(&format!("made-up-{i}"), &s.issuer.claims("alice", RESOURCE));
+    let flood: Vec<String> = (0..20).map(made_up).collect();
+    let answers = futures::future::join_all(flood.iter().map(|t| s.send_with(t))).await;
+    assert!(answers.iter().all(|(rpc, rest, _)| (*rpc, *rest) == (401, 401)), "{answers:?}");
+    for i in 20..30 {
+        assert_eq!(s.send_with(&made_up(i)).await.0, 401, "kid made-up-{i}");
     }
-    assert_eq!(s.issuer.jwks_fetches(), 2, "twenty unknown kids: one refresh, within the refresh interval");
+    assert_eq!(s.issuer.jwks_fetches(), 2, "thirty unknown kids: one refresh within the refresh interval");
     assert_eq!(s.send_with(&s.token("alice", &[])).await.0, 200, "known keys still verify");
 }
 
