@@ -201,3 +201,29 @@ async fn the_card_and_the_resource_metadata_name_the_issuer() {
     let want = format!("resource_metadata=\"{}/.well-known/oauth-protected-resource\"", s.d.url);
     assert!(challenge.contains(&want), "{challenge}");
 }
+
+#[tokio::test]
+async fn an_issuer_that_cannot_be_reached_is_503_not_a_bad_token() {
+    // Port 9 (discard) on loopback: nothing listens, the connection is refused.
+    let dead = "http://127.0.0.1:9";
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let yaml = format!(
+        "auth:\n  resource: \"{RESOURCE}\"\n  issuers:\n    - issuer: \"{dead}\"\n      jwks_url: \"{dead}/jwks\"\n"
+    );
+    let conf = write_config(tmp.path(), &yaml);
+    let d =
+        Daemon::start_in(&tmp.path().join("data"), &["--agent", "tck", "--config", conf.to_str().unwrap()]);
+    let key = SigningKey::new("k1");
+    let t = now();
+    let token = key.sign(&json!({"iss": dead, "sub": "alice", "aud": RESOURCE, "exp": t + 600}));
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}});
+    let r = d.http.post(d.jsonrpc_url()).bearer_auth(&token).json(&body).send().await.expect("rpc");
+    assert_eq!(r.status(), 503);
+    let e: Value = r.json().await.expect("json");
+    assert!(e["error"]["message"].as_str().unwrap_or_default().contains("cannot be reached"), "{e}");
+    // The card declares a JWT bearer scheme (no discovery: no oidc scheme).
+    let card: Value =
+        reqwest::get(format!("{}/.well-known/agent-card.json", d.url)).await.unwrap().json().await.unwrap();
+    assert_eq!(card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["bearerFormat"], "JWT", "{card}");
+    assert!(card["securitySchemes"].get("oidc").is_none(), "{card}");
+}
