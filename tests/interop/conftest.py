@@ -110,3 +110,24 @@ def agentd_long_reply(tmp_path: Path) -> Iterator[tuple[str, str]]:
         yield daemon.url, ''.join(deltas)
     finally:
         daemon.stop()
+
+
+OIDC_ISSUER = 'https://idp.example.com/realms/agents'
+BEARER_TOKEN = 'interop-bearer-token-5e1d'
+
+
+@pytest.fixture(scope='session')
+def agentd_identity_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL of an agentd taking static bearer tokens and JWTs of an
+    OpenID Connect issuer (not contacted: nothing here presents a JWT)."""
+    import hashlib
+
+    tmp = tmp_path_factory.mktemp('agentd-identity')
+    digest = hashlib.sha256(BEARER_TOKEN.encode()).hexdigest()
+    config = tmp / 'agentd.yaml'
+    config.write_text(
+        'auth:\n'
+        '  resource: https://agent.example.com\n'
+        f'  tokens:\n    - {{id: "operator:interop", role: operator, sha256: "{digest}"}}\n'
+        f'  issuers:\n    - issuer: "{OIDC_ISSUER}"\n')
+    yield from _serve(tmp_path_factory, 'agentd-identity-data', '--config', str(config))

@@ -154,6 +154,31 @@ async def test_card_resolves(agentd_url: str) -> None:
             assert iface.url.startswith(agentd_url + '/')
 
 
+async def test_card_security_schemes_read_by_the_sdk(agentd_identity_url: str) -> None:
+    from conftest import BEARER_TOKEN, OIDC_ISSUER
+
+    async with httpx.AsyncClient() as http:
+        card = await bounded(A2ACardResolver(http, agentd_identity_url).get_agent_card())
+        schemes = card.security_schemes
+        assert schemes['oidc'].open_id_connect_security_scheme.open_id_connect_url == (
+            OIDC_ISSUER + '/.well-known/openid-configuration')
+        bearer = schemes['bearer'].http_auth_security_scheme
+        assert bearer.scheme.lower() == 'bearer' and bearer.bearer_format == 'JWT'
+        assert sorted(name for r in card.security_requirements for name in r.schemes) == ['bearer', 'oidc']
+        # The 401 points at the RFC 9728 metadata, which names the issuer.
+        r = await http.post(agentd_identity_url + '/a2a/jsonrpc', json={})
+        assert r.status_code == 401
+        assert 'resource_metadata="' in r.headers['www-authenticate']
+        meta = (await http.get(agentd_identity_url + '/.well-known/oauth-protected-resource')).json()
+        assert meta['authorization_servers'] == [OIDC_ISSUER]
+    # The SDK client with the bearer token gets through.
+    auth = httpx.AsyncClient(headers={'Authorization': f'Bearer {BEARER_TOKEN}'}, timeout=TIMEOUT_S)
+    async with auth:
+        client = await bounded(create_client(card, client_config=ClientConfig(httpx_client=auth, streaming=False)))
+        listed = await bounded(client.list_tasks(ListTasksRequest()))
+        assert listed.total_size == 0
+
+
 # --------------------------------------------------------------------------- echo agent
 
 async def test_send_blocking_completes_with_echo(client: Client) -> None:

@@ -1,12 +1,13 @@
 //! The agent card: built once at start from what the listener really does
 //! (bindings, capabilities, security, extensions), served at
 //! `/.well-known/agent-card.json` with `Cache-Control`, `ETag` and
-//! `Last-Modified`, and as the extended card to authenticated callers.
+//! `Last-Modified`, and as the extended card to authenticated callers; and
+//! with JWT issuers, the RFC 9728 protected-resource metadata.
 
 use crate::extensions::ExtensionRegistry;
 use agentd_proto::{
     AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill, HttpAuthSecurityScheme,
-    SecurityRequirement, SecurityScheme, StringList,
+    MutualTlsSecurityScheme, OpenIdConnectSecurityScheme, SecurityRequirement, SecurityScheme, StringList,
 };
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -25,8 +26,8 @@ pub struct CardConfig {
     pub base_url: String,
     pub streaming: bool,
     pub push_notifications: bool,
-    /// Whether bearer tokens are required (declared as a security scheme).
-    pub bearer_auth: bool,
+    /// The credentials the listener takes, declared as security schemes.
+    pub security: CardSecurity,
     pub input_modes: Vec<String>,
     pub output_modes: Vec<String>,
     pub skills: Vec<AgentSkill>,
@@ -37,9 +38,85 @@ pub struct CardConfig {
     pub max_age_secs: u32,
 }
 
+/// What authenticates a caller, as the card declares it.
+#[derive(Clone, Debug, Default)]
+pub struct CardSecurity {
+    /// Bearer tokens: static ones, or JWTs of issuers without discovery.
+    pub bearer: bool,
+    /// Some bearer tokens are JWTs (the scheme's `bearerFormat`).
+    pub jwt: bool,
+    /// The discovery URLs of the OpenID Connect issuers.
+    pub openid_connect: Vec<String>,
+    /// Client certificates (mutual TLS).
+    pub mtls: bool,
+    /// RFC 9728 metadata: the resource identifier tokens are issued for,
+    /// and the issuers (authorization servers) that issue them.
+    pub resource: Option<String>,
+    pub authorization_servers: Vec<String>,
+}
+
+impl CardSecurity {
+    /// The schemes by name, and one requirement per scheme: any one of
+    /// them authenticates a caller.
+    fn schemes(&self) -> (BTreeMap<String, SecurityScheme>, Vec<SecurityRequirement>) {
+        let mut schemes = BTreeMap::new();
+        if self.bearer {
+            let scheme = SecurityScheme::HttpAuth(HttpAuthSecurityScheme {
+                description: "A bearer token issued by the operator of this agent or its identity provider"
+                    .into(),
+                scheme: "Bearer".into(),
+                bearer_format: if self.jwt { "JWT".into() } else { String::new() },
+            });
+            schemes.insert("bearer".to_owned(), scheme);
+        }
+        for (i, url) in self.openid_connect.iter().enumerate() {
+            let name = if i == 0 { "oidc".to_owned() } else { format!("oidc{}", i + 1) };
+            let scheme = SecurityScheme::OpenIdConnect(OpenIdConnectSecurityScheme {
+                description: "An access token of this OpenID Connect provider, as a bearer token".into(),
+                open_id_connect_url: url.clone(),
+            });
+            schemes.insert(name, scheme);
+        }
+        if self.mtls {
+            let scheme = SecurityScheme::MutualTls(MutualTlsSecurityScheme {
+                description: "A client certificate issued under the operator's client CA".into(),
+            });
+            schemes.insert("mtls".to_owned(), scheme);
+        }
+        let requirements = schemes
+            .keys()
+            .map(|name| SecurityRequirement {
+                schemes: BTreeMap::from([(name.clone(), StringList::default())]),
+            })
+            .collect();
+        (schemes, requirements)
+    }
+
+    /// The RFC 9728 protected-resource metadata document, when issuers are
+    /// configured.
+    fn resource_metadata(&self, name: &str, documentation: Option<&str>) -> Option<Vec<u8>> {
+        let resource = self.resource.as_ref().filter(|_| !self.authorization_servers.is_empty())?;
+        let mut doc = serde_json::json!({
+            "resource": resource,
+            "authorization_servers": self.authorization_servers,
+            "bearer_methods_supported": ["header"],
+            "resource_name": name,
+        });
+        if let Some(url) = documentation {
+            doc["resource_documentation"] = url.into();
+        }
+        if self.mtls {
+            doc["tls_client_certificate_bound_access_tokens"] = false.into();
+        }
+        serde_json::to_vec(&doc).ok()
+    }
+}
+
 /// The card and its precomputed HTTP caching headers.
 pub struct CardService {
     pub card: AgentCard,
+    /// `/.well-known/oauth-protected-resource`, when JWT issuers are configured.
+    pub resource_metadata: Option<Vec<u8>>,
     pub json: Vec<u8>,
     pub etag: String,
     pub last_modified: String,
@@ -55,19 +132,8 @@ impl CardService {
             tenant: String::new(),
             protocol_version: agentd_proto::PROTOCOL_VERSION.into(),
         };
-        let (security_schemes, security_requirements) = if cfg.bearer_auth {
-            let scheme = SecurityScheme::HttpAuth(HttpAuthSecurityScheme {
-                description: "A bearer token issued by the operator of this agent".into(),
-                scheme: "Bearer".into(),
-                bearer_format: String::new(),
-            });
-            let req = SecurityRequirement {
-                schemes: BTreeMap::from([("bearer".to_owned(), StringList::default())]),
-            };
-            (BTreeMap::from([("bearer".to_owned(), scheme)]), vec![req])
-        } else {
-            (BTreeMap::new(), Vec::new())
-        };
+        let (security_schemes, security_requirements) = cfg.security.schemes();
+        let resource_metadata = cfg.security.resource_metadata(&cfg.name, cfg.documentation_url.as_deref());
         #[cfg_attr(not(feature = "grpc"), allow(unused_mut))]
         let mut supported_interfaces =
             vec![interface(JSONRPC_PATH, "JSONRPC"), interface(REST_PATH, "HTTP+JSON")];
@@ -99,7 +165,7 @@ impl CardService {
         let hash = Sha256::digest(&json);
         let etag = format!("\"{}\"", hex::encode(&hash[..12]));
         let last_modified = chrono::Utc::now().format("%a, %d %b %Y %H:%M:%S GMT").to_string();
-        Self { card, json, etag, last_modified, max_age_secs: cfg.max_age_secs }
+        Self { card, resource_metadata, json, etag, last_modified, max_age_secs: cfg.max_age_secs }
     }
 }
 
@@ -149,7 +215,7 @@ mod tests {
             base_url: "http://127.0.0.1:7420".into(),
             streaming: true,
             push_notifications: true,
-            bearer_auth: false,
+            security: Default::default(),
             input_modes: Vec::new(),
             output_modes: Vec::new(),
             skills: Vec::new(),

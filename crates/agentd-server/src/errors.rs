@@ -67,16 +67,17 @@ pub fn rest_error(e: &A2aError) -> Response {
     json_response(status, &e.to_rest())
 }
 
-/// 401 before dispatch, with the challenge the card's scheme implies.
-pub fn unauthenticated(missing: bool) -> Response {
-    let (msg, challenge) = if missing {
-        ("this agent requires a bearer token (Authorization: Bearer <token>)", "Bearer realm=\"agentd\"")
-    } else {
-        ("the bearer token is not valid", "Bearer realm=\"agentd\", error=\"invalid_token\"")
-    };
-    let e = A2aError::new(agentd_proto::ErrorKind::Unauthenticated, msg);
+/// 401 before dispatch, with the challenge the configured schemes imply
+/// (503 when the token's issuer cannot be reached to check it).
+pub fn unauthenticated(auth: &crate::auth::Authenticator, failure: &crate::auth::AuthFailure) -> Response {
+    if let crate::auth::AuthFailure::Unavailable(_) = failure {
+        return rest_error(&A2aError::new(agentd_proto::ErrorKind::Unavailable, failure.message()));
+    }
+    let e = A2aError::new(agentd_proto::ErrorKind::Unauthenticated, failure.message());
     let mut r = rest_error(&e);
-    r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+    if let Ok(v) = HeaderValue::from_str(&auth.challenge(failure)) {
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
     r
 }
 

@@ -3,6 +3,7 @@
 //! streaming method answers with SSE once it validated, and with a plain
 //! error object before that.
 
+use crate::auth::PeerIdentity;
 use crate::dispatch::{Outcome, execute};
 use crate::errors::{json_bytes_response, json_response, jsonrpc_error, unauthenticated};
 use crate::operation::{OperationKind, method_not_found};
@@ -11,16 +12,23 @@ use crate::routes::{read_body, with_extensions};
 use crate::sse::{self, Framing};
 use crate::state::AppState;
 use agentd_proto::jsonrpc::{self as rpc};
+use axum::Extension;
 use axum::body::Body;
 use axum::extract::State;
 use axum::response::Response;
 use http::{HeaderMap, StatusCode, Uri};
 use serde_json::Value;
 
-pub async fn handle(State(state): State<AppState>, uri: Uri, headers: HeaderMap, body: Body) -> Response {
-    let principal = match authenticate(&state, &headers) {
+pub async fn handle(
+    State(state): State<AppState>,
+    peer: Option<Extension<PeerIdentity>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let principal = match authenticate(&state, &headers, peer.as_ref().map(|p| &p.0)).await {
         Ok(p) => p,
-        Err(f) => return unauthenticated(f == crate::auth::AuthFailure::Missing),
+        Err(f) => return unauthenticated(&state.auth, &f),
     };
     // The share of the body budget is held until the answer is built.
     let (bytes, _share) = match read_body(&state, &headers, body).await {

@@ -28,11 +28,11 @@ mod routes;
 mod sse;
 pub mod state;
 
-pub use auth::{Authenticator, TokenEntry};
-pub use card::{CardConfig, CardService};
+pub use auth::{Authenticator, Issuer, IssuerSettings, PeerIdentity, TokenEntry};
+pub use card::{CardConfig, CardSecurity, CardService};
 pub use extensions::{DeclaredExtension, ExtensionRegistry};
 pub use readiness::Readiness;
 pub use routes::app;
 pub use state::{Admission, AppState, ConnectionLimits, ServerConfig, VersionPolicy};
 
-pub use listen::serve;
+pub use listen::{CertName, ClientIdentityRule, Tls, TlsSettings, serve};

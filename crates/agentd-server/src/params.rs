@@ -2,7 +2,7 @@
 //! (header or query parameter) and extension activation, resolved once per
 //! request before dispatch.
 
-use crate::auth::AuthFailure;
+use crate::auth::{AuthFailure, PeerIdentity};
 use crate::extensions::{self, Activated};
 use crate::state::{AppState, VersionPolicy};
 use agentd_core::Principal;
@@ -15,10 +15,15 @@ pub struct RequestContext {
     pub activated: Activated,
 }
 
-/// Authentication outcome before any dispatch: 401 on failure.
-pub fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Principal, AuthFailure> {
+/// Authentication outcome before any dispatch: 401 on failure. `peer`:
+/// what the connection's client certificate says.
+pub async fn authenticate(
+    state: &AppState,
+    headers: &HeaderMap,
+    peer: Option<&PeerIdentity>,
+) -> Result<Principal, AuthFailure> {
     let value = headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    state.auth.authenticate(value)
+    state.auth.authenticate(value, peer).await
 }
 
 /// Checks `A2A-Version` (header first, then the `A2A-Version` query

@@ -3,6 +3,7 @@
 //! (`/tasks/{id}:cancel`): the segment is split on its last `:` after
 //! percent-decoding, and every route also exists under a `/{tenant}` prefix.
 
+use crate::auth::PeerIdentity;
 use crate::dispatch::{Outcome, execute};
 use crate::errors::{json_bytes_response, json_response, rest_error, unauthenticated};
 use crate::operation::OperationKind as K;
@@ -12,6 +13,7 @@ use crate::sse::{self, Framing};
 use crate::state::AppState;
 use agentd_proto::bounded;
 use agentd_proto::{A2aError, ErrorKind};
+use axum::Extension;
 use axum::body::Body;
 use axum::extract::State;
 use axum::response::Response;
@@ -117,6 +119,7 @@ pub(crate) fn form_pairs(q: &str) -> Vec<(String, String)> {
 
 pub async fn handle(
     State(state): State<AppState>,
+    peer: Option<Extension<PeerIdentity>>,
     http_method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -132,9 +135,9 @@ pub async fn handle(
             .with_reason("ROUTE_NOT_FOUND"),
         );
     };
-    let principal = match authenticate(&state, &headers) {
+    let principal = match authenticate(&state, &headers, peer.as_ref().map(|p| &p.0)).await {
         Ok(p) => p,
-        Err(f) => return unauthenticated(f == crate::auth::AuthFailure::Missing),
+        Err(f) => return unauthenticated(&state.auth, &f),
     };
     let ctx = match service_params(&state, principal, &headers, uri.query(), route.op.method()) {
         Ok(c) => c,

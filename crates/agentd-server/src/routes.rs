@@ -40,6 +40,7 @@ fn http_app(state: AppState) -> Router {
         // The bare base path names no operation: a JSON 404 like any other.
         .route(REST_PATH, any(rest::handle))
         .route(&format!("{REST_PATH}/"), any(rest::handle))
+        .route(crate::auth::RESOURCE_METADATA_PATH, get(resource_metadata))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(crate::readiness::handle))
         .route(&format!("{EXT_PATH}/{{name}}"), get(ext_docs::readme))
@@ -77,6 +78,25 @@ async fn card(State(state): State<AppState>, headers: HeaderMap) -> Response {
         }
     }
     r
+}
+
+/// RFC 9728 protected-resource metadata: which authorization servers
+/// issue tokens for this agent. 404 without JWT issuers.
+async fn resource_metadata(State(state): State<AppState>) -> Response {
+    match &state.card.resource_metadata {
+        Some(doc) => {
+            let mut r = crate::errors::json_bytes_response(StatusCode::OK, doc.clone());
+            let max_age = format!("public, max-age={}", state.card.max_age_secs);
+            if let Ok(v) = HeaderValue::from_str(&max_age) {
+                r.headers_mut().insert(header::CACHE_CONTROL, v);
+            }
+            r
+        }
+        None => crate::errors::rest_error(&A2aError::new(
+            ErrorKind::MethodNotFound,
+            "this agent takes no tokens of an authorization server: it has no protected-resource metadata",
+        )),
+    }
 }
 
 /// Reads a request body up to the body limit, holding a share of the

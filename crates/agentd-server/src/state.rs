@@ -40,6 +40,8 @@ pub struct ServerConfig {
     pub max_streams: usize,
     /// What `/readyz` reports.
     pub readiness: crate::readiness::Readiness,
+    /// TLS (and mutual TLS) on the listener; `None`: cleartext.
+    pub tls: Option<crate::listen::Tls>,
 }
 
 /// What one client can hold of the listener.
@@ -86,6 +88,7 @@ impl Default for ServerConfig {
             max_body_bytes_in_flight: 32 * 1024 * 1024,
             max_streams: 2048,
             readiness: crate::readiness::Readiness::default(),
+            tls: None,
         }
     }
 }

@@ -83,6 +83,7 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub push: PushConfig,
     pub auth: AuthConfig,
+    pub tls: TlsConfig,
     pub log: LogConfig,
     pub commands: CommandsConfig,
     pub subagents: SubagentsConfig,
@@ -474,6 +475,114 @@ pub struct PushConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct AuthConfig {
     pub tokens: Vec<TokenConfig>,
+    /// This agent's resource identifier: the `aud` JWTs must carry and the
+    /// `resource` of its protected-resource metadata. Default: `public_url`.
+    pub resource: Option<String>,
+    /// OpenID Connect issuers whose JWTs are accepted (`docs/security.md`).
+    pub issuers: Vec<IssuerConfig>,
+}
+
+impl AuthConfig {
+    /// The resource identifier: `auth.resource`, else the public URL.
+    pub fn resource<'a>(&'a self, public_url: Option<&'a str>) -> Option<&'a str> {
+        self.resource.as_deref().or(public_url)
+    }
+}
+
+/// One trusted JWT issuer.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct IssuerConfig {
+    /// The `iss` of its tokens; its discovery document is found under it.
+    pub issuer: String,
+    /// Where the discovery document is, when not under `issuer`.
+    #[serde(default)]
+    pub discovery_url: Option<String>,
+    /// Or the JWKS itself (no discovery).
+    #[serde(default)]
+    pub jwks_url: Option<String>,
+    /// Accepted `aud` values; default: the resource identifier.
+    #[serde(default)]
+    pub audience: Vec<String>,
+    /// Accepted algorithms; default: every asymmetric one. HS* is refused.
+    #[serde(default)]
+    pub algorithms: Vec<String>,
+    #[serde(default = "IssuerConfig::default_leeway")]
+    pub leeway_secs: u64,
+    /// The claim naming the caller, and what precedes it in the principal id.
+    #[serde(default = "IssuerConfig::default_id_claim")]
+    pub id_claim: String,
+    #[serde(default = "IssuerConfig::default_id_prefix")]
+    pub id_prefix: String,
+    /// The claim whose values give the role (`roles`, `groups`, `scope`, a
+    /// dotted path like `realm_access.roles`), and the values that do.
+    #[serde(default)]
+    pub role_claim: Option<String>,
+    #[serde(default)]
+    pub roles: BTreeMap<String, Role>,
+    #[serde(default = "IssuerConfig::default_role")]
+    pub default_role: Role,
+    /// Least time between two JWKS fetches for an unknown `kid`.
+    #[serde(default = "IssuerConfig::default_refresh")]
+    pub jwks_refresh_secs: u64,
+    /// The JWKS is fetched again when older than this.
+    #[serde(default = "IssuerConfig::default_max_age")]
+    pub jwks_max_age_secs: u64,
+}
+
+impl IssuerConfig {
+    fn default_leeway() -> u64 {
+        30
+    }
+    fn default_id_claim() -> String {
+        "sub".into()
+    }
+    fn default_id_prefix() -> String {
+        "user:".into()
+    }
+    fn default_role() -> Role {
+        Role::User
+    }
+    fn default_refresh() -> u64 {
+        30
+    }
+    fn default_max_age() -> u64 {
+        3600
+    }
+}
+
+/// TLS on the listener; with `client_ca`, mutual TLS (`docs/security.md`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain and private key of the listener.
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    /// PEM CA certificates a client certificate must chain to.
+    pub client_ca: Option<PathBuf>,
+    pub client_identity: ClientIdentityConfig,
+}
+
+/// How a client certificate names its principal: `prefix` + the name
+/// `from` picks, with the role `roles` gives that name, else `role`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClientIdentityConfig {
+    pub from: agentd_server::CertName,
+    pub prefix: String,
+    pub role: Role,
+    pub roles: BTreeMap<String, Role>,
+}
+
+impl Default for ClientIdentityConfig {
+    fn default() -> Self {
+        Self {
+            from: agentd_server::CertName::Cn,
+            prefix: "agent:".into(),
+            role: Role::Agent,
+            roles: BTreeMap::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -513,6 +622,7 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             push: PushConfig::default(),
             auth: AuthConfig::default(),
+            tls: TlsConfig::default(),
             log: LogConfig::default(),
             commands: CommandsConfig::default(),
             subagents: SubagentsConfig::default(),
@@ -958,10 +1068,28 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
             bail!("auth.tokens[{}]: give exactly one of `sha256` or `token`", t.id);
         }
     }
-    if !cfg.listen.ip().is_loopback() && cfg.auth.tokens.is_empty() {
+    let tls = &cfg.tls;
+    if tls.cert.is_some() != tls.key.is_some() {
+        bail!("tls.cert and tls.key go together: give both, or neither for cleartext");
+    }
+    if tls.client_ca.is_some() && tls.cert.is_none() {
+        bail!(
+            "tls.client_ca needs tls.cert and tls.key: client certificates are asked for in a TLS handshake"
+        );
+    }
+    for (i, issuer) in cfg.auth.issuers.iter().enumerate() {
+        if issuer.audience.is_empty() && cfg.auth.resource(cfg.public_url.as_deref()).is_none() {
+            bail!(
+                "auth.issuers[{i}]: no audience: set auth.resource (AGENTD_AUTH_RESOURCE) to this agent's \
+                 resource identifier, the `aud` its tokens carry (or public_url, or the issuer's audience)"
+            );
+        }
+    }
+    let credentials = !cfg.auth.tokens.is_empty() || !cfg.auth.issuers.is_empty() || tls.client_ca.is_some();
+    if !cfg.listen.ip().is_loopback() && !credentials {
         bail!(
             "refusing to listen on {} without credentials: anyone who can reach it could act as an operator. \
-             Configure auth.tokens in the config file, or listen on 127.0.0.1",
+             Configure auth.tokens, auth.issuers or tls.client_ca in the config file, or listen on 127.0.0.1",
             cfg.listen
         );
     }
@@ -1076,5 +1204,30 @@ mod tests {
             let e = super::check_log_filter(bad).unwrap_err().to_string();
             assert!(e.contains("AGENTD_LOG") && e.contains(bad), "{bad}: {e}");
         }
+    }
+
+    /// What identity settings a listener needs: a non-loopback one runs with
+    /// mutual TLS alone; TLS files come in pairs; a JWT issuer needs an audience.
+    #[test]
+    fn identity_settings_are_checked_together() {
+        use super::{ServeFlags, load_from};
+        use std::collections::BTreeMap;
+        let load = |pairs: &[(&str, &str)]| {
+            let mut env: BTreeMap<String, String> =
+                pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            env.insert("AGENTD_LISTEN".into(), "0.0.0.0:7420".into());
+            load_from(&ServeFlags::default(), &env).map_err(|e| format!("{e:#}"))
+        };
+        let (cert, key, ca) = (
+            ("AGENTD_TLS_CERT", "/c.pem"),
+            ("AGENTD_TLS_KEY", "/k.pem"),
+            ("AGENTD_TLS_CLIENT_CA", "/ca.pem"),
+        );
+        assert!(load(&[cert, key, ca]).is_ok(), "mutual TLS alone protects a public listener");
+        assert!(load(&[cert, key]).unwrap_err().contains("without credentials"));
+        assert!(load(&[cert, ca]).unwrap_err().contains("tls.cert and tls.key go together"));
+        let issuer = ("AGENTD_AUTH_ISSUERS", "[{issuer: 'https://idp.example.com'}]");
+        assert!(load(&[issuer]).unwrap_err().contains("auth.resource"));
+        assert!(load(&[issuer, ("AGENTD_PUBLIC_URL", "https://agent.example.com")]).is_ok());
     }
 }

@@ -7,8 +7,8 @@
 //! `agentd serve` (`serve.rs`) is a thin caller; the tests run daemons in
 //! process the same way.
 
-use crate::config::{Config, StoreKind, StoreSync, resolve_secret};
-use agentd_core::{EngineBuilder, EngineConfig, GateBridge, Outbox, Principal, Runtime};
+use crate::config::{Config, StoreKind, StoreSync};
+use agentd_core::{EngineBuilder, EngineConfig, GateBridge, Outbox, Runtime};
 use agentd_proto::AgentProvider;
 use agentd_proto::ext::events::LifecycleEvent;
 use agentd_proto::jsonrpc::methods;
@@ -22,7 +22,7 @@ use agentd_server::bridges::{BridgeSecrets, ChannelBridge, DeclaredChannel, Sign
 use agentd_server::push::{PushWorkerConfig, SsrfGuard, spawn_push_worker};
 use agentd_server::{
     Admission, AppState, Authenticator, CardConfig, CardService, DeclaredExtension, ExtensionRegistry,
-    Readiness, ServerConfig, TokenEntry, VersionPolicy,
+    Readiness, ServerConfig, VersionPolicy,
 };
 use agentd_store::{PostgresStore, SqliteOptions, SqliteStore};
 use anyhow::Context;
@@ -76,6 +76,7 @@ pub struct Daemon {
     runtime: Runtime,
     outbox: Outbox,
     auth: Authenticator,
+    tls: Option<agentd_server::Tls>,
     extensions: ExtensionRegistry,
     skills: Vec<agentd_proto::AgentSkill>,
     card_name: String,
@@ -99,7 +100,8 @@ impl Daemon {
         }
         // Credentials and model first: a config error must not touch the data
         // (opening the store runs recovery).
-        let auth = Authenticator::new(tokens(&cfg)?);
+        let auth = crate::identity::authenticator(&cfg)?;
+        let tls = crate::identity::tls(&cfg)?;
         let model = agentd_runtime::model::from_config(cfg.model.clone())
             .map_err(|e| anyhow::anyhow!("model: {e}"))?;
         let grants = cfg.commands.grants()?;
@@ -214,6 +216,7 @@ impl Daemon {
             runtime,
             outbox,
             auth,
+            tls,
             extensions,
             skills,
             card_name,
@@ -238,7 +241,8 @@ impl Daemon {
             cfg,
             runtime,
             outbox,
-            auth,
+            mut auth,
+            tls,
             extensions,
             skills,
             card_name,
@@ -248,7 +252,13 @@ impl Daemon {
             _data_dir,
         } = self;
         let local = listener.local_addr()?;
-        let base_url = cfg.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let base_url = cfg.public_url.clone().unwrap_or_else(|| format!("{scheme}://{local}"));
+        auth.set_metadata_url(format!(
+            "{}{}",
+            base_url.trim_end_matches('/'),
+            agentd_server::auth::RESOURCE_METADATA_PATH
+        ));
         let card = CardService::new(
             CardConfig {
                 name: card_name.clone(),
@@ -257,7 +267,7 @@ impl Daemon {
                 base_url: base_url.clone(),
                 streaming: true,
                 push_notifications: cfg.push.enabled,
-                bearer_auth: auth.is_protected(),
+                security: crate::identity::card_security(&cfg, &auth, &base_url),
                 input_modes,
                 output_modes: vec!["text/plain".into(), "application/json".into()],
                 skills,
@@ -287,6 +297,7 @@ impl Daemon {
             max_body_bytes_in_flight: cfg.server.max_body_bytes_in_flight,
             max_streams: cfg.server.max_streams,
             readiness: readiness.clone(),
+            tls,
         });
         let state = AppState {
             engine: runtime.engine().clone(),
@@ -450,25 +461,6 @@ fn gate_bridge(
         tracing::warn!("{problem}");
     }
     Arc::new(bridge)
-}
-
-fn tokens(cfg: &Config) -> anyhow::Result<Vec<TokenEntry>> {
-    let mut out = Vec::new();
-    for t in &cfg.auth.tokens {
-        let role = t.role.principal_role();
-        let principal = Principal::new(t.id.clone(), role);
-        let entry = match (&t.sha256, &t.token) {
-            (Some(hex), _) => TokenEntry::from_hex(hex, principal)
-                .map_err(|e| anyhow::anyhow!("auth.tokens[{}]: {e}", t.id))?,
-            (None, Some(reference)) => TokenEntry::from_secret(
-                &resolve_secret(reference).with_context(|| format!("auth.tokens[{}].token", t.id))?,
-                principal,
-            ),
-            (None, None) => anyhow::bail!("auth.tokens[{}]: give `sha256` or `token`", t.id),
-        };
-        out.push(entry);
-    }
-    Ok(out)
 }
 
 /// Applies event retention now and then, for as long as the daemon runs.

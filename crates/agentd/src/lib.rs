@@ -6,6 +6,7 @@ pub mod cli;
 pub mod config;
 mod daemon;
 mod data_lock;
+mod identity;
 mod instruction;
 mod probe;
 mod reminders;

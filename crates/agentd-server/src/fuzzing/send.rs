@@ -130,7 +130,7 @@ impl SendHarness {
                 base_url: "http://127.0.0.1:1".into(),
                 streaming: true,
                 push_notifications: true,
-                bearer_auth: true,
+                security: crate::card::CardSecurity { bearer: true, ..Default::default() },
                 input_modes: vec!["text/plain".into()],
                 output_modes: vec!["text/plain".into()],
                 skills: vec![crate::card::chat_skill()],

@@ -8,7 +8,7 @@
 use super::pb::{self, a2a_service_server::A2aService};
 use super::status::to_status;
 use crate::admission::StreamSlot;
-use crate::auth::AuthFailure;
+use crate::auth::{AuthFailure, PeerIdentity};
 use crate::dispatch::{EventSource, Outcome, Reply, execute};
 use crate::operation::{Operation, OperationKind as K};
 use crate::params::{RequestContext, authenticate, service_params};
@@ -34,10 +34,12 @@ impl A2aGrpc {
     }
 
     /// Service parameters of the call, before any conversion or execution.
-    fn begin<T>(&self, req: Request<T>, kind: K) -> std::result::Result<(RequestContext, T), Status> {
-        let (metadata, _, msg) = req.into_parts();
+    async fn begin<T>(&self, req: Request<T>, kind: K) -> std::result::Result<(RequestContext, T), Status> {
+        let (metadata, extensions, msg) = req.into_parts();
         let headers = metadata.into_headers();
-        let principal = authenticate(&self.state, &headers).map_err(unauthenticated)?;
+        let principal = authenticate(&self.state, &headers, extensions.get::<PeerIdentity>())
+            .await
+            .map_err(|f| unauthenticated(&self.state.auth, &f))?;
         let ctx = service_params(&self.state, principal, &headers, None, kind.method())
             .map_err(|e| to_status(&e))?;
         Ok((ctx, msg))
@@ -51,7 +53,7 @@ impl A2aGrpc {
         kind: K,
         to_op: impl FnOnce(T) -> std::result::Result<Operation, A2aError> + Send,
     ) -> Result<U> {
-        let (ctx, msg) = self.begin(req, kind)?;
+        let (ctx, msg) = self.begin(req, kind).await?;
         let r = async {
             let op = to_op(msg)?;
             debug_assert_eq!(op.kind(), kind, "an rpc converts into its own operation");
@@ -69,7 +71,7 @@ impl A2aGrpc {
         kind: K,
         to_op: impl FnOnce(T) -> std::result::Result<Operation, A2aError> + Send,
     ) -> Result<EventStream> {
-        let (ctx, msg) = self.begin(req, kind)?;
+        let (ctx, msg) = self.begin(req, kind).await?;
         let slot = self.state.admission.stream().map_err(|e| to_status(&e))?;
         let r = async {
             let op = to_op(msg)?;
@@ -84,17 +86,14 @@ impl A2aGrpc {
     }
 }
 
-fn unauthenticated(f: AuthFailure) -> Status {
-    let (msg, challenge) = match f {
-        AuthFailure::Missing => {
-            ("this agent requires a bearer token (authorization: Bearer <token>)", "Bearer realm=\"agentd\"")
-        }
-        AuthFailure::Invalid => {
-            ("the bearer token is not valid", "Bearer realm=\"agentd\", error=\"invalid_token\"")
-        }
-    };
-    let mut s = to_status(&A2aError::new(ErrorKind::Unauthenticated, msg));
-    s.metadata_mut().insert("www-authenticate", MetadataValue::from_static(challenge));
+fn unauthenticated(auth: &crate::auth::Authenticator, f: &AuthFailure) -> Status {
+    if let AuthFailure::Unavailable(_) = f {
+        return to_status(&A2aError::new(ErrorKind::Unavailable, f.message()));
+    }
+    let mut s = to_status(&A2aError::new(ErrorKind::Unauthenticated, f.message()));
+    if let Ok(v) = MetadataValue::try_from(auth.challenge(f)) {
+        s.metadata_mut().insert("www-authenticate", v);
+    }
     s
 }
 

@@ -13,6 +13,7 @@
 
 use super::body::DeadlineBody;
 use super::caps::Admitted;
+use crate::auth::PeerIdentity;
 use crate::state::ConnectionLimits;
 use axum::Router;
 use axum::body::Body;
@@ -23,7 +24,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tower::Service;
@@ -105,27 +106,36 @@ impl hyper::body::Body for Tracked {
 }
 
 /// Serves one connection until it closes, times out or the daemon stops.
-pub async fn serve(
-    stream: TcpStream,
+/// `peer`: who the connection's client certificate names, set on each of
+/// its requests.
+#[allow(clippy::too_many_arguments)]
+pub async fn serve<S>(
+    stream: S,
+    peer: Option<PeerIdentity>,
     router: Router,
     builder: Arc<auto::Builder<TokioExecutor>>,
     limits: ConnectionLimits,
     shutdown: CancellationToken,
     stopped: CancellationToken,
     _admitted: Admitted,
-) {
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let in_flight = InFlight(Arc::new(watch::Sender::new(0)));
     let counter = in_flight.clone();
     let body_limit = limits.body_read_timeout;
     let svc = hyper::service::service_fn(move |req: http::Request<Incoming>| {
         let busy = counter.enter();
-        let req = req.map(|b| {
+        let mut req = req.map(|b| {
             if hyper::body::Body::is_end_stream(&b) {
                 Body::new(b)
             } else {
                 Body::new(DeadlineBody::new(b, body_limit))
             }
         });
+        if let Some(p) = &peer {
+            req.extensions_mut().insert(p.clone());
+        }
         let mut router = router.clone();
         async move {
             let resp = router.call(req).await?;

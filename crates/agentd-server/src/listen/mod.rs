@@ -1,13 +1,15 @@
-//! The listener: accepts connections under the caps and serves each with
-//! its timeouts (`conn.rs`). `axum::serve` has neither; without them one
+//! The listener: accepts connections under the caps, over TLS when
+//! configured (`tls.rs`), and serves each with its timeouts (`conn.rs`). `axum::serve` has neither; without them one
 //! client holding silent or idle sockets up to the file-descriptor limit
 //! stops every other client.
 
 mod body;
 mod caps;
 mod conn;
+mod tls;
 
 pub use body::BodyTimedOut;
+pub use tls::{CertName, ClientIdentityRule, Tls, TlsSettings};
 
 use crate::state::AppState;
 use agentd_proto::{A2aError, ErrorKind};
@@ -32,6 +34,7 @@ pub async fn serve(
     let limits = state.config.connections.clone();
     let background = state.engine.background().clone();
     let stopped = state.shutdown.clone();
+    let tls = state.config.tls.clone();
     let router = crate::routes::app(state);
     let builder = Arc::new(conn::builder(&limits));
     let caps = ConnectionCaps::new(limits.max_connections, limits.max_connections_per_peer);
@@ -70,7 +73,31 @@ pub async fn serve(
         }
         let (router, builder, limits, shutdown, stopped) =
             (router.clone(), builder.clone(), limits.clone(), shutdown.clone(), stopped.clone());
-        background.spawn(conn::serve(stream, router, builder, limits, shutdown, stopped, admitted));
+        match &tls {
+            None => {
+                background
+                    .spawn(conn::serve(stream, None, router, builder, limits, shutdown, stopped, admitted));
+            }
+            Some(tls) => {
+                let tls = tls.clone();
+                background.spawn(async move {
+                    // The handshake gets the time a request head gets: a
+                    // client that connects and says nothing holds no place.
+                    let accepted =
+                        tokio::time::timeout(limits.header_read_timeout, tls.acceptor.accept(stream));
+                    let stream = match accepted.await {
+                        Ok(Ok(s)) => s,
+                        Ok(Err(e)) => return tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                        Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
+                    };
+                    let identity = match (&tls.identity, stream.get_ref().1.peer_certificates()) {
+                        (Some(rule), Some([cert, ..])) => Some(tls::identify(rule, cert)),
+                        _ => None,
+                    };
+                    conn::serve(stream, identity, router, builder, limits, shutdown, stopped, admitted).await;
+                });
+            }
+        }
     }
     drop(listener);
     caps.drained().await;

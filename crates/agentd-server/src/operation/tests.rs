@@ -112,7 +112,7 @@ fn app() -> axum::Router {
             base_url: "http://127.0.0.1:1".into(),
             streaming: true,
             push_notifications: true,
-            bearer_auth: false,
+            security: Default::default(),
             input_modes: vec!["text/plain".into()],
             output_modes: vec!["text/plain".into()],
             skills: vec![card::chat_skill()],

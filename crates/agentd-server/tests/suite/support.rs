@@ -44,7 +44,7 @@ pub async fn serve_on(
             base_url: format!("http://{addr}"),
             streaming: true,
             push_notifications: false,
-            bearer_auth: false,
+            security: Default::default(),
             input_modes: vec!["text/plain".into()],
             output_modes: vec!["text/plain".into()],
             skills: vec![agentd_server::card::chat_skill()],

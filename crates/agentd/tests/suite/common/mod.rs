@@ -6,8 +6,10 @@
 //! (`Daemon::process*`, `Daemon::start_with_env`).
 
 pub mod annotations;
+pub mod certs;
 pub mod feed;
 pub mod inprocess;
+pub mod oidc;
 pub mod principals;
 pub mod receiver;
 pub mod scripted;
