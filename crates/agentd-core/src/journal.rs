@@ -60,20 +60,26 @@ pub struct JournalToolCall {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolStart {
     pub step: u32,
-    pub call_id: String,
+    /// The call's place among the step's tool calls (from 0).
+    pub call: u32,
     pub name: String,
     /// 1 for the first run of the call, one more for each retry after a
     /// restart found it started without a result.
     pub attempt: u32,
     /// The idempotency key the call carries: the same on every attempt.
     pub key: String,
+    /// An id made at the first attempt for what the call starts (a
+    /// subagent's task id), so that a retry adopts it instead of starting
+    /// another.
+    pub id: String,
 }
 
 /// A tool call's result as the model gets it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolOutcome {
     pub step: u32,
-    pub call_id: String,
+    /// The call's place among the step's tool calls (from 0).
+    pub call: u32,
     /// `Ok`: the tool's output; `Err`: why the call failed.
     pub result: Result<String, String>,
 }

@@ -99,7 +99,9 @@ impl Daemon {
         let instruction = crate::instruction::load(cfg.instruction.as_deref())?;
         let bridge_secrets = bridge_secrets(&cfg, &instruction.channels)?;
         let mcp = mcp_hub(&cfg, &instruction.mcp_servers)?;
-        let mut tools = Tools::new(tools).with_max_tools(cfg.mcp.max_tools);
+        let mut tools = Tools::new(tools)
+            .with_max_tools(cfg.mcp.max_tools)
+            .with_retry_tools(cfg.durability.retry_tools.clone());
         if !mcp.is_empty() {
             tools = tools.with_source(Arc::new(mcp.clone()));
         }

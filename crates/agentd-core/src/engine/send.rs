@@ -331,7 +331,7 @@ impl Engine {
             )
             .with_slot(&slot)
         });
-        self.start_run(&mut st, input);
+        self.start_run(&mut st, input, false);
         Ok((rec, events))
     }
 
@@ -441,7 +441,7 @@ impl Engine {
             if running {
                 st.steering.push(input);
             } else {
-                self.start_run(&mut st, input);
+                self.start_run(&mut st, input, false);
             }
             return Ok(SendOutcome::Task(events));
         }

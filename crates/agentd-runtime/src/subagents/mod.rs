@@ -52,6 +52,9 @@ pub const DEFAULT_NAME: &str = "subagent";
 /// What to start.
 #[derive(Clone, Debug)]
 pub struct Spawn {
+    /// The subagent's task id when the caller made it (a tool call's
+    /// journaled id, so a retry finds the subagent); else a new one.
+    pub id: Option<String>,
     /// The principal id the subagent works for (its task's owner).
     pub owner: String,
     /// The task that spawned it, if a task did.
@@ -142,7 +145,7 @@ impl SubagentManager {
         if self.live_count() >= self.limits.max_live {
             self.prune(engine).await;
         }
-        let id = new_id();
+        let id = spawn.id.clone().unwrap_or_else(new_id);
         let name = spawn.name.clone().unwrap_or_else(|| DEFAULT_NAME.to_owned());
         let handle = format!("{name}-{id}");
         {

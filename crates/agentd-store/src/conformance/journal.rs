@@ -43,10 +43,11 @@ fn model(task: &str, seq: u32) -> JournalEntry {
 fn started(task: &str, seq: u32) -> JournalEntry {
     let step = StepRecord::ToolStarted(ToolStart {
         step: 1,
-        call_id: "c1".into(),
+        call: 0,
         name: "lookup".into(),
         attempt: 2,
-        key: format!("{task}/1/c1"),
+        key: format!("{task}:1:0"),
+        id: "0190b7c4-1b2c-7d3e-8f40-5a6b7c8d9e0f".into(),
     });
     JournalEntry { task_id: task.into(), seq, step }
 }
@@ -55,7 +56,7 @@ fn result(task: &str, seq: u32, result: Result<String, String>) -> JournalEntry 
     JournalEntry {
         task_id: task.into(),
         seq,
-        step: StepRecord::ToolResult(ToolOutcome { step: 1, call_id: "c1".into(), result }),
+        step: StepRecord::ToolResult(ToolOutcome { step: 1, call: 0, result }),
     }
 }
 
