@@ -78,6 +78,9 @@ impl LoopAgent {
 
     async fn turn(&self, c: &TaskControl, resumed: bool) -> Result<(), Stop> {
         let mut replay = Replay::new(if resumed { c.journal().await? } else { Vec::new() });
+        if resumed {
+            tracing::info!(task = c.task_id(), entries = replay.next_seq - 1, "resuming the turn from its journal");
+        }
         let record = if resumed { Some(c.record().await?) } else { None };
         if record.as_ref().is_none_or(|r| r.state() != TaskState::Working) {
             c.working(None).await?;
@@ -189,6 +192,7 @@ impl LoopAgent {
                 let key = CallKey { key: start.key.clone(), attempt: start.attempt, id: start.id.clone() };
                 unrecorded.push(entry(replay.take_seq(), StepRecord::ToolStarted(start)));
                 c.record_steps(std::mem::take(&mut unrecorded)).await?;
+                tracing::debug!(task = c.task_id(), step, call = index, attempt = key.attempt, tool = %call.name, "tool call started");
                 // A tool that waits (a subagent, a delegation) is bounded by
                 // the turn's deadline too.
                 let result = tokio::select! {
