@@ -21,7 +21,7 @@ mod tools;
 pub use history::{message_text, render_history};
 pub use limits::Limits;
 pub use reminders::reminder_messages;
-pub use tools::{CallKey, DEFAULT_MAX_TOOLS, OnUncertain, Offer, Tool, ToolSource, Tools};
+pub use tools::{CallKey, DEFAULT_MAX_TOOLS, Offer, OnUncertain, Tool, ToolSource, Tools};
 
 use crate::model::{ChatMessage, ModelError, ModelProvider, ModelRequest, ModelResponse, ToolCall};
 use agentd_core::{
@@ -79,7 +79,11 @@ impl LoopAgent {
     async fn turn(&self, c: &TaskControl, resumed: bool) -> Result<(), Stop> {
         let mut replay = Replay::new(if resumed { c.journal().await? } else { Vec::new() });
         if resumed {
-            tracing::info!(task = c.task_id(), entries = replay.next_seq - 1, "resuming the turn from its journal");
+            tracing::info!(
+                task = c.task_id(),
+                entries = replay.next_seq - 1,
+                "resuming the turn from its journal"
+            );
         }
         let record = if resumed { Some(c.record().await?) } else { None };
         if record.as_ref().is_none_or(|r| r.state() != TaskState::Working) {
@@ -110,7 +114,8 @@ impl LoopAgent {
         let mut messages = vec![ChatMessage::system(self.system.to_string())];
         messages.extend(render_history(&conversation, self.limits.context_tokens));
         let committed = record.as_ref().and_then(reply_text);
-        let mut reply = ReplyStream::resumed(c.clone(), self.limits.flush_interval, &replay.texts(), committed);
+        let mut reply =
+            ReplyStream::resumed(c.clone(), self.limits.flush_interval, &replay.texts(), committed);
         let mut tokens = 0u64;
         let entry = |seq: u32, step: StepRecord| JournalEntry { task_id: c.task_id().to_owned(), seq, step };
         for step in 1..=self.limits.max_steps {
@@ -270,10 +275,16 @@ fn uncertain(tool: &str) -> String {
 fn reply_text(rec: &TaskRecord) -> Option<String> {
     let id = reply_artifact_id(rec.id());
     let artifact = rec.task.artifacts.as_ref()?.iter().find(|a| a.artifact_id == id)?;
-    Some(artifact.parts.iter().map(|p| match &p.content {
-        PartContent::Text(t) => t.to_string(),
-        _ => String::new(),
-    }).collect())
+    Some(
+        artifact
+            .parts
+            .iter()
+            .map(|p| match &p.content {
+                PartContent::Text(t) => t.to_string(),
+                _ => String::new(),
+            })
+            .collect(),
+    )
 }
 
 #[async_trait]

@@ -47,7 +47,12 @@ pub struct ReplyStream {
 impl ReplyStream {
     /// The reply of a resumed turn: `recorded` are the texts of the calls
     /// the journal holds, `committed` the artifact's text (if it exists).
-    pub fn resumed(control: TaskControl, flush: Duration, recorded: &[&str], committed: Option<String>) -> Self {
+    pub fn resumed(
+        control: TaskControl,
+        flush: Duration,
+        recorded: &[&str],
+        committed: Option<String>,
+    ) -> Self {
         let artifact_id = reply_artifact_id(control.task_id());
         let mut reply = Self {
             control,

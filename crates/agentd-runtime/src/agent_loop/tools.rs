@@ -150,7 +150,12 @@ impl Offer {
 
     /// Runs one call and returns what the model gets back: the tool's
     /// output, or (`Err`) why the call failed.
-    pub async fn call(&self, call: &ToolCall, control: &TaskControl, key: &CallKey) -> Result<String, String> {
+    pub async fn call(
+        &self,
+        call: &ToolCall,
+        control: &TaskControl,
+        key: &CallKey,
+    ) -> Result<String, String> {
         let Some(tool) = self.tools.iter().find(|t| t.spec().name == call.name) else {
             let names: Vec<String> = self.specs().into_iter().map(|s| s.name).collect();
             return Err(format!(
