@@ -167,6 +167,7 @@ impl Daemon {
                 commands::Commands::new(grants, subagents.clone(), model.name())
                     .with_workflows(workflows.clone()),
             ))
+            .link_agent(agentd_core::LinkKind::Subagent, subagents.clone())
             .observer(subagents)
             .build();
         // Stdio servers start now; servers that are down are logged.
