@@ -149,6 +149,26 @@ impl TaskControl {
         self.runtime.engine().deliver_reminders(&self.task_id).await
     }
 
+    /// `reminders_for_model_call` for step `step` of a journaled turn: when
+    /// reminders are delivered, their delivery commits the journal entry
+    /// `seq` recording them, so a call a restart interrupts is made again
+    /// with the same reminders. Returns them, and whether `seq` was used.
+    pub async fn reminders_for_step(
+        &self,
+        step: u32,
+        seq: u32,
+    ) -> (Vec<crate::reminder::DeliveredReminder>, bool) {
+        let task_id = self.task_id.clone();
+        let entry = move |delivered: &[crate::reminder::DeliveredReminder]| {
+            let step = crate::journal::StepRecord::ModelInput(crate::journal::ModelInput {
+                step,
+                reminders: delivered.to_vec(),
+            });
+            vec![crate::journal::JournalEntry { task_id, seq, step }]
+        };
+        self.runtime.engine().deliver_reminders_journaled(&self.task_id, entry).await
+    }
+
     /// The task's step journal, oldest entry first (see [`crate::journal`]).
     pub async fn journal(&self) -> Result<Vec<crate::journal::JournalEntry>, Error> {
         self.runtime.engine().journal(&self.task_id).await

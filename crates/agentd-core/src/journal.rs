@@ -20,12 +20,22 @@ pub struct JournalEntry {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StepRecord {
+    /// Reminders delivered to a model call about to be made (committed
+    /// with their delivery, only when there are some).
+    ModelInput(ModelInput),
     /// A model call and its whole response, with the input it consumed.
     Model(ModelStep),
     /// A tool call is about to run (its result is not known yet).
     ToolStarted(ToolStart),
     /// What a tool call returned: its output, or why it failed.
     ToolResult(ToolOutcome),
+}
+
+/// What a model call about to be made was given besides the conversation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelInput {
+    pub step: u32,
+    pub reminders: Vec<DeliveredReminder>,
 }
 
 /// A model call of a turn (`step` counts from 1) and its response.

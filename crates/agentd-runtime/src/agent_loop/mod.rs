@@ -132,8 +132,18 @@ impl LoopAgent {
                     steering.extend(c.take_steering().await);
                     messages.extend(steering.iter().map(|s| ChatMessage::user(message_text(s))));
                     // Reminders ride only on this request: `messages` (the
-                    // conversation so far) never holds them.
-                    let reminders = c.reminders_for_model_call().await;
+                    // conversation so far) never holds them. Those of a call
+                    // a restart cut are not delivered (counted) again.
+                    let reminders = match replay.reminders(step) {
+                        Some(r) => r.clone(),
+                        None => {
+                            let (r, journaled) = c.reminders_for_step(step, replay.next_seq).await;
+                            if journaled {
+                                replay.take_seq();
+                            }
+                            r
+                        }
+                    };
                     let mut input = messages.clone();
                     input.extend(reminder_messages(&reminders, self.model.honours_role_hints()));
                     let request = ModelRequest {

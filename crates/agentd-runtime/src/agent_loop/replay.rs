@@ -4,12 +4,14 @@
 //! uncertain (its tool's policy decides).
 
 use crate::model::{ModelResponse, ToolCall, Usage};
-use agentd_core::{JournalEntry, JournalToolCall, ModelStep, StepRecord, ToolStart};
+use agentd_core::{DeliveredReminder, JournalEntry, JournalToolCall, ModelStep, StepRecord, ToolStart};
 use std::collections::{HashMap, HashSet};
 
 /// What a turn's journal holds, by step.
 #[derive(Default)]
 pub(super) struct Replay {
+    /// Reminders delivered to a call, by step (recorded with their delivery).
+    inputs: HashMap<u32, Vec<DeliveredReminder>>,
     models: HashMap<u32, ModelStep>,
     /// The last start of each call: `(step, call)`.
     started: HashMap<(u32, u32), ToolStart>,
@@ -24,6 +26,9 @@ impl Replay {
         for e in entries {
             r.next_seq = r.next_seq.max(e.seq + 1);
             match e.step {
+                StepRecord::ModelInput(i) => {
+                    r.inputs.insert(i.step, i.reminders);
+                }
                 StepRecord::Model(m) => {
                     r.models.insert(m.step, m);
                 }
@@ -58,6 +63,11 @@ impl Replay {
     /// The ids of the messages consumed as steering input by recorded steps.
     pub fn consumed_steering(&self) -> HashSet<&str> {
         self.models.values().flat_map(|m| m.steering.iter().map(|s| s.message_id.as_str())).collect()
+    }
+
+    /// The reminders delivered to step `step`'s call, when recorded.
+    pub fn reminders(&self, step: u32) -> Option<&Vec<DeliveredReminder>> {
+        self.inputs.get(&step)
     }
 
     pub fn result(&self, step: u32, call: u32) -> Option<&Result<String, String>> {

@@ -28,6 +28,7 @@ type Seen = Vec<(Vec<TaskState>, Vec<&'static str>)>;
 
 fn kind(s: &StepRecord) -> &'static str {
     match s {
+        StepRecord::ModelInput(_) => "model_input",
         StepRecord::Model(_) => "model",
         StepRecord::ToolStarted(_) => "tool_started",
         StepRecord::ToolResult(_) => "tool_result",

@@ -4,8 +4,8 @@
 
 use super::build::{commit, record, tasks_batch};
 use agentd_core::{
-    Batch, DeliveredReminder, JournalEntry, JournalToolCall, ModelStep, StepRecord, Store, StoreError,
-    ToolOutcome, ToolStart,
+    Batch, DeliveredReminder, JournalEntry, JournalToolCall, ModelInput, ModelStep, StepRecord, Store,
+    StoreError, ToolOutcome, ToolStart,
 };
 use agentd_proto::ext::reminders::RoleHint;
 use agentd_proto::{Message, TaskState};

@@ -299,6 +299,35 @@ async fn step_and_token_limits_count_the_calls_made_before_a_restart() {
     assert!(status_text(&t).contains("used 120 tokens"), "{t}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reminders_of_a_call_cut_by_kill_9_go_with_it_again_and_are_not_counted_twice() {
+    if skipped() {
+        return;
+    }
+    let server = HttpServer::start();
+    // A tool nobody has: the loop goes on with the error as the result.
+    let wait = |delay: u64| json!({"tool_calls": [{"name": "wait_a_moment"}], "delay_ms": delay});
+    let steps = json!([wait(1000), {"deltas": ["a", "b"], "delay_ms": 800, "tool_calls": [{"name": "wait_a_moment"}]}, {"text": "done"}]);
+    let mut s = Durable::start(steps, &server, "");
+    let id = s.send("go").await;
+    s.wait_calls(1).await;
+    let reminder = json!({"id": "r1", "body": "Prefer main.", "ttlTurns": 2});
+    crate::reminders::inject(&s.d, &id, reminder).await;
+    s.wait_calls(2).await; // the call the reminder goes with first
+    s.kill9_and_restart();
+    let t = s.wait_end(&id).await;
+    assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{t}");
+    let calls = s.recorded();
+    assert_eq!(calls.len(), 4, "call 2 was cut and made again: {calls:#?}");
+    assert_eq!(calls[1], calls[2], "made again with the same input, its reminder included");
+    assert_eq!(crate::reminders::reminder_ids(&calls[2]), ["r1"]);
+    assert_eq!(
+        crate::reminders::reminder_ids(&calls[3]),
+        ["r1"],
+        "the cut call did not spend the reminder's second turn"
+    );
+}
+
 /// Five model calls, four tool calls between them, each call streamed in
 /// pieces over time so that kills land in calls and in tools alike.
 fn five_steps() -> Value {
