@@ -2,8 +2,8 @@
 //! resumes from its step journal after a restart. The evidence is what the
 //! `scripted` model received (its recorded requests; with `resume: true`
 //! its script goes on across restarts, and a request identical to one it
-//! answered gets the same answer), the tasks the daemon holds, and the
-//! streams a client reads. Tools are the official MCP Python SDK's test
+//! answered gets the same answer), the tasks the daemon holds (a subagent
+//! started twice would be a task more), and the streams a client reads. Tools are the official MCP Python SDK's test
 //! server (`py__slow`, `py__echo`) and the built-in `spawn_subagent`.
 
 use crate::common::*;
@@ -328,23 +328,25 @@ async fn reminders_of_a_call_cut_by_kill_9_go_with_it_again_and_are_not_counted_
     );
 }
 
-/// Five model calls, four tool calls between them, each call streamed in
-/// pieces over time so that kills land in calls and in tools alike.
+/// Five model calls of a turn, four tool calls between them (two
+/// subagents, whose own calls come in between, and two echoes), each call
+/// streamed in pieces over time so that kills land in calls and in tools
+/// alike. In `resume` mode the model answers by request, so the steps are
+/// listed in the order their requests first arrive.
 fn five_steps() -> Value {
-    let words = ["One.", "Two.", "Three.", "Four."];
-    let mut steps: Vec<Value> = words
-        .iter()
-        .enumerate()
-        .map(|(i, w)| {
-            json!({
-                "deltas": [&w[..2], &w[2..]],
-                "delay_ms": 40,
-                "tool_calls": [{"name": "py__echo", "arguments": {"text": format!("{i}")}}]
-            })
-        })
-        .collect();
-    steps.push(json!({"deltas": ["Fi", "ve."], "delay_ms": 40}));
-    json!(steps)
+    let step =
+        |w: &str, tool: Value| json!({"deltas": [&w[..2], &w[2..]], "delay_ms": 40, "tool_calls": [tool]});
+    let spawn = |input: &str| json!({"name": "spawn_subagent", "arguments": {"instruction": "You help.", "input": input}});
+    let echo = |text: &str| json!({"name": "py__echo", "arguments": {"text": text}});
+    json!([
+        step("One.", spawn("first")),
+        {"deltas": ["sub", "one"], "delay_ms": 40},
+        step("Two.", echo("2")),
+        step("Three.", spawn("second")),
+        {"deltas": ["sub", "two"], "delay_ms": 40},
+        step("Four.", echo("4")),
+        {"deltas": ["Fi", "ve."], "delay_ms": 40}
+    ])
 }
 
 const FIVE_STEPS_REPLY: &str = "One.\n\nTwo.\n\nThree.\n\nFour.\n\nFive.";
@@ -389,7 +391,7 @@ async fn kill_9_at_random_points_of_five_step_turns_changes_nothing_of_their_out
         let t = s.wait_end(&id).await;
         assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "turn {turns}: {t}");
         assert_eq!(reply(&t), FIVE_STEPS_REPLY, "turn {turns}, {turn_kills} kill(s): {t}");
-        // Every request of the turn is one of the five of an uninterrupted
+        // Every request of the turn is one of the seven of an uninterrupted
         // turn (the model answers each once, by content); a request is
         // repeated only when a kill cut its call, never after its answer
         // was recorded.
@@ -402,12 +404,15 @@ async fn kill_9_at_random_points_of_five_step_turns_changes_nothing_of_their_out
                 distinct.push(c);
             }
         }
-        assert_eq!(distinct.len(), 5, "turn {turns}: five distinct model calls: {turn_calls:#?}");
+        assert_eq!(distinct.len(), 7, "turn {turns}: five calls and one per subagent: {turn_calls:#?}");
         assert!(
-            turn_calls.len() - 5 <= turn_kills,
+            turn_calls.len() - 7 <= turn_kills,
             "turn {turns}: {} calls for {turn_kills} kill(s): a call was made again without a kill cutting it",
             turn_calls.len()
         );
     }
+    // Each turn started exactly its two subagents, whatever the kills cut.
+    let all = s.d.call("ListTasks", json!({"pageSize": 100})).await;
+    assert_eq!(all["totalSize"], json!(turns * 3), "each turn and its two subagents, none twice: {all}");
     println!("{kills} kills over {turns} turns");
 }
