@@ -64,6 +64,12 @@ fn journal_batch(entries: Vec<JournalEntry>) -> Batch {
     Batch { journal: entries, ..Batch::default() }
 }
 
+fn input(task: &str, seq: u32) -> JournalEntry {
+    let StepRecord::Model(m) = model(task, seq).step else { unreachable!("a model entry") };
+    let step = StepRecord::ModelInput(ModelInput { step: 2, reminders: m.reminders });
+    JournalEntry { task_id: task.into(), seq, step }
+}
+
 /// Entries come back as committed, in `seq` order, per task.
 pub async fn journal_roundtrip_and_order(store: &dyn Store) {
     let (m, s, ok, err) = (
@@ -72,9 +78,10 @@ pub async fn journal_roundtrip_and_order(store: &dyn Store) {
         result("t1", 3, Ok("found".into())),
         result("t2", 1, Err("boom".into())),
     );
+    let i = input("t1", 4);
     commit(store, journal_batch(vec![m.clone(), s.clone()]), "first entries").await;
-    commit(store, journal_batch(vec![ok.clone(), err.clone()]), "later entries").await;
-    assert_eq!(store.journal("t1").await.unwrap(), vec![m, s, ok], "seq order, other tasks excluded");
+    commit(store, journal_batch(vec![i.clone(), ok.clone(), err.clone()]), "later entries").await;
+    assert_eq!(store.journal("t1").await.unwrap(), vec![m, s, ok, i], "seq order, other tasks excluded");
     assert_eq!(store.journal("t2").await.unwrap(), vec![err]);
     assert!(store.journal("t3").await.unwrap().is_empty(), "a task without a journal has an empty one");
 }
