@@ -243,7 +243,7 @@ async fn a_restart_in_the_middle_of_a_model_call_makes_the_call_again_and_comple
     let d = Daemon::start_in(&data, &["--config", config.to_str().unwrap()]);
     // The interrupted call has no journaled response: it is made again
     // (the script starts over, so it gets the same answer).
-    let t = wait_for_state(&d, &id, "TASK_STATE_COMPLETED", Duration::from_secs(20)).await;
+    let t = wait_for_state(&d, &id, "TASK_STATE_COMPLETED", Duration::from_secs(60)).await;
     assert_eq!(
         t["artifacts"][0]["parts"][0]["text"], "abc",
         "the reply once, whatever was streamed before: {t}"
