@@ -23,6 +23,18 @@ if ! command -v npm >/dev/null 2>&1; then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq nodejs npm >/dev/null
 fi
+# The PostgreSQL store's tests start a throw-away cluster from Debian's
+# server binaries; where they are installed (or installable) the tests must
+# not skip, so a broken server start fails the run instead of hiding.
+if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null && command -v apt-get >/dev/null 2>&1; then
+  sudo_cmd=""
+  if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq postgresql >/dev/null
+fi
+if compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
+  export AGENTD_REQUIRE_POSTGRES=1
+fi
 mcp_npm_log=$(mktemp)
 npm ci --prefix tests/mcp --no-audit --no-fund --silent >"$mcp_npm_log" 2>&1 &
 mcp_npm_pid=$!

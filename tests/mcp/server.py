@@ -6,9 +6,12 @@ Python SDK (`mcp` on PyPI, its `MCPServer`, formerly FastMCP).
                                      (N=0: a free port); prints "PORT <n>"
 
 Its tools are what the tests need: a plain answer, structured output, an
-error result, a slow call, a call that kills the server, and a name too
-long for a model's function-name limit. `POST /forget-sessions` makes it
-forget its sessions (the tests of re-initialisation).
+error result, a slow call, a call that kills the server, a name too
+long for a model's function-name limit, a write whose calls it counts
+(`GET /calls` answers the counts as JSON: the tests of approvals), and one
+that adds a tool and says the list changed. The tools that change nothing
+say so (`readOnlyHint`). `POST /forget-sessions` makes it forget its
+sessions (the tests of re-initialisation).
 """
 
 import argparse
@@ -17,33 +20,39 @@ import os
 import socket
 import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse
+from starlette.responses import JSONResponse, PlainTextResponse
 
 server = MCPServer("agentd-test-server")
 
+READ_ONLY = ToolAnnotations(read_only_hint=True)
 
-@server.tool()
+# Calls of the counted tools, by tool name.
+CALLS: dict[str, int] = {}
+
+
+@server.tool(annotations=READ_ONLY)
 def echo(text: str) -> str:
     """Returns the text it is given."""
     return f"echo: {text}"
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def add(a: int, b: int) -> dict:
     """Adds two numbers; the result is structured content."""
     return {"sum": a + b}
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def fail(reason: str) -> str:
     """Always fails with the given reason (an isError result)."""
     raise ToolError(f"failed on purpose: {reason}")
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 async def slow(seconds: float) -> str:
     """Answers after the given number of seconds."""
     await asyncio.sleep(seconds)
@@ -62,6 +71,32 @@ def crash() -> str:
 def delete_everything() -> str:
     """A tool the tests deny."""
     return "everything deleted"
+
+
+@server.tool(annotations=ToolAnnotations(destructive_hint=True))
+def write_note(text: str) -> str:
+    """Writes a note (a call that changes something); its calls are counted."""
+    CALLS["write_note"] = CALLS.get("write_note", 0) + 1
+    return f"written: {text}"
+
+
+def fresh(text: str) -> str:
+    """A tool added while the server runs."""
+    return f"fresh: {text}"
+
+
+@server.tool(annotations=READ_ONLY)
+async def add_fresh_tool(ctx: Context) -> str:
+    """Adds the tool `fresh` and tells the client its tool list changed."""
+    server.add_tool(fresh, name="fresh", annotations=READ_ONLY)
+    await ctx.session.send_tool_list_changed()
+    return "added fresh"
+
+
+@server.custom_route("/calls", methods=["GET"])
+async def calls(_request: Request) -> JSONResponse:
+    """The calls of the counted tools so far, by tool name."""
+    return JSONResponse(CALLS)
 
 
 @server.tool(name="report_" + "x" * 70)

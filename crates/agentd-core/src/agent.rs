@@ -191,6 +191,18 @@ impl TaskControl {
         self.commit_with(|_| {}, Some((TaskState::Completed, message)), extra).await.map(|_| ())
     }
 
+    /// Asks a human to approve a tool call and waits for the answer or the
+    /// deadline (see [`crate::approval`]): the task is INPUT_REQUIRED on a
+    /// typed gate meanwhile, then WORKING again. A pending approval of the
+    /// same call already on the task (after a restart) is waited on, not
+    /// asked again. Errors when the task ends while waiting.
+    pub async fn await_approval(
+        &self,
+        req: crate::approval::ApprovalRequest,
+    ) -> Result<crate::approval::ApprovalOutcome, Error> {
+        self.runtime.engine().await_approval(&self.task_id, &self.cancel, req).await
+    }
+
     /// Client messages that arrived while the task was working (steering input).
     pub async fn take_steering(&self) -> Vec<Message> {
         self.runtime.engine().take_steering(&self.task_id).await

@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod annotations;
+pub mod approval;
 pub mod background;
 pub mod claims;
 pub mod conversations;
@@ -22,6 +23,7 @@ pub mod store;
 pub mod transition;
 
 pub use agent::{Agent, ConversationTurn, TaskControl, Turn};
+pub use approval::{ApprovalOutcome, ApprovalRequest, PendingApproval};
 pub use background::Background;
 pub use engine::{
     CommandHandler, CommandOutcome, Engine, EngineBuilder, EngineConfig, Outbox, PushUrlPolicy, Runtime,

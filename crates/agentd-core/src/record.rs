@@ -51,6 +51,10 @@ pub struct TaskMeta {
     /// The human gate the task waits on, while it is INPUT_REQUIRED on one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate: Option<OpenGate>,
+    /// The tool call waiting for (or just given) a human's approval, with
+    /// the gate it opened (`crate::approval`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<crate::approval::PendingApproval>,
     /// The durable state of the work the task tracks, owned by the runtime
     /// that runs it (a workflow run's steps and outputs), committed with
     /// the task so that a restart resumes from it.

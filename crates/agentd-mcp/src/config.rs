@@ -2,6 +2,7 @@
 //! an operator declares, how each is reached, which of its tools the agent
 //! gets, and the cap on the tools of one model call.
 
+pub use crate::policy::{ApprovalsConfig, PolicyConfig};
 use agentd_runtime::agent_loop::DEFAULT_MAX_TOOLS;
 use agentd_runtime::model::SecretRef;
 use serde::{Deserialize, Serialize};
@@ -16,11 +17,13 @@ pub struct McpConfig {
     pub servers: Vec<ServerConfig>,
     /// The most tools one model call is offered (built-in ones included).
     pub max_tools: usize,
+    /// What every approval (`ask`) shares: its timeout, whom it asks.
+    pub approvals: ApprovalsConfig,
 }
 
 impl Default for McpConfig {
     fn default() -> Self {
-        Self { servers: Vec::new(), max_tools: DEFAULT_MAX_TOOLS }
+        Self { servers: Vec::new(), max_tools: DEFAULT_MAX_TOOLS, approvals: ApprovalsConfig::default() }
     }
 }
 
@@ -36,6 +39,9 @@ pub struct ServerConfig {
     pub stdio: Option<StdioConfig>,
     #[serde(default)]
     pub tools: ToolFilterConfig,
+    /// Which calls are made, asked about or denied (`docs/tools.md`).
+    #[serde(default)]
+    pub policy: PolicyConfig,
     /// Seconds one tool call (or the handshake) may take.
     #[serde(default = "default_timeout")]
     pub timeout_secs: u64,

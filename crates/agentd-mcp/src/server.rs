@@ -38,6 +38,8 @@ pub struct ServerSpec {
     pub transport: TransportSpec,
     pub filter: ToolFilter,
     pub timeout: Duration,
+    /// Which calls are made, asked about or denied.
+    pub policy: crate::policy::PolicyConfig,
 }
 
 #[derive(Clone)]

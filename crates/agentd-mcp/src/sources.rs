@@ -7,6 +7,7 @@
 
 use crate::config::{DEFAULT_TIMEOUT_SECS, ServerConfig, StdioConfig, ToolFilterConfig};
 use crate::glob::ToolFilter;
+use crate::policy::{Action, PolicyConfig};
 use crate::server::{Header, HttpSpec, ServerSpec, StdioSpec, TransportSpec};
 use agentd_core::PushUrlPolicy;
 use agentd_instruction::McpServer;
@@ -80,6 +81,7 @@ pub fn from_config(s: &ServerConfig) -> Result<ServerSpec, String> {
         transport,
         filter: filter(&s.tools),
         timeout: Duration::from_secs(s.timeout_secs),
+        policy: s.policy.clone(),
     })
 }
 
@@ -103,6 +105,9 @@ struct Body {
     /// Operator's document only.
     stdio: Option<StdioConfig>,
     timeout_secs: Option<u64>,
+    /// Which calls are made, asked about or denied; from the wire, only
+    /// stricter than the default (no `allow`, no `trusted`).
+    policy: PolicyConfig,
 }
 
 #[derive(Debug, Deserialize)]
@@ -129,6 +134,15 @@ pub fn from_document(m: &McpServer, origin: &Origin) -> Result<ServerSpec, Strin
     } else {
         serde_yaml_ng::from_str(&m.body.yaml).map_err(|e| at(e.to_string()))?
     };
+    if matches!(origin, Origin::Wire(_)) {
+        let allows = body.policy.default == Some(Action::Allow)
+            || body.policy.tools.values().any(|a| *a == Action::Allow);
+        if body.policy.trusted || allows {
+            return Err(at(
+                "a document from the wire may not mark a server trusted or allow its calls unasked".into(),
+            ));
+        }
+    }
     let mut deny = m.deny.clone();
     for o in &m.overrides {
         let b: OverrideBody = serde_yaml_ng::from_str(&o.body.yaml).unwrap_or_default();
@@ -163,6 +177,7 @@ pub fn from_document(m: &McpServer, origin: &Origin) -> Result<ServerSpec, Strin
         transport,
         filter: ToolFilter { allow: m.allow.clone(), deny },
         timeout: Duration::from_secs(body.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS).max(1)),
+        policy: body.policy,
     })
 }
 

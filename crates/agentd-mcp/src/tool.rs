@@ -1,10 +1,10 @@
 //! One tool of an MCP server as a tool of the agent loop.
 
 use crate::hub::Inner;
-use crate::policy::Decision;
+use crate::policy::{Ask, Decision};
 use crate::render;
 use crate::server::CallError;
-use agentd_core::TaskControl;
+use agentd_core::{ApprovalRequest, TaskControl};
 use agentd_proto::ext::events::{EventKind, ToolData, ToolOutcome};
 use agentd_runtime::agent_loop::Tool;
 use agentd_runtime::model::ToolSpec;
@@ -35,6 +35,12 @@ impl McpTool {
     pub fn tool(&self) -> &str {
         &self.tool.name
     }
+
+    /// Whether its policy lets a call whose outcome is unknown (interrupted
+    /// by a crash) be made again (`policy.idempotent`).
+    pub fn idempotent(&self) -> bool {
+        self.hub.policy.idempotent(self.server(), &self.tool)
+    }
 }
 
 #[async_trait]
@@ -51,7 +57,7 @@ impl Tool for McpTool {
     /// its owner and operators, like the task).
     async fn call(&self, args: Value, control: &TaskControl) -> Result<String, String> {
         let started = std::time::Instant::now();
-        let (outcome, answer) = self.invoke_with_outcome(args.clone()).await;
+        let (outcome, answer) = self.invoke_with_outcome(args.clone(), Some(control)).await;
         let data = ToolData {
             task_id: control.task_id().to_owned(),
             server: self.server().to_owned(),
@@ -73,19 +79,44 @@ impl Tool for McpTool {
 }
 
 impl McpTool {
-    /// Decides, then calls the tool on its server: the text of its result,
-    /// or why there is none (an `isError` result is an error too).
-    pub async fn invoke(&self, args: Value) -> Result<String, String> {
-        self.invoke_with_outcome(args).await.1
+    /// Waits for a human's approval of this exact call: `None` when it was
+    /// approved, else what the model is told.
+    async fn approval(&self, ask: Ask, args: &Value, control: &TaskControl) -> Option<String> {
+        let req = ApprovalRequest {
+            tool: self.name.clone(),
+            server: Some(self.server().to_owned()),
+            arguments: args.clone(),
+            channel: ask.channel,
+            answerers: ask.answerers,
+            timeout: ask.timeout,
+            idempotent: ask.idempotent,
+        };
+        match control.await_approval(req).await {
+            Ok(outcome) => outcome.refusal(&self.name),
+            Err(e) => Some(format!("the call of {} was not made: {e}", self.name)),
+        }
     }
 
-    async fn invoke_with_outcome(&self, args: Value) -> (ToolOutcome, Result<String, String>) {
+    /// Decides, then calls the tool on its server: the text of its result,
+    /// or why there is none (an `isError` result is an error too).
+    /// Outside a task, a call the policy asks about is denied: there is no
+    /// task to wait on.
+    pub async fn invoke(&self, args: Value) -> Result<String, String> {
+        self.invoke_with_outcome(args, None).await.1
+    }
+
+    async fn invoke_with_outcome(
+        &self,
+        args: Value,
+        control: Option<&TaskControl>,
+    ) -> (ToolOutcome, Result<String, String>) {
         let (server, tool) = (self.server(), self.tool());
-        let denied = match self.hub.policy.decide(server, tool, &args) {
-            Decision::Allow => None,
-            Decision::Deny(why) => Some(format!("the call of {} was denied: {why}", self.name)),
-            Decision::Ask => {
-                Some(format!("the call of {} needs an approval this daemon cannot ask for", self.name))
+        let denied = match (self.hub.policy.decide(server, &self.tool, &args), control) {
+            (Decision::Allow, _) => None,
+            (Decision::Deny(why), _) => Some(format!("the call of {} was denied: {why}", self.name)),
+            (Decision::Ask(ask), Some(control)) => self.approval(ask, &args, control).await,
+            (Decision::Ask(_), None) => {
+                Some(format!("the call of {} needs an approval, and no task can wait for one", self.name))
             }
         };
         if let Some(why) = denied {

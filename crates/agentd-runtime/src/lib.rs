@@ -9,6 +9,7 @@ pub mod commands;
 pub mod delegate;
 mod echo;
 pub mod model;
+pub mod narrowing;
 pub mod subagents;
 mod tck;
 pub mod workflows;

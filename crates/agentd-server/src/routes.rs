@@ -17,7 +17,7 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 
 /// One listener for every binding: gRPC by `content-type`, then HTTP by path.
 pub fn app(state: AppState) -> Router {
-    bindings(state).layer(axum::middleware::from_fn(crate::request_id::layer))
+    bindings(state).layer(crate::request_id::RequestIdLayer)
 }
 
 #[cfg(feature = "grpc")]

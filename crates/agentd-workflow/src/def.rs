@@ -89,9 +89,9 @@ pub struct Case {
 #[derive(Clone, Debug, PartialEq)]
 pub enum StepKind {
     /// A model turn with the agent's instruction and tools.
-    Agent { prompt: Value },
+    Agent { prompt: Value, tools: Option<Vec<String>> },
     /// A subagent with its own instruction.
-    Subagent { instruction: Value, input: Value, name: Option<String> },
+    Subagent { instruction: Value, input: Value, name: Option<String>, tools: Option<Vec<String>> },
     /// A human gate.
     Human {
         question: Value,

@@ -44,6 +44,18 @@ pub(crate) fn opt_str(errs: &mut Errors, field: &str, v: Option<&Value>) -> Opti
     }
 }
 
+/// An optional list of non-empty strings (a step's tool sets).
+pub(crate) fn opt_strs(errs: &mut Errors, field: &str, v: Option<&Value>) -> Option<Vec<String>> {
+    let list = v?.as_array().filter(|a| a.iter().all(|s| s.as_str().is_some_and(|s| !s.is_empty())));
+    match list {
+        Some(a) => Some(a.iter().filter_map(Value::as_str).map(str::to_owned).collect()),
+        None => {
+            errs.add(field, "must be a list of tool sets: tool names, globs or MCP server names");
+            None
+        }
+    }
+}
+
 pub(crate) fn req_str(errs: &mut Errors, field: &str, v: Option<&Value>) -> String {
     match v {
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),

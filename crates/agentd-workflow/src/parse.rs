@@ -169,7 +169,7 @@ fn check_references(errs: &mut Errors, steps: &BTreeMap<String, Step>) {
         let at = format!("steps.{}", s.id);
         let mut templates: Vec<(&str, &Value)> = Vec::new();
         match &s.kind {
-            StepKind::Agent { prompt } => templates.push(("prompt", prompt)),
+            StepKind::Agent { prompt, .. } => templates.push(("prompt", prompt)),
             StepKind::Subagent { instruction, input, .. } => {
                 templates.extend([("instruction", instruction), ("input", input)])
             }

@@ -60,8 +60,8 @@ pub(crate) fn step(errs: &mut Errors, id: &str, v: &Value) -> Option<Step> {
     }
     let f = |k: &str| join(&at, k);
     let extra: &[&str] = match kind_name.as_str() {
-        "agent" => &["prompt", "instruction"],
-        "subagent" => &["instruction", "input", "name"],
+        "agent" => &["prompt", "instruction", "tools"],
+        "subagent" => &["instruction", "input", "name", "tools"],
         "human" => &["question", "schema", "to", "fallback", "escalate_after"],
         "a2a.delegate" => &["peer", "message"],
         "assign" => &["values"],
@@ -76,14 +76,18 @@ pub(crate) fn step(errs: &mut Errors, id: &str, v: &Value) -> Option<Step> {
         "agent" => match (m.get("prompt"), m.get("instruction")) {
             (Some(_), Some(_)) => {
                 errs.add(f("instruction"), "give `prompt` or `instruction`, not both");
-                StepKind::Agent { prompt: Value::Null }
+                StepKind::Agent { prompt: Value::Null, tools: None }
             }
-            (p, i) => StepKind::Agent { prompt: req_value(errs, &f("prompt"), p.or(i)) },
+            (p, i) => StepKind::Agent {
+                prompt: req_value(errs, &f("prompt"), p.or(i)),
+                tools: opt_strs(errs, &f("tools"), m.get("tools")),
+            },
         },
         "subagent" => StepKind::Subagent {
             instruction: req_value(errs, &f("instruction"), m.get("instruction")),
             input: req_value(errs, &f("input"), m.get("input")),
             name: opt_str(errs, &f("name"), m.get("name")),
+            tools: opt_strs(errs, &f("tools"), m.get("tools")),
         },
         "human" => {
             let to = req_str(errs, &f("to"), m.get("to"));

@@ -20,6 +20,10 @@ pub struct ServeFlags {
     /// Data directory; holds the SQLite database (AGENTD_DATA_DIR).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
+    /// The store: a postgres://user@host:port/dbname URL, its password in
+    /// store.password (AGENTD_STORE; default: SQLite in the data directory).
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
     /// YAML configuration file (AGENTD_CONFIG).
     #[arg(long, env = "AGENTD_CONFIG")]
     pub config: Option<PathBuf>,
@@ -308,9 +312,60 @@ impl RemindersConfig {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreConfig {
-    /// `full` (fsync every commit group; survives power loss) or `normal`
-    /// (survives a process crash, not a power loss).
+    /// Where the state lives: unset (or `sqlite`) for the SQLite file in
+    /// the data directory, or a `postgres://user@host:port/dbname` URL
+    /// (`docs/scaling.md`). The config file may say `store: postgres://…`
+    /// for `store: {url: postgres://…}`.
+    pub url: Option<String>,
+    /// The PostgreSQL password by reference, `env:NAME` or `file:/path`
+    /// (never in the URL).
+    pub password: Option<String>,
+    /// SQLite only: `full` (fsync every commit group; survives power loss)
+    /// or `normal` (survives a process crash, not a power loss).
     pub sync: StoreSync,
+}
+
+/// The store a configuration names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreKind<'a> {
+    /// `agentd.db` in the data directory.
+    Sqlite,
+    /// A PostgreSQL database at this URL (no password in it).
+    Postgres(&'a str),
+}
+
+impl StoreConfig {
+    /// Which store `url` names; refuses anything else, naming the key.
+    pub fn kind(&self) -> anyhow::Result<StoreKind<'_>> {
+        match self.url.as_deref().map(str::trim) {
+            None | Some("") | Some("sqlite") => Ok(StoreKind::Sqlite),
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                Ok(StoreKind::Postgres(url))
+            }
+            Some(url) => bail!(
+                "store.url {url:?} is not a store agentd knows: leave it unset (or `sqlite`) for SQLite, \
+                 or give a postgres://user@host:port/dbname URL"
+            ),
+        }
+    }
+
+    /// The PostgreSQL store's options, the password resolved from its reference.
+    pub fn postgres_options(&self, url: &str) -> anyhow::Result<agentd_store::PostgresOptions> {
+        let password = match &self.password {
+            Some(reference) => Some(resolve_secret(reference).context("store.password")?),
+            None => None,
+        };
+        let options = agentd_store::PostgresOptions { url: url.to_owned(), password };
+        options.config().map_err(store_url_error)?;
+        Ok(options)
+    }
+}
+
+fn store_url_error(e: agentd_core::StoreError) -> anyhow::Error {
+    match e {
+        agentd_core::StoreError::Backend(why) => anyhow::anyhow!("store.url: {why}"),
+        other => anyhow::anyhow!("store.url: {other}"),
+    }
 }
 
 /// What a client can hold of the listener and of request processing
@@ -489,7 +544,7 @@ impl Default for Config {
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { sync: StoreSync::Full }
+        Self { url: None, password: None, sync: StoreSync::Full }
     }
 }
 
@@ -651,6 +706,7 @@ pub fn load_from(flags: &ServeFlags, env: &BTreeMap<String, String>) -> anyhow::
         .clone()
         .or_else(|| tree.get("instruction").and_then(|v| v.as_str()).map(PathBuf::from));
     let fragments = crate::instruction::load(document.as_deref())?.config;
+    store_shorthand(&mut tree);
     let mut from_document = Vec::new();
     let mut ignored = Vec::new();
     for fragment in &fragments {
@@ -713,6 +769,7 @@ pub fn load_from(flags: &ServeFlags, env: &BTreeMap<String, String>) -> anyhow::
             http: Some(agentd_mcp::HttpConfig { url: url.to_owned(), headers: Default::default() }),
             stdio: None,
             tools: Default::default(),
+            policy: Default::default(),
             timeout_secs: agentd_mcp::config::DEFAULT_TIMEOUT_SECS,
         });
     }
@@ -721,6 +778,9 @@ pub fn load_from(flags: &ServeFlags, env: &BTreeMap<String, String>) -> anyhow::
     }
     if let Some(v) = &flags.data_dir {
         cfg.data_dir.clone_from(v);
+    }
+    if let Some(v) = &flags.store {
+        cfg.store.url = Some(v.clone());
     }
     if let Some(v) = flags.agent {
         cfg.agent = v;
@@ -735,6 +795,17 @@ pub fn load_from(flags: &ServeFlags, env: &BTreeMap<String, String>) -> anyhow::
     cfg.unknown_env = overlay.unknown;
     validate(&cfg)?;
     Ok(cfg)
+}
+
+/// `store: postgres://…` is short for `store: {url: postgres://…}`.
+fn store_shorthand(tree: &mut serde_yaml_ng::Value) {
+    if let Some(store) = tree.get_mut("store")
+        && let Some(url) = store.as_str()
+    {
+        let mut mapping = serde_yaml_ng::Mapping::new();
+        mapping.insert("url".into(), url.into());
+        *store = serde_yaml_ng::Value::Mapping(mapping);
+    }
 }
 
 /// Copies every leaf of `under` that `tree` does not set: `tree` wins at
@@ -828,6 +899,21 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
         }
     }
     check_log_filter(&cfg.log.level)?;
+    let store = cfg.store.kind()?;
+    if let StoreKind::Postgres(url) = store {
+        // The URL's form, and no password in it, before anything starts.
+        agentd_store::PostgresOptions { url: url.to_owned(), password: None }
+            .config()
+            .map_err(store_url_error)?;
+    }
+    if let Some(reference) = &cfg.store.password {
+        if store == StoreKind::Sqlite {
+            bail!("store.password is for a PostgreSQL store: set store.url (--store, AGENTD_STORE) too");
+        }
+        if !(reference.starts_with("env:") || reference.starts_with("file:")) {
+            bail!("store.password is given by reference: `env:NAME` or `file:/path`");
+        }
+    }
     if cfg.mcp.max_tools == 0 {
         bail!("mcp.max_tools must be at least 1");
     }
@@ -952,6 +1038,48 @@ mod env_table;
 
 #[cfg(test)]
 mod tests {
+    use super::{ServeFlags, StoreKind, load_from};
+    use std::collections::BTreeMap;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[test]
+    fn the_store_is_sqlite_unless_a_postgres_url_is_given() {
+        let cfg = load_from(&ServeFlags::default(), &env(&[])).expect("defaults");
+        assert_eq!(cfg.store.kind().expect("kind"), StoreKind::Sqlite, "no flag: SQLite, as before");
+        let url = "postgres://agentd@db.example.com:5432/agentd";
+        let cfg = load_from(&ServeFlags::default(), &env(&[("AGENTD_STORE", url)])).expect("AGENTD_STORE");
+        assert_eq!(cfg.store.kind().expect("kind"), StoreKind::Postgres(url));
+        let flags = ServeFlags { store: Some(url.to_owned()), ..ServeFlags::default() };
+        let cfg = load_from(&flags, &env(&[])).expect("--store");
+        assert_eq!(cfg.store.kind().expect("kind"), StoreKind::Postgres(url));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("agentd.yaml");
+        std::fs::write(&file, format!("store: {url}\n")).expect("write config");
+        let flags = ServeFlags { config: Some(file), ..ServeFlags::default() };
+        let cfg = load_from(&flags, &env(&[])).expect("the shorthand");
+        assert_eq!(cfg.store.kind().expect("kind"), StoreKind::Postgres(url), "store: URL is store.url");
+    }
+
+    #[test]
+    fn a_bad_store_setting_is_refused_naming_its_key() {
+        let cases: &[(&[(&str, &str)], &str)] = &[
+            (&[("AGENTD_STORE", "mysql://db/agentd")], "store.url"),
+            (&[("AGENTD_STORE_PASSWORD", "env:PW")], "store.password is for a PostgreSQL store"),
+            (&[("AGENTD_STORE", "postgres://a@db/x"), ("AGENTD_STORE_PASSWORD", "hunter2")], "by reference"),
+        ];
+        for (vars, says) in cases {
+            let e = load_from(&ServeFlags::default(), &env(vars)).expect_err("refused").to_string();
+            assert!(e.contains(says), "{vars:?}: {e}");
+            assert!(!e.contains("hunter2"), "the password is not shown: {e}");
+        }
+        let inline = env(&[("AGENTD_STORE", "postgres://a:hunter2@db/x")]);
+        let e = load_from(&ServeFlags::default(), &inline).expect_err("a password in the URL").to_string();
+        assert!(e.contains("store.password") && !e.contains("hunter2"), "{e}");
+    }
+
     #[test]
     fn a_log_filter_must_say_something_real() {
         for ok in ["info", "DEBUG", "agentd=debug,info", "warn,agentd_server=trace"] {

@@ -7,7 +7,7 @@
 //! `agentd serve` (`serve.rs`) is a thin caller; the tests run daemons in
 //! process the same way.
 
-use crate::config::{Config, resolve_secret};
+use crate::config::{Config, StoreKind, StoreSync, resolve_secret};
 use agentd_core::{EngineBuilder, EngineConfig, GateBridge, Outbox, Principal, Runtime};
 use agentd_proto::AgentProvider;
 use agentd_proto::ext::events::LifecycleEvent;
@@ -24,7 +24,7 @@ use agentd_server::{
     Admission, AppState, Authenticator, CardConfig, CardService, DeclaredExtension, ExtensionRegistry,
     Readiness, ServerConfig, TokenEntry, VersionPolicy,
 };
-use agentd_store::{SqliteOptions, SqliteStore};
+use agentd_store::{PostgresStore, SqliteOptions, SqliteStore};
 use anyhow::Context;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -35,8 +35,13 @@ use tokio_util::sync::CancellationToken;
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The MCP servers of the configuration and of the operator's instruction
-/// document (which may use loopback and stdio: both are the operator's).
-fn mcp_hub(cfg: &Config, document: &[agentd_instruction::McpServer]) -> anyhow::Result<agentd_mcp::McpHub> {
+/// document (which may use loopback and stdio: both are the operator's),
+/// with their policies; approvals ask the document's `!human` entries.
+fn mcp_hub(
+    cfg: &Config,
+    document: &[agentd_instruction::McpServer],
+    people: &agentd_runtime::workflows::Catalog,
+) -> anyhow::Result<agentd_mcp::McpHub> {
     let mut specs = Vec::new();
     for (i, server) in cfg.mcp.servers.iter().enumerate() {
         specs.push(agentd_mcp::from_config(server).map_err(|e| anyhow::anyhow!("mcp.servers[{i}]: {e}"))?);
@@ -47,7 +52,16 @@ fn mcp_hub(cfg: &Config, document: &[agentd_instruction::McpServer]) -> anyhow::
                 .map_err(|e| anyhow::anyhow!("the instruction document: {e}"))?,
         );
     }
-    agentd_mcp::McpHub::new(specs).map_err(anyhow::Error::msg)
+    let policies: Vec<(String, agentd_mcp::PolicyConfig)> =
+        specs.iter().map(|s| (s.name.clone(), s.policy.clone())).collect();
+    let humans = |name: &str| {
+        people
+            .person(name)
+            .map(|p| agentd_mcp::Human { principal: p.principal.clone(), channel: p.channel.clone() })
+    };
+    let policies =
+        agentd_mcp::Policies::new(&policies, &cfg.mcp.approvals, humans).map_err(anyhow::Error::msg)?;
+    Ok(agentd_mcp::McpHub::new(specs).map_err(anyhow::Error::msg)?.with_policy(Arc::new(policies)))
 }
 
 /// How long runs stopped after the grace get to end, and how long the
@@ -98,13 +112,15 @@ impl Daemon {
         }
         let instruction = crate::instruction::load(cfg.instruction.as_deref())?;
         let bridge_secrets = bridge_secrets(&cfg, &instruction.channels)?;
-        let mcp = mcp_hub(&cfg, &instruction.mcp_servers)?;
+        let mcp = mcp_hub(&cfg, &instruction.mcp_servers, &instruction.workflows)?;
         let mut tools = Tools::new(tools)
             .with_max_tools(cfg.mcp.max_tools)
             .with_retry_tools(cfg.durability.retry_tools.clone());
         if !mcp.is_empty() {
             tools = tools.with_source(Arc::new(mcp.clone()));
         }
+        // Subagents and workflow steps name the sets they get out of these.
+        subagents.set_tools(tools.clone());
         let agent = agentd_runtime::profile(
             cfg.agent.as_str(),
             model.clone(),
@@ -124,13 +140,7 @@ impl Daemon {
         // Before the store is opened (recovery would fail another daemon's
         // running tasks); held until the daemon is dropped.
         let data_dir = crate::data_lock::lock(&cfg.data_dir)?;
-        let db = cfg.data_dir.join("agentd.db");
-        check_writable(&cfg.data_dir, &db)?;
-        let store = SqliteStore::open(
-            &db,
-            SqliteOptions { synchronous_full: cfg.store.sync == crate::config::StoreSync::Full },
-        )
-        .with_context(|| format!("cannot open the store at {}", db.display()))?;
+        let store = open_store(&cfg).await?;
         let reminder_limits = cfg.reminders.limits()?;
         let engine_cfg = EngineConfig {
             push_enabled: cfg.push.enabled,
@@ -140,12 +150,8 @@ impl Daemon {
             ..EngineConfig::default()
         };
         let input_modes = engine_cfg.input_modes.clone();
-        let builder = EngineBuilder::new(
-            Arc::new(store),
-            agent,
-            Arc::new(SsrfGuard::new(cfg.push.allow_private)),
-            engine_cfg,
-        );
+        let builder =
+            EngineBuilder::new(store, agent, Arc::new(SsrfGuard::new(cfg.push.allow_private)), engine_cfg);
         let outbox = builder.outbox();
         // Opened gates are announced through the bridge; runs delegate through
         // the same delegator as the model's `delegate` tool; run, step and gate
@@ -156,7 +162,7 @@ impl Daemon {
             WorkflowDeps {
                 subagents: subagents.clone(),
                 system_prompt: instruction.system_prompt.clone(),
-                bridge: Some(gate_bridge),
+                bridge: Some(gate_bridge.clone()),
                 delegator: Some(delegator.clone()),
                 events: Some(Arc::new(FeedSink::new(builder.runtime()))),
             },
@@ -169,6 +175,7 @@ impl Daemon {
             ))
             .link_agent(agentd_core::LinkKind::Subagent, subagents.clone())
             .observer(subagents)
+            .gate_bridge(gate_bridge)
             .build();
         // Stdio servers start now; servers that are down are logged.
         mcp.start(runtime.background());
@@ -366,6 +373,30 @@ async fn drain(runtime: &Runtime, readiness: &Readiness, grace: Duration) {
         grace_secs = grace.as_secs(),
         "turns still running after the shutdown grace were stopped; their tasks failed (workflow runs resume at the next start)"
     );
+}
+
+/// The store the configuration names: SQLite in the data directory (the
+/// default) or a PostgreSQL database, its password read now.
+async fn open_store(cfg: &Config) -> anyhow::Result<Arc<dyn agentd_core::Store>> {
+    match cfg.store.kind()? {
+        StoreKind::Sqlite => {
+            let db = cfg.data_dir.join("agentd.db");
+            check_writable(&cfg.data_dir, &db)?;
+            let options = SqliteOptions { synchronous_full: cfg.store.sync == StoreSync::Full };
+            let store = SqliteStore::open(&db, options)
+                .with_context(|| format!("cannot open the store at {}", db.display()))?;
+            Ok(Arc::new(store))
+        }
+        StoreKind::Postgres(url) => {
+            let options = cfg.store.postgres_options(url)?;
+            // The URL holds no password (`postgres_options` refuses one).
+            let store = PostgresStore::open(&options)
+                .await
+                .with_context(|| format!("cannot open the PostgreSQL store at {url}"))?;
+            tracing::info!(url, "store: PostgreSQL");
+            Ok(Arc::new(store))
+        }
+    }
 }
 
 /// The store must be written to (recovery, every commit); the engine

@@ -13,7 +13,7 @@
 
 use super::{CommandHandler, Engine, EngineConfig, Inner, Outbox, PushUrlPolicy, Runtime, TaskObserver};
 use crate::agent::Agent;
-use crate::gate::GateKeeper;
+use crate::gate::{GateBridge, GateKeeper};
 use crate::record::LinkKind;
 use crate::slots::Slots;
 use crate::store::Store;
@@ -32,6 +32,8 @@ pub(super) struct Installed {
     pub(super) link_agents: HashMap<LinkKind, Arc<dyn Agent>>,
     /// Checks answers to human gates; without one, any message answers.
     pub(super) gates: Option<Arc<dyn GateKeeper>>,
+    /// Announces the gates of tool-call approvals (`engine/approval.rs`).
+    pub(super) bridge: Option<Arc<dyn GateBridge>>,
 }
 
 /// What an engine that is not built yet has installed.
@@ -107,6 +109,12 @@ impl EngineBuilder {
     /// The keeper of human gates (without one, any message answers).
     pub fn gate_keeper(mut self, keeper: Arc<dyn GateKeeper>) -> Self {
         self.installed.gates = Some(keeper);
+        self
+    }
+
+    /// The bridge that announces the gates of tool-call approvals.
+    pub fn gate_bridge(mut self, bridge: Arc<dyn GateBridge>) -> Self {
+        self.installed.bridge = Some(bridge);
         self
     }
 

@@ -59,7 +59,8 @@ impl Engine {
     }
 
     /// Stops every run still going: its task fails with [`STOPPED`], or,
-    /// when it can resume, is left for the next start to resume. Waits up
+    /// when it can resume (a workflow run, a journaled turn) or a tool call
+    /// waits for its approval, is left for the next start. Waits up
     /// to `within` for the runs to end. Returns how many tasks failed.
     pub(crate) async fn halt(&self, within: Duration) -> usize {
         self.inner.halted.store(true, Ordering::SeqCst);
@@ -70,7 +71,12 @@ impl Engine {
             if st.detached || !st.running {
                 continue;
             }
-            if self.resumable(&st.record) {
+            let resumable = self.resumable(&st.record);
+            // A call waiting for its approval keeps it: the gate and its
+            // record stay for the next start, as after a crash.
+            let approving = st.record.state() == TaskState::InputRequired
+                && st.record.meta.approval.as_ref().is_some_and(|a| a.decision.is_none());
+            if resumable || approving {
                 st.cancel.cancel();
                 continue;
             }

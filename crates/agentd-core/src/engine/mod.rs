@@ -5,6 +5,7 @@
 //! Invariant: an event is published to streams only after the change that
 //! produced it is committed (see [`Engine::mutate`]).
 
+mod approval;
 mod builder;
 mod commands;
 mod conversation;

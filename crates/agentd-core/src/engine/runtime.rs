@@ -59,6 +59,12 @@ impl Runtime {
         self.engine.settled(id).await
     }
 
+    /// [`Runtime::settled`], except that a task waiting for a tool call's
+    /// approval is not settled yet: its run goes on once it is answered.
+    pub async fn settled_past_approvals(&self, id: &str) -> Result<TaskRecord, Error> {
+        self.engine.settled_past_approvals(id).await
+    }
+
     /// A handle moving task `id` from outside a run (a gate's deadline).
     pub async fn control(&self, id: &str) -> Result<TaskControl, Error> {
         self.engine.control(id).await

@@ -384,11 +384,15 @@ impl Engine {
                 ))
                 .with_meta("taskId", &id));
             }
-            let keeper = if gate_open { self.gate_keeper().cloned() } else { None };
+            // A tool call's approval: its turn is still running, waiting
+            // inside the call, and takes the answer from the record.
+            let approval =
+                gate_open && st.record.meta.approval.as_ref().is_some_and(|a| a.decision.is_none());
+            let keeper = if gate_open && !approval { self.gate_keeper().cloned() } else { None };
             let batch = inline_push_batch(push.clone(), &id);
             // A run that already left the task waiting for input is over for
             // this message's purposes (it may still be unwinding): resume.
-            let running = st.running && !st.record.state().is_interrupted();
+            let running = st.running && (approval || !st.record.state().is_interrupted());
             let was_running = st.running;
             // Keeps the slot live through the commit: a run starts right after.
             st.running = true;
@@ -398,7 +402,9 @@ impl Engine {
                     &slot,
                     &mut st,
                     |rec, now| {
-                        if gate_open {
+                        if approval {
+                            crate::approval::accept(rec, &input, &p.id, now.millis())?;
+                        } else if gate_open {
                             // The answer to the open gate: checked, and recorded
                             // with the message in this one commit.
                             match &keeper {
@@ -408,7 +414,7 @@ impl Engine {
                         }
                         let mut ev =
                             transition::apply(rec, Change::Input(input), now).map_err(|r| refused(&id, r))?;
-                        if !running {
+                        if !running || approval {
                             // A waiting task resumes: INPUT_REQUIRED → WORKING.
                             let resume = Change::Status { state: TaskState::Working, message: None };
                             ev.extend(transition::apply(rec, resume, now).map_err(|r| refused(&id, r))?);
@@ -438,7 +444,10 @@ impl Engine {
             }
             let mut input = msg;
             input.context_id.clone_from(&rec.task.context_id);
-            if running {
+            if approval && running {
+                // The waiting call reads the decision; the model does not
+                // get the answer as input.
+            } else if running {
                 st.steering.push(input);
             } else {
                 self.start_run(&mut st, input, false);

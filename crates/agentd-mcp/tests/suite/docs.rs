@@ -2,7 +2,7 @@
 //! example loads and each of its servers is valid; the `!mcp` block of the
 //! document example becomes the server it describes.
 
-use agentd_mcp::{McpConfig, Origin, TransportSpec, from_config, from_document};
+use agentd_mcp::{Action, Human, McpConfig, Origin, Policies, TransportSpec, from_config, from_document};
 
 fn page() -> String {
     std::fs::read_to_string(crate::servers::repo().join("docs/tools.md")).expect("docs/tools.md")
@@ -32,6 +32,24 @@ fn the_config_example_loads_and_each_server_is_valid() {
     );
     let everything = from_config(&doc.mcp.servers[1]).expect("valid");
     assert!(matches!(everything.transport, TransportSpec::Stdio(_)));
+
+    // The policies: reads allowed but private ones asked about; the
+    // trusted server's non-destructive tools allowed, the rest asked.
+    let tool = |name: &str, destructive: Option<bool>| {
+        let mut ann = rmcp::model::ToolAnnotations::default();
+        ann.destructive_hint = destructive;
+        rmcp::model::Tool::new(name.to_owned(), "", std::sync::Arc::new(serde_json::Map::new()))
+            .with_annotations(ann)
+    };
+    assert_eq!(Policies::action(&files.policy, &tool("read_file", None)), Action::Allow);
+    assert_eq!(Policies::action(&files.policy, &tool("read_private_key", None)), Action::Ask);
+    assert_eq!(Policies::action(&everything.policy, &tool("add", Some(false))), Action::Allow);
+    assert_eq!(Policies::action(&everything.policy, &tool("rm", None)), Action::Ask);
+    assert_eq!(doc.mcp.approvals.timeout_secs, 1800);
+    let oncall = |n: &str| (n == "oncall").then(|| Human { principal: "user:carol".into(), channel: None });
+    let pairs =
+        [("files".to_owned(), files.policy.clone()), ("everything".to_owned(), everything.policy.clone())];
+    Policies::new(&pairs, &doc.mcp.approvals, oncall).expect("the humans it names resolve");
 }
 
 #[test]
@@ -51,13 +69,20 @@ fn the_document_example_declares_its_server_and_a_wire_document_may_not_run_a_ch
         ("Authorization", "Bearer ", "env:TICKETS_TOKEN")
     );
     assert_eq!(spec.timeout.as_secs(), 10);
+    let tool =
+        |name: &str| rmcp::model::Tool::new(name.to_owned(), "", std::sync::Arc::new(serde_json::Map::new()));
+    assert_eq!(Policies::action(&spec.policy, &tool("get_ticket")), Action::Allow);
+    assert_eq!(Policies::action(&spec.policy, &tool("close_ticket")), Action::Ask);
+    // From the wire, a document may not let calls through unasked.
+    let guard: std::sync::Arc<dyn agentd_core::PushUrlPolicy> = std::sync::Arc::new(NoPolicy);
+    let e = from_document(&servers[0], &Origin::Wire(guard.clone())).err().expect("refused");
+    assert!(e.contains("may not mark a server trusted or allow its calls unasked"), "{e}");
 
     let stdio = "# Agent\n\nHelps.\n\n:::!mcp{name=local}\nstdio: {command: mcp-files}\n:::\n";
     let doc =
         agentd_instruction::load_with(stdio, &agentd_instruction::Options::all_grants()).expect("valid");
     let server = &doc.mcp_servers()[0];
     assert!(from_document(server, &Origin::Operator).is_ok(), "the operator's document may run a child");
-    let guard: std::sync::Arc<dyn agentd_core::PushUrlPolicy> = std::sync::Arc::new(NoPolicy);
     let e = from_document(server, &Origin::Wire(guard)).err().expect("refused");
     assert!(e.contains("a document from the wire may not start a stdio server"), "{e}");
 }

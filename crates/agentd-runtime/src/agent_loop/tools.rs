@@ -5,8 +5,10 @@
 //! at each model call. What a call is offered is an [`Offer`], capped at
 //! `max_tools`, and a tool call is dispatched only to a tool of that offer:
 //! a model naming a tool it was not offered gets an error, not a call.
+//! An agent's [`Narrowing`] (a subagent's tool sets) is applied to both.
 
 use crate::model::{ToolCall, ToolSpec};
+use crate::narrowing::Narrowing;
 use agentd_core::TaskControl;
 use async_trait::async_trait;
 use serde_json::Value;
@@ -67,6 +69,7 @@ pub struct Tools {
     tools: Vec<Arc<dyn Tool>>,
     sources: Vec<Arc<dyn ToolSource>>,
     max_tools: usize,
+    narrowing: Narrowing,
     /// Tools the operator declared safe to call again (`durability.retry_tools`).
     retry: Arc<[String]>,
 }
@@ -79,7 +82,13 @@ impl Default for Tools {
 
 impl Tools {
     pub fn new(tools: Vec<Arc<dyn Tool>>) -> Self {
-        Self { tools, sources: Vec::new(), max_tools: DEFAULT_MAX_TOOLS, retry: Arc::from([]) }
+        Self {
+            tools,
+            sources: Vec::new(),
+            max_tools: DEFAULT_MAX_TOOLS,
+            narrowing: Narrowing::default(),
+            retry: Arc::from([]),
+        }
     }
 
     /// Tools whose uncertain calls are retried whatever the tool says:
@@ -101,8 +110,32 @@ impl Tools {
         self
     }
 
+    /// These tools narrowed further: only those `narrowing` admits.
+    pub fn narrowed(mut self, narrowing: Narrowing) -> Self {
+        self.narrowing = narrowing;
+        self
+    }
+
+    /// These tools without the built-in one named `name`.
+    pub fn without(mut self, name: &str) -> Self {
+        self.tools.retain(|t| t.spec().name != name);
+        self
+    }
+
+    /// These tools with `tool` in place of the built-in one of its name
+    /// (or first, when there is none).
+    pub fn replacing(mut self, tool: Arc<dyn Tool>) -> Self {
+        let name = tool.spec().name;
+        match self.tools.iter().position(|t| t.spec().name == name) {
+            Some(i) => self.tools[i] = tool,
+            None => self.tools.insert(0, tool),
+        }
+        self
+    }
+
     /// What the next model call is offered: the built-in tools, then each
-    /// source's, the first of a name kept, cut at `max_tools` (logged).
+    /// source's, the first of a name kept, those the narrowing admits, cut
+    /// at `max_tools` (logged).
     pub async fn offer(&self) -> Offer {
         let mut all = self.tools.clone();
         for s in &self.sources {
@@ -110,6 +143,7 @@ impl Tools {
         }
         let mut seen = std::collections::HashSet::new();
         all.retain(|t| seen.insert(t.spec().name));
+        all.retain(|t| self.narrowing.admits(&t.spec().name));
         if all.len() > self.max_tools {
             let cut: Vec<String> = all[self.max_tools..].iter().map(|t| t.spec().name).collect();
             tracing::warn!(
@@ -120,13 +154,14 @@ impl Tools {
             );
             all.truncate(self.max_tools);
         }
-        Offer { tools: all, retry: self.retry.clone() }
+        Offer { tools: all, narrowing: self.narrowing.clone(), retry: self.retry.clone() }
     }
 }
 
 /// The tools one model call was offered; calls are dispatched only to them.
 pub struct Offer {
     tools: Vec<Arc<dyn Tool>>,
+    narrowing: Narrowing,
     retry: Arc<[String]>,
 }
 
@@ -156,14 +191,7 @@ impl Offer {
         control: &TaskControl,
         key: &CallKey,
     ) -> Result<String, String> {
-        let Some(tool) = self.tools.iter().find(|t| t.spec().name == call.name) else {
-            let names: Vec<String> = self.specs().into_iter().map(|s| s.name).collect();
-            return Err(format!(
-                "error: there is no tool named {:?} on offer; available tools: [{}]",
-                call.name,
-                names.join(", ")
-            ));
-        };
+        let tool = self.dispatchable(&call.name)?;
         let args = if call.arguments.trim().is_empty() {
             Value::Object(Default::default())
         } else {
@@ -175,6 +203,19 @@ impl Offer {
             }
         };
         tool.call_keyed(args, control, key).await.map_err(|e| format!("error: {e}"))
+    }
+
+    /// The tool a call of `name` goes to: one of the offer, and checked
+    /// again against the narrowing, whatever the list holds.
+    fn dispatchable(&self, name: &str) -> Result<&Arc<dyn Tool>, String> {
+        let offered = self.tools.iter().find(|t| t.spec().name == name);
+        offered.filter(|_| self.narrowing.admits(name)).ok_or_else(|| {
+            let names: Vec<String> = self.specs().into_iter().map(|s| s.name).collect();
+            format!(
+                "error: there is no tool named {name:?} on offer; available tools: [{}]",
+                names.join(", ")
+            )
+        })
     }
 }
 
@@ -217,5 +258,23 @@ mod tests {
         ])));
         assert_eq!(names(&tools.offer().await), ["spawn_subagent", "a__x", "a__y", "b__z"]);
         assert_eq!(names(&tools.clone().with_max_tools(2).offer().await), ["spawn_subagent", "a__x"]);
+    }
+
+    #[tokio::test]
+    async fn a_narrowed_offer_lists_and_dispatches_only_what_the_narrowing_admits() {
+        let tools = Tools::new(vec![Arc::new(Named("spawn_subagent"))])
+            .with_source(Arc::new(Source(vec!["a__x", "a__y", "b__z"])))
+            .narrowed(Narrowing::default().then(&["a__x".into(), "b".into()]))
+            .with_max_tools(2);
+        assert_eq!(names(&tools.offer().await), ["a__x", "b__z"], "narrowed before the cap");
+        // An offer that holds a tool its narrowing does not admit (a
+        // source's list changed) still refuses the call.
+        let offer = Offer {
+            tools: vec![Arc::new(Named("a__y"))],
+            narrowing: Narrowing::default().then(&["a__x".into()]),
+            retry: Arc::from([]),
+        };
+        let e = offer.dispatchable("a__y").err().expect("not admitted");
+        assert!(e.contains("no tool named \"a__y\" on offer"), "{e}");
     }
 }

@@ -310,6 +310,8 @@ impl CommandHandler for Commands {
                     name: args.get("name").and_then(Value::as_str).map(str::to_owned),
                     command: Some(op.to_owned()),
                     max_tokens: None,
+                    tools: None,
+                    within: Default::default(),
                 };
                 return Ok(CommandOutcome::Started(self.subagents.spawn(engine, spawn).await?));
             }

@@ -20,6 +20,7 @@ pub use tool::SpawnSubagentTool;
 
 use crate::agent_loop::{Limits, LoopAgent, Tools};
 use crate::model::ModelProvider;
+use crate::narrowing::Narrowing;
 use agentd_core::{
     Agent, Error, LinkKind, Principal, PrincipalRole, Runtime, StartTask, TaskLink, TaskMeta, TaskObserver,
     TaskRecord, Turn,
@@ -27,7 +28,7 @@ use agentd_core::{
 use agentd_proto::{Message, Part, Role, TaskState, new_id};
 use async_trait::async_trait;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// Limits on subagents, from the `subagents` config.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,6 +68,11 @@ pub struct Spawn {
     /// Tokens per turn when lower than `subagents.max_tokens` (a workflow's
     /// `limits.tokens`).
     pub max_tokens: Option<u64>,
+    /// The tool sets it gets (`crate::narrowing`), within its parent's;
+    /// `None`: `spawn_subagent` alone.
+    pub tools: Option<Vec<String>>,
+    /// What its parent may use (default: everything the daemon has).
+    pub within: Narrowing,
 }
 
 /// A live subagent.
@@ -83,6 +89,8 @@ pub struct SubagentManager {
     limits: SubagentLimits,
     /// Live subagents by task id.
     live: Mutex<HashMap<String, Live>>,
+    /// The daemon's tools, which subagents' tool sets narrow (set once).
+    tools: OnceLock<Tools>,
     /// To hand the `spawn_subagent` tool to the subagents themselves.
     me: Weak<SubagentManager>,
 }
@@ -116,6 +124,7 @@ impl SubagentManager {
             loop_limits,
             limits,
             live: Mutex::new(HashMap::new()),
+            tools: OnceLock::new(),
             me: me.clone(),
         })
     }
@@ -135,7 +144,25 @@ impl SubagentManager {
 
     /// The `spawn_subagent` tool, spawning children of the calling task.
     pub fn tool(&self) -> Option<SpawnSubagentTool> {
-        self.me.upgrade().map(SpawnSubagentTool::new)
+        self.me.upgrade().map(|m| SpawnSubagentTool::new(m, Narrowing::default()))
+    }
+
+    /// The daemon's tools: what subagents' tool sets pick from. Set once,
+    /// after the tools (which hold this manager's `spawn_subagent`) exist.
+    pub fn set_tools(&self, tools: Tools) {
+        // Without this manager's own tool: kept, it would keep the manager
+        // (and the MCP servers among the tools) alive in a cycle.
+        let _ = self.tools.set(tools.without(tool::TOOL_NAME));
+    }
+
+    /// A subagent's tools: the daemon's, narrowed to its parent's and then
+    /// to its own sets, with a `spawn_subagent` that passes that on.
+    fn tools_in(&self, scope: Narrowing) -> Tools {
+        let mut tools = self.tools.get().cloned().unwrap_or_default();
+        if let Some(m) = self.me.upgrade() {
+            tools = tools.replacing(Arc::new(SpawnSubagentTool::new(m, scope.clone())));
+        }
+        tools.narrowed(scope)
     }
 
     /// Starts a subagent: checks the limits, reserves its place, and starts
@@ -173,8 +200,10 @@ impl SubagentManager {
             }
             live.insert(id.clone(), Live { parent: spawn.parent.clone(), depth, handle: handle.clone() });
         }
+        let own = spawn.tools.clone().unwrap_or_else(|| vec![tool::TOOL_NAME.to_owned()]);
+        let scope = spawn.within.then(&own);
         let max_tokens = spawn.max_tokens.map_or(self.limits.max_tokens, |m| m.min(self.limits.max_tokens));
-        let made = Made { instruction: spawn.instruction, max_tokens };
+        let made = Made { instruction: spawn.instruction, max_tokens, scope: scope.levels().to_vec() };
         let agent = self.agent(&made);
         let input = Message {
             message_id: new_id(),
@@ -205,16 +234,13 @@ impl SubagentManager {
 
     /// The agent loop of a subagent made as `made` says.
     fn agent(&self, made: &Made) -> LoopAgent {
-        let mut tools = Vec::new();
-        if let Some(t) = self.tool() {
-            tools.push(Arc::new(t) as Arc<dyn crate::agent_loop::Tool>);
-        }
+        let tools = self.tools_in(Narrowing::from_levels(made.scope.clone()));
         let limits = Limits {
             max_tokens: made.max_tokens,
             max_tokens_key: "subagents.max_tokens",
             ..self.loop_limits.clone()
         };
-        LoopAgent::new(self.model.clone(), made.instruction.clone(), limits, Tools::new(tools))
+        LoopAgent::new(self.model.clone(), made.instruction.clone(), limits, tools)
     }
 
     /// Forgets a subagent that ended. The observer does it too; whoever
@@ -304,6 +330,8 @@ fn limit_error(limit: &str, value: usize, message: String) -> Error {
 struct Made {
     instruction: String,
     max_tokens: u64,
+    /// Its tool sets with its ancestors' (`Narrowing`).
+    scope: Vec<Vec<String>>,
 }
 
 impl Made {

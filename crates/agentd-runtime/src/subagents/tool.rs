@@ -9,6 +9,7 @@ use super::{Spawn, SubagentManager};
 use crate::agent_loop::{CallKey, OnUncertain, Tool};
 use crate::commands::ops::{check_with, spawn_schema};
 use crate::model::ToolSpec;
+use crate::narrowing::Narrowing;
 use agentd_core::{Error, TaskControl, TaskRecord};
 use agentd_proto::TaskState;
 use async_trait::async_trait;
@@ -20,13 +21,32 @@ pub const TOOL_NAME: &str = "spawn_subagent";
 pub struct SpawnSubagentTool {
     manager: Arc<SubagentManager>,
     schema: jsonschema::Validator,
+    /// What the calling agent may use: its children get no more.
+    scope: Narrowing,
 }
 
 impl SpawnSubagentTool {
-    pub fn new(manager: Arc<SubagentManager>) -> Self {
-        let schema = jsonschema::validator_for(&spawn_schema()).expect("the spawn schema compiles");
-        Self { manager, schema }
+    pub fn new(manager: Arc<SubagentManager>, scope: Narrowing) -> Self {
+        let schema = jsonschema::validator_for(&parameters()).expect("the spawn schema compiles");
+        Self { manager, schema, scope }
     }
+}
+
+/// The command's spawn schema and the tool sets the subagent gets.
+fn parameters() -> Value {
+    let mut schema = spawn_schema();
+    if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        props.insert(
+            "tools".into(),
+            serde_json::json!({
+                "type": "array",
+                "items": {"type": "string", "minLength": 1},
+                "description": "The tool sets the subagent gets, out of yours: tool names, globs over them \
+                    (`tickets__read_*`), or MCP server names (all their tools). Without it, it gets spawn_subagent alone.",
+            }),
+        );
+    }
+    schema
 }
 
 fn describe(e: &Error) -> String {
@@ -44,7 +64,7 @@ fn describe(e: &Error) -> String {
 #[async_trait]
 impl Tool for SpawnSubagentTool {
     fn spec(&self) -> ToolSpec {
-        let mut parameters = spawn_schema();
+        let mut parameters = parameters();
         if let Some(o) = parameters.as_object_mut() {
             o.remove("$schema");
         }
@@ -87,7 +107,7 @@ impl SpawnSubagentTool {
         };
         let handle = child.meta.link.as_ref().map(|l| l.id.clone()).unwrap_or_else(|| child.id().to_owned());
         let done = tokio::select! {
-            r = engine.settled(child.id()) => r.map_err(|e| e.to_string())?,
+            r = engine.settled_past_approvals(child.id()) => r.map_err(|e| e.to_string())?,
             () = control.cancelled().cancelled() => {
                 if !engine.is_halted() {
                     // Nobody is left to read its answer. (A stop leaves it
@@ -125,6 +145,11 @@ impl SpawnSubagentTool {
             name: field("name"),
             command: None,
             max_tokens: None,
+            tools: args
+                .get("tools")
+                .and_then(Value::as_array)
+                .map(|sets| sets.iter().filter_map(Value::as_str).map(str::to_owned).collect()),
+            within: self.scope.clone(),
         };
         self.manager.spawn(control.runtime(), spawn).await.map_err(|e| describe(&e))
     }

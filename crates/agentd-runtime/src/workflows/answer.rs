@@ -5,10 +5,9 @@
 use super::Workflows;
 use super::state::RunState;
 use crate::commands::ops::check_with;
-use agentd_core::{Error, FieldPath, GateKeeper, Invalid, TaskRecord};
-use agentd_proto::{Message, PartContent};
+use agentd_core::{Error, GateKeeper, Invalid, TaskRecord};
+use agentd_proto::Message;
 use agentd_workflow::StepStatus;
-use serde_json::Value;
 
 impl GateKeeper for Workflows {
     fn accept(&self, rec: &mut TaskRecord, answer: &Message) -> Result<(), Error> {
@@ -17,7 +16,7 @@ impl GateKeeper for Workflows {
         let Some(step) = st.gate.as_ref().map(|g| g.step.clone()) else {
             return Err(Error::Internal("the run has no open gate".into()));
         };
-        let value = answer_value(answer, open.ask_schema.as_ref())?;
+        let value = agentd_core::approval::answer_value(answer, open.ask_schema.as_ref())?;
         if let Some(schema) = &open.ask_schema {
             let v = jsonschema::validator_for(schema)
                 .map_err(|e| Error::Internal(format!("the gate's schema does not compile: {e}")))?;
@@ -35,28 +34,5 @@ impl GateKeeper for Workflows {
 
 /// Violations of an answer, named from `answer` (`answer.approve`).
 fn located(e: Invalid) -> Error {
-    let mut out = e.under(&FieldPath::default().member("answer"));
-    out.lead = Some("the answer does not satisfy the gate's schema".into());
-    Error::Invalid(out)
-}
-
-/// The answer a message carries: its DataPart, or its text, parsed as JSON
-/// unless the schema asks for a string.
-fn answer_value(m: &Message, schema: Option<&Value>) -> Result<Value, Error> {
-    if let Some(v) = m.parts.iter().find_map(|p| match &p.content {
-        PartContent::Data(v) => Some(Value::clone(v)),
-        _ => None,
-    }) {
-        return Ok(v);
-    }
-    let text = m.text();
-    let wants_string = schema.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("string");
-    if schema.is_none() || wants_string {
-        return Ok(Value::String(text));
-    }
-    serde_json::from_str(text.trim()).map_err(|e| {
-        Error::invalid(FieldPath::of("message.parts"),
-            format!("the gate expects an answer matching its schema: a DataPart, or text that parses as JSON ({e})"),
-        )
-    })
+    agentd_core::approval::answer_invalid(e.violations)
 }

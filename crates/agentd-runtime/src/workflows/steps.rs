@@ -38,14 +38,14 @@ impl Workflows {
     ) -> Result<Value, String> {
         let r = |v: &Value| render(v, scope);
         match &step.kind {
-            StepKind::Agent { prompt } => {
+            StepKind::Agent { prompt, tools } => {
                 let input = text_of(r(prompt)?);
-                self.child_step(c, &step.id, (self.deps.system_prompt.clone(), input), max_tokens, child)
-                    .await
+                let work = (self.deps.system_prompt.clone(), input, tools.clone());
+                self.child_step(c, &step.id, work, max_tokens, child).await
             }
-            StepKind::Subagent { instruction, input, .. } => {
-                let (instruction, input) = (text_of(r(instruction)?), text_of(r(input)?));
-                self.child_step(c, &step.id, (instruction, input), max_tokens, child).await
+            StepKind::Subagent { instruction, input, tools, .. } => {
+                let work = (text_of(r(instruction)?), text_of(r(input)?), tools.clone());
+                self.child_step(c, &step.id, work, max_tokens, child).await
             }
             StepKind::Assign { values } => r(values),
             StepKind::Switch { cases, default } => {
@@ -83,7 +83,7 @@ impl Workflows {
         &self,
         c: &TaskControl,
         step: &str,
-        (instruction, input): (String, String),
+        (instruction, input, tools): (String, String, Option<Vec<String>>),
         max_tokens: Option<u64>,
         child: Option<String>,
     ) -> Result<Value, String> {
@@ -108,6 +108,8 @@ impl Workflows {
                     name: Some(CHILD_NAME.into()),
                     command: None,
                     max_tokens,
+                    tools,
+                    within: Default::default(),
                 };
                 let rec = self.deps.subagents.spawn(engine, spawn).await.map_err(|e| e.to_string())?;
                 let (sid, cid) = (step.to_owned(), rec.id().to_owned());
@@ -121,7 +123,7 @@ impl Workflows {
             }
         };
         let rec = tokio::select! {
-            r = engine.settled(&id) => r.map_err(|e| e.to_string())?,
+            r = engine.settled_past_approvals(&id) => r.map_err(|e| e.to_string())?,
             () = c.cancelled().cancelled() => return Err("the run was canceled".into()),
         };
         child_result(&rec)

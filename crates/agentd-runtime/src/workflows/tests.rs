@@ -277,6 +277,8 @@ async fn a_step_whose_subagent_finished_before_a_restart_takes_its_answer() {
         name: None,
         command: None,
         max_tokens: None,
+        tools: None,
+        within: Default::default(),
     };
     let child = s.subagents.spawn(&s.engine, spawn).await.unwrap();
     assert_eq!(settle(&s.engine, child.id()).await.state(), TaskState::Completed);

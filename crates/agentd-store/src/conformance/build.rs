@@ -95,6 +95,7 @@ pub fn full_record(id: &str, owner: &str, context_id: &str, ms: i64) -> TaskReco
             parent: Some("parent-task".into()),
             command: Some("subagent.spawn".into()),
             gate: None,
+            approval: None,
             model_calls: 3,
             checkpoint: None,
         },

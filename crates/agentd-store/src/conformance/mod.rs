@@ -7,6 +7,7 @@
 //!
 //! ```text
 //! agentd_store::conformance_tests!(|| ((), agentd_store::MemoryStore::new()));
+//! agentd_store::conformance_tests!(async || async { Some(((), open_store().await)) });
 //! ```
 //!
 //! The factory returns `(guard, store)`; the guard (e.g. a temp dir) is
@@ -39,7 +40,23 @@ macro_rules! define_checks {
         /// is a factory `Fn() -> (Guard, S)` with `S: Store`, called once per
         /// check. The calling crate needs `tokio` (macros, rt).
         #[macro_export]
+        ///
+        /// `conformance_tests!(async make)` takes a factory returning a
+        /// future of `Option<(Guard, S)>` instead, for a backend that
+        /// connects asynchronously; `None` skips the check (a server the
+        /// machine does not have; the factory says so).
         macro_rules! conformance_tests {
+            (async $d make:expr) => {
+                $(
+                    #[tokio::test]
+                    async fn $name() {
+                        let Some((guard, store)) = ($d make)().await else { return };
+                        $d crate::conformance::$name(&store).await;
+                        drop(store);
+                        drop(guard);
+                    }
+                )*
+            };
             ($d make:expr) => {
                 $(
                     #[tokio::test]

@@ -40,6 +40,7 @@ pub async fn meta_roundtrip(store: &dyn Store) {
                 step: Some("ask".into()),
                 answerers: vec!["user:carol".into()],
             }),
+            approval: None,
             model_calls: 0,
             checkpoint: Some(serde_json::json!({"steps": {"ask": {"status": "waiting"}}})),
         },
@@ -48,10 +49,35 @@ pub async fn meta_roundtrip(store: &dyn Store) {
             parent: Some("m-0".into()),
             command: Some("subagent.spawn".into()),
             gate: None,
+            approval: None,
             model_calls: 7,
             checkpoint: None,
         },
         TaskMeta { parent: Some("m-2".into()), ..TaskMeta::default() },
+        // A turn waiting for a tool call's approval: what a restart finds.
+        TaskMeta {
+            link: Some(TaskLink::new(LinkKind::Turn, "m-4")),
+            gate: Some(OpenGate {
+                ask_schema: Some(agentd_core::approval::ask_schema()),
+                ask_channel: Some("@channel/ops".into()),
+                step: None,
+                answerers: vec![],
+            }),
+            approval: Some(agentd_core::PendingApproval {
+                tool: "files__delete".into(),
+                server: Some("files".into()),
+                args_hash: agentd_core::approval::args_hash(&serde_json::json!({"path": "/tmp/x"})),
+                opened_ms: 1_700_000_000_000,
+                deadline_ms: 1_700_003_600_000,
+                idempotent: false,
+                decision: Some(agentd_core::approval::Decision {
+                    approve: false,
+                    note: Some("no".into()),
+                    by: "user:carol".into(),
+                }),
+            }),
+            ..TaskMeta::default()
+        },
     ];
     let recs: Vec<_> = metas
         .iter()

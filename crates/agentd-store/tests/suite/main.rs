@@ -1,6 +1,6 @@
-//! The integration tests of `agentd-store`: one test binary. Both backends run
+//! The integration tests of `agentd-store`: one test binary. Every backend runs
 //! the shared conformance suite (`agentd_store::conformance`); SQLite's own
-//! durability and migration checks follow.
+//! durability and migration checks and PostgreSQL's multi-writer checks follow.
 //!
 //! Tests share this process: none may change its environment, working
 //! directory or other process-wide state.
@@ -11,4 +11,5 @@
 )]
 
 mod memory;
+mod postgres;
 mod sqlite;

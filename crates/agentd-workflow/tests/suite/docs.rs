@@ -54,3 +54,18 @@ fn the_example_document_holds_a_valid_workflow() {
     let d = agentd_workflow::parse("release", &doc[start..end]).unwrap();
     assert_eq!(d.steps.len(), 6);
 }
+
+#[test]
+fn the_narrowing_example_of_the_tools_page_names_its_tool_sets() {
+    let page = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/tools.md"));
+    let start = page.find("<!-- workflow: triage -->\n```yaml\n").expect("the example") + 34;
+    let body = &page[start..start + page[start..].find("```").expect("its end")];
+    let def = agentd_workflow::parse("triage", body).unwrap_or_else(|e| panic!("{e:?}"));
+    let agentd_workflow::StepKind::Agent { tools, .. } = &def.steps["triage"].kind else {
+        panic!("an agent step")
+    };
+    assert_eq!(tools.as_deref(), Some(&["files".to_owned(), "tickets__read_*".to_owned()][..]));
+    let bad = "steps:\n  a: {kind: agent, prompt: x, tools: files}\n  done: {kind: finish, depends_on: a}\n";
+    let errors = agentd_workflow::parse("bad", bad).expect_err("a list is required");
+    assert!(errors.iter().any(|e| e.field == "steps.a.tools"), "{errors:?}");
+}

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 const ALIASES: &[(&str, &str)] = &[
     ("AGENTD_LOG", "log.level"),
     ("AGENTD_MODEL", "model.kind"),
+    ("AGENTD_STORE", "store.url"),
     ("AGENTD_MODEL_URL", "model.openai.endpoints"),
     ("AGENTD_MODEL_NAME", "model.openai.model"),
     ("AGENTD_CARD_PROVIDER_ORGANIZATION", "card.provider.organization"),

@@ -211,7 +211,13 @@ async fn a_from_seq_behind_retention_or_ahead_of_the_log_asks_for_resync() {
 
 #[tokio::test]
 async fn replay_then_live_has_no_gap_and_no_duplicate_under_concurrent_writes() {
-    let d = std::sync::Arc::new(Daemon::start(&["--agent", "tck"]));
+    replay_then_live_on(Daemon::start(&["--agent", "tck"])).await;
+}
+
+/// Feeds opened while writers run replay, then go live: every seq once, in
+/// order (on SQLite here, on PostgreSQL in `postgres.rs`). `d` runs `tck`.
+pub async fn replay_then_live_on(d: Daemon) {
+    let d = std::sync::Arc::new(d);
     const WRITERS: usize = 4;
     const EACH: usize = 40;
     // How many tasks the writers have completed so far.

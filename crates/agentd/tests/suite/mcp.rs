@@ -8,7 +8,7 @@
 use crate::common::feed::*;
 use crate::common::scripted::*;
 use crate::common::*;
-use crate::mcp_servers::{HttpServer, python, server_script, skipped};
+use crate::mcp_servers::{HttpServer, everything, python, server_script, skipped};
 use serde_json::{Value, json};
 
 /// The `tool` role messages of a recorded model request, in order.
@@ -130,7 +130,7 @@ async fn a_server_down_at_start_or_dying_mid_call_gives_the_model_an_error_and_t
         {"text": "done"}
     ]);
     let yaml = format!(
-        "mcp:\n  servers:\n    - name: down\n      http: {{url: 'http://127.0.0.1:{dead}/mcp'}}\n    - name: py\n      stdio: {{command: '{}', args: {args}}}\n",
+        "mcp:\n  servers:\n    - name: down\n      http: {{url: 'http://127.0.0.1:{dead}/mcp'}}\n    - name: py\n      stdio: {{command: '{}', args: {args}}}\n      policy: {{tools: {{crash: allow}}}}\n",
         python()
     );
     let s = scripted(steps, &yaml, true);
@@ -148,4 +148,80 @@ async fn a_server_down_at_start_or_dying_mid_call_gives_the_model_an_error_and_t
     assert_eq!(results[2], "echo: again", "the stdio server was started again: {results:?}");
     let log = s.d.log();
     assert!(log.contains("MCP server connection failed") && log.contains("down"), "the log says why:\n{log}");
+}
+
+#[tokio::test]
+async fn subagents_get_only_the_tool_sets_they_name_within_their_parents_and_a_tool_not_offered_is_not_called()
+ {
+    if skipped() {
+        return;
+    }
+    let server = HttpServer::start();
+    let spawn = |tools: Value| {
+        json!({"tool_calls": [{"id": uid("s"), "name": "spawn_subagent",
+            "arguments": {"instruction": "You help.", "input": "work", "tools": tools}}]})
+    };
+    let steps = json!([
+        spawn(json!(["py__echo", "spawn_subagent"])),
+        {"tool_calls": [
+            {"id": "c1", "name": "py__echo", "arguments": {"text": "x"}},
+            {"id": "c2", "name": "py__add", "arguments": {"a": 1, "b": 2}},
+            {"id": "c3", "name": "spawn_subagent",
+             "arguments": {"instruction": "You help too.", "input": "more", "tools": ["py"]}}
+        ]},
+        {"tool_calls": [{"id": "c4", "name": "py__add", "arguments": {"a": 1, "b": 2}}]},
+        {"text": "grandchild done"},
+        {"text": "child done"},
+        {"text": "parent done"}
+    ]);
+    let yaml = format!("mcp:\n  servers:\n    - name: py\n      http: {{url: '{}'}}\n", server.url());
+    let s = scripted(steps, &yaml, true);
+    completed(&s.alice().call("SendMessage", send_params(&uid("m"), "delegate", None)).await);
+    let reqs = s.recorded();
+    assert_eq!(reqs.len(), 6, "{reqs:?}");
+    assert!(
+        offered(&reqs[0]).contains(&"py__add".to_owned()),
+        "the turn has every tool: {:?}",
+        offered(&reqs[0])
+    );
+    assert_eq!(offered(&reqs[1]), ["spawn_subagent", "py__echo"], "the child gets the sets it named");
+    assert_eq!(
+        offered(&reqs[2]),
+        ["py__echo"],
+        "the grandchild named all of py, and gets what its parent had"
+    );
+    let grandchild = tool_results(&reqs[3]);
+    assert!(grandchild[0].contains("no tool named \"py__add\" on offer"), "{grandchild:?}");
+    let child = tool_results(&reqs[4]);
+    assert_eq!(child[0], "echo: x", "{child:?}");
+    assert!(child[1].contains("no tool named \"py__add\" on offer"), "{child:?}");
+    assert_eq!(child[2], "grandchild done", "{child:?}");
+}
+
+#[tokio::test]
+async fn the_reference_server_over_stdio_serves_the_daemon_and_a_changed_tool_list_is_listed_again() {
+    if skipped() {
+        return;
+    }
+    let args = serde_json::to_string(&[server_script(), "stdio".into()]).expect("args");
+    let steps = json!([
+        {"tool_calls": [
+            {"id": "c1", "name": "everything__echo", "arguments": {"message": "hi"}},
+            {"id": "c2", "name": "py__add_fresh_tool", "arguments": {}}
+        ]},
+        {"tool_calls": [{"id": "c3", "name": "py__fresh", "arguments": {"text": "new"}}]},
+        {"text": "done"}
+    ]);
+    let yaml = format!(
+        "mcp:\n  servers:\n    - name: everything\n      stdio: {{command: '{}', args: [stdio]}}\n      policy: {{tools: {{echo: allow}}}}\n    - name: py\n      stdio: {{command: '{}', args: {args}}}\n",
+        everything(),
+        python()
+    );
+    let s = scripted(steps, &yaml, true);
+    completed(&s.alice().call("SendMessage", send_params(&uid("m"), "go", None)).await);
+    let reqs = s.recorded();
+    assert!(!offered(&reqs[0]).contains(&"py__fresh".to_owned()), "{:?}", offered(&reqs[0]));
+    assert_eq!(tool_results(&reqs[1]), ["Echo: hi", "added fresh"]);
+    assert!(offered(&reqs[1]).contains(&"py__fresh".to_owned()), "listed again: {:?}", offered(&reqs[1]));
+    assert_eq!(tool_results(&reqs[2]), ["Echo: hi", "added fresh", "fresh: new"], "the new tool was called");
 }

@@ -1,6 +1,9 @@
 //! Test support shared by the crates' test suites (feature `testing`): a
 //! [`Store`] that wraps a real backend and fails the commits a test picks,
-//! so a test sees what the engine and the runtime do when a write fails.
+//! so a test sees what the engine and the runtime do when a write fails;
+//! and a throw-away PostgreSQL cluster ([`postgres`]).
+
+pub mod postgres;
 
 use agentd_core::events::{EventLogBounds, EventRecord};
 use agentd_core::journal::JournalEntry;
