@@ -76,7 +76,9 @@ impl LoopAgent {
         Self { model, system: system.into(), limits, tools }
     }
 
-    async fn turn(&self, c: &TaskControl, resumed: bool) -> Result<(), Stop> {
+    /// `input` is the message that started this run (for a resumed run, the
+    /// answer to an approval its tool call waited for).
+    async fn turn(&self, c: &TaskControl, resumed: bool, input: &Message) -> Result<(), Stop> {
         let mut replay = Replay::new(if resumed { c.journal().await? } else { Vec::new() });
         if resumed {
             tracing::info!(
@@ -103,7 +105,13 @@ impl LoopAgent {
         if let Some(current) = conversation.last_mut() {
             history_len = replay.first().map_or(current.messages.len(), |m| m.history_len);
             history_len = history_len.min(current.messages.len());
-            let consumed = replay.consumed_steering();
+            let mut consumed = replay.consumed_steering();
+            // The answer to an approval goes to the waiting call, never to
+            // the model.
+            let approval = record.as_ref().and_then(|r| r.meta.approval.as_ref());
+            if approval.is_some() {
+                consumed.insert(input.message_id.as_str());
+            }
             late = current
                 .messages
                 .split_off(history_len)
@@ -199,6 +207,10 @@ impl LoopAgent {
                         key: format!("{}:{step}:{index}", c.task_id()),
                         id: new_id(),
                     },
+                    // A call that waits for its approval has not run yet.
+                    Some(before) if awaits_approval(record.as_ref(), call) => {
+                        ToolStart { attempt: before.attempt + 1, ..before.clone() }
+                    }
                     Some(before) => match offer.on_uncertain(&call.name) {
                         OnUncertain::Retry => ToolStart { attempt: before.attempt + 1, ..before.clone() },
                         OnUncertain::Fail => return Err(Stop::Fail(uncertain(&call.name))),
@@ -273,6 +285,15 @@ fn tool_message(call: &ToolCall, result: Result<String, String>) -> ChatMessage 
     }
 }
 
+/// Whether `call` is the tool call the task's approval record is about:
+/// asked (or answered) and not yet taken by the call, so never made.
+fn awaits_approval(record: Option<&TaskRecord>, call: &ToolCall) -> bool {
+    let Some(a) = record.and_then(|r| r.meta.approval.as_ref()) else { return false };
+    let args: serde_json::Value =
+        serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Object(Default::default()));
+    a.tool == call.name && a.args_hash == agentd_core::approval::args_hash(&args)
+}
+
 /// Why a resumed turn stops at a call whose outcome is unknown.
 fn uncertain(tool: &str) -> String {
     format!(
@@ -305,7 +326,7 @@ impl Agent for LoopAgent {
 
     async fn run(&self, turn: Turn) {
         let c = turn.control;
-        if let Err(Stop::Fail(why)) = self.turn(&c, turn.resumed).await {
+        if let Err(Stop::Fail(why)) = self.turn(&c, turn.resumed, &turn.input).await {
             tracing::info!(task = c.task_id(), reason = %why, "turn failed");
             match c.fail(&why).await {
                 Ok(()) => {}
