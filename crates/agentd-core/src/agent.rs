@@ -14,6 +14,9 @@ use tokio_util::sync::CancellationToken;
 pub struct Turn {
     pub input: Message,
     pub control: TaskControl,
+    /// The run starts again after a restart (or a stop) interrupted the
+    /// task's earlier run: its step journal says how far that one got.
+    pub resumed: bool,
 }
 
 #[async_trait]
@@ -22,6 +25,12 @@ pub trait Agent: Send + Sync + 'static {
     /// Called only for messages that name no task.
     fn direct_reply(&self, _message: &Message) -> Option<Message> {
         None
+    }
+    /// Whether a run of this agent picks up where an interrupted run of the
+    /// same task stopped (from the task's step journal), so the engine
+    /// resumes the task after a restart or stop instead of failing it.
+    fn resumes(&self) -> bool {
+        false
     }
     /// Runs the task. When this returns and the task is neither terminal nor
     /// waiting for input, the engine fails it: a run may not vanish.
@@ -138,6 +147,48 @@ impl TaskControl {
     /// the call counts against each one's `ttlTurns`. Call once per model call.
     pub async fn reminders_for_model_call(&self) -> Vec<crate::reminder::DeliveredReminder> {
         self.runtime.engine().deliver_reminders(&self.task_id).await
+    }
+
+    /// `reminders_for_model_call` for step `step` of a journaled turn: when
+    /// reminders are delivered, their delivery commits the journal entry
+    /// `seq` recording them, so a call a restart interrupts is made again
+    /// with the same reminders. Returns them, and whether `seq` was used.
+    pub async fn reminders_for_step(
+        &self,
+        step: u32,
+        seq: u32,
+    ) -> (Vec<crate::reminder::DeliveredReminder>, bool) {
+        let task_id = self.task_id.clone();
+        let entry = move |delivered: &[crate::reminder::DeliveredReminder]| {
+            let step = crate::journal::StepRecord::ModelInput(crate::journal::ModelInput {
+                step,
+                reminders: delivered.to_vec(),
+            });
+            vec![crate::journal::JournalEntry { task_id, seq, step }]
+        };
+        self.runtime.engine().deliver_reminders_journaled(&self.task_id, entry).await
+    }
+
+    /// The task's step journal, oldest entry first (see [`crate::journal`]).
+    pub async fn journal(&self) -> Result<Vec<crate::journal::JournalEntry>, Error> {
+        self.runtime.engine().journal(&self.task_id).await
+    }
+
+    /// Commits step-journal entries of this task before the run acts on
+    /// them. Refused (the task is gone) once the task ended.
+    pub async fn record_steps(&self, entries: Vec<crate::journal::JournalEntry>) -> Result<(), Error> {
+        self.runtime.engine().append_journal(&self.task_id, entries).await
+    }
+
+    /// Completes the task with `entries` in the same commit: a turn whose
+    /// last step ends it pays no commit of its own for that step.
+    pub async fn complete_with_steps(
+        &self,
+        message: Option<Message>,
+        entries: Vec<crate::journal::JournalEntry>,
+    ) -> Result<(), Error> {
+        let extra = crate::store::Batch { journal: entries, ..Default::default() };
+        self.commit_with(|_| {}, Some((TaskState::Completed, message)), extra).await.map(|_| ())
     }
 
     /// Asks a human to approve a tool call and waits for the answer or the

@@ -14,6 +14,7 @@ pub mod engine;
 pub mod error;
 pub mod events;
 pub mod gate;
+pub mod journal;
 pub mod principal;
 pub mod record;
 pub mod reminder;
@@ -32,6 +33,7 @@ pub use engine::{EventFeed, FeedItem};
 pub use error::{Error, FieldPath, Invalid, Naming, Segment, Violation, Violations};
 pub use events::{EventLogBounds, EventRecord, EventRetention, NewEvent};
 pub use gate::{GateAnnouncement, GateBridge, GateKeeper};
+pub use journal::{JournalEntry, JournalToolCall, ModelInput, ModelStep, StepRecord, ToolOutcome, ToolStart};
 pub use principal::{Principal, PrincipalRole};
 pub use record::{
     BridgeDelivery, BridgeTarget, LinkKind, OpenGate, OutboxItem, OutboxTarget, StatusEntry, TaskLink,

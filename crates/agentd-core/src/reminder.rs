@@ -74,8 +74,8 @@ impl ReminderRecord {
     }
 }
 
-/// A reminder handed to a model call.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A reminder handed to a model call (journaled with it).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DeliveredReminder {
     pub id: String,
     pub source: String,

@@ -24,8 +24,15 @@
 //!   reused, also after retention removed events) in the same transaction,
 //!   and are announced to [`Store::subscribe_events`] receivers after the
 //!   commit, in `seq` order.
+//! * Journal entries are appended per task: an entry whose `(task_id, seq)`
+//!   is stored already refuses the whole batch ([`StoreError::Conflict`]
+//!   with `expected = seq - 1`, `found = seq`), so two runs of one task
+//!   cannot both record a step. `journal` reads them in `seq` order. A
+//!   batch that writes a task in a terminal state removes that task's
+//!   journal (entries of the same batch included): nothing resumes it.
 
 use crate::events::{EventLogBounds, EventRecord, EventRetention, NewEvent};
+use crate::journal::JournalEntry;
 use crate::record::{BridgeDelivery, OutboxItem, TaskRecord};
 use crate::reminder::ReminderRecord;
 use agentd_proto::{TaskPushNotificationConfig, TaskState};
@@ -97,6 +104,8 @@ pub struct Batch {
     pub reminders: Vec<ReminderRecord>,
     /// Conversations closed by `conversation.close` (closing twice keeps the first).
     pub closed_contexts: Vec<ClosedContext>,
+    /// Step-journal entries to append (see the contract above).
+    pub journal: Vec<JournalEntry>,
 }
 
 /// A conversation (context) that takes no more turns.
@@ -125,6 +134,7 @@ impl Batch {
             reminders,
             events,
             prune_events,
+            journal,
         } = later;
         self.tasks.extend(tasks);
         self.push_upserts.extend(push_upserts);
@@ -136,6 +146,7 @@ impl Batch {
         self.closed_contexts.extend(closed_contexts);
         self.reminders.extend(reminders);
         self.events.extend(events);
+        self.journal.extend(journal);
         if prune_events.is_some() {
             self.prune_events = prune_events;
         }
@@ -155,6 +166,7 @@ impl Batch {
             + usize::from(self.prune_events.is_some())
             + self.reminders.len()
             + self.closed_contexts.len()
+            + self.journal.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -169,6 +181,7 @@ impl Batch {
             && self.reminders.is_empty()
             && self.events.is_empty()
             && self.prune_events.is_none()
+            && self.journal.is_empty()
     }
 }
 
@@ -231,5 +244,7 @@ pub trait Store: Send + Sync + 'static {
     async fn event_log_bounds(&self) -> Result<EventLogBounds, StoreError>;
     /// Every event committed from now on, in `seq` order. A receiver that
     /// falls behind the channel's capacity lags and reads the log instead.
+    /// A task's step journal in `seq` order (empty when it has none).
+    async fn journal(&self, task_id: &str) -> Result<Vec<JournalEntry>, StoreError>;
     fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<std::sync::Arc<EventRecord>>;
 }

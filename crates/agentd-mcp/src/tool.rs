@@ -6,7 +6,7 @@ use crate::render;
 use crate::server::CallError;
 use agentd_core::{ApprovalRequest, TaskControl};
 use agentd_proto::ext::events::{EventKind, ToolData, ToolOutcome};
-use agentd_runtime::agent_loop::Tool;
+use agentd_runtime::agent_loop::{OnUncertain, Tool};
 use agentd_runtime::model::ToolSpec;
 use async_trait::async_trait;
 use serde_json::Value;
@@ -45,6 +45,12 @@ impl McpTool {
 
 #[async_trait]
 impl Tool for McpTool {
+    /// A call a restart cut is made again only when the policy says the
+    /// tool is idempotent (`docs/durability.md`); otherwise the turn fails.
+    fn on_uncertain(&self) -> OnUncertain {
+        if self.idempotent() { OnUncertain::Retry } else { OnUncertain::Fail }
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name.clone(),

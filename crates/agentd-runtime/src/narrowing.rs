@@ -41,6 +41,16 @@ pub fn matches(pattern: &str, name: &str) -> bool {
 pub struct Narrowing(Vec<Vec<String>>);
 
 impl Narrowing {
+    /// The tool sets of each level, outermost first (kept in a subagent's
+    /// checkpoint).
+    pub(crate) fn levels(&self) -> &[Vec<String>] {
+        &self.0
+    }
+
+    pub(crate) fn from_levels(levels: Vec<Vec<String>>) -> Narrowing {
+        Narrowing(levels)
+    }
+
     /// This narrowing, further narrowed to `sets`.
     pub fn then(&self, sets: &[String]) -> Narrowing {
         let mut levels = self.0.clone();

@@ -1,7 +1,9 @@
 //! The stored form of records and push configs, shared by every backend so
 //! that what is read back is exactly what SQLite would give back.
 
-use agentd_core::{PushConfigRow, ReminderRecord, StatusEntry, StoreError, TaskMeta, TaskRecord};
+use agentd_core::{
+    JournalEntry, PushConfigRow, ReminderRecord, StatusEntry, StoreError, TaskMeta, TaskRecord,
+};
 use agentd_proto::{Task, TaskPushNotificationConfig, TaskState, Timestamp};
 
 /// A task row as columns.
@@ -91,4 +93,22 @@ pub(crate) fn decode_reminder(json: &str) -> Result<ReminderRecord, StoreError> 
 
 pub(crate) fn normalize_reminder(r: &ReminderRecord) -> Result<ReminderRecord, StoreError> {
     decode_reminder(&encode_reminder(r)?)
+}
+
+/// A journal entry as its row: `((task_id, seq), body)`.
+pub(crate) fn encode_entry(e: &JournalEntry) -> Result<((String, u32), String), StoreError> {
+    Ok(((e.task_id.clone(), e.seq), e.encode().map_err(err("encode journal entry"))?))
+}
+
+pub(crate) fn decode_entry(task_id: &str, seq: u32, body: &str) -> Result<JournalEntry, StoreError> {
+    JournalEntry::decode(task_id, seq, body).map_err(err("decode journal entry"))
+}
+
+/// The refusal of a journal entry whose place is taken.
+pub(crate) fn journal_conflict(e: &JournalEntry) -> StoreError {
+    StoreError::Conflict {
+        task_id: e.task_id.clone(),
+        expected: u64::from(e.seq) - 1,
+        found: u64::from(e.seq),
+    }
 }

@@ -4,10 +4,12 @@
 //! stored (normalized) form, and push events fan out to the configs a task
 //! has at commit time.
 
-use crate::codec::{normalize_config, normalize_reminder, normalize_task};
+use crate::codec::{
+    decode_entry, encode_entry, journal_conflict, normalize_config, normalize_reminder, normalize_task,
+};
 use crate::event_log::{self, Announcer};
 use agentd_core::{
-    Batch, BridgeTarget, EventLogBounds, EventRecord, EventRetention, OutboxItem, OutboxTarget,
+    Batch, BridgeTarget, EventLogBounds, EventRecord, EventRetention, JournalEntry, OutboxItem, OutboxTarget,
     PushConfigRow, ReminderRecord, Store, StoreError, TaskPage, TaskQuery, TaskRecord,
 };
 use agentd_proto::{TaskState, Timestamp};
@@ -37,6 +39,8 @@ struct Inner {
     next_reminder_seq: u64,
     events: VecDeque<EventRecord>,
     bounds: EventLogBounds,
+    /// `(task_id, seq)` → the entry's stored form.
+    journal: BTreeMap<(String, u32), String>,
 }
 
 #[derive(Debug, Clone)]
@@ -115,6 +119,19 @@ impl Inner {
         Ok(())
     }
 
+    /// Refuses the batch when one of its journal entries is stored already
+    /// (or is in the batch twice).
+    fn check_journal(&self, entries: &[JournalEntry]) -> Result<(), StoreError> {
+        let mut seen = std::collections::BTreeSet::new();
+        for e in entries {
+            let key = (e.task_id.clone(), e.seq);
+            if self.journal.contains_key(&key) || !seen.insert(key) {
+                return Err(journal_conflict(e));
+            }
+        }
+        Ok(())
+    }
+
     /// Applies a batch; every step is infallible once the inputs are
     /// normalized and the versions checked, so the batch is all or nothing.
     fn apply(
@@ -122,6 +139,7 @@ impl Inner {
         tasks: Vec<TaskRecord>,
         upserts: Vec<PushConfigRow>,
         reminders: Vec<ReminderRecord>,
+        journal: Vec<((String, u32), String)>,
         batch: &Batch,
     ) {
         for r in tasks {
@@ -187,6 +205,15 @@ impl Inner {
         for c in &batch.closed_contexts {
             self.closed.entry(c.context_id.clone()).or_insert(c.closed_ms);
         }
+        for (key, body) in journal {
+            self.journal.insert(key, body);
+        }
+        for t in &batch.tasks {
+            if t.state().is_terminal() {
+                let id = t.task.id.clone();
+                self.journal.retain(|(task, _), _| *task != id);
+            }
+        }
         for r in reminders {
             let key = (r.task_id.clone(), r.id.clone());
             match self.reminders.get_mut(&key) {
@@ -208,9 +235,11 @@ impl Store for MemoryStore {
         let tasks = batch.tasks.iter().map(normalize_task).collect::<Result<Vec<_>, _>>()?;
         let upserts = batch.push_upserts.iter().map(normalize_config).collect::<Result<Vec<_>, _>>()?;
         let reminders = batch.reminders.iter().map(normalize_reminder).collect::<Result<Vec<_>, _>>()?;
+        let journal = batch.journal.iter().map(encode_entry).collect::<Result<Vec<_>, _>>()?;
         let mut inner = self.lock()?;
         inner.check_versions(&tasks)?;
-        inner.apply(tasks, upserts, reminders, &batch);
+        inner.check_journal(&batch.journal)?;
+        inner.apply(tasks, upserts, reminders, journal, &batch);
         let events = inner.append_events(&batch);
         // Announced under the lock, so receivers see seq order.
         self.announcer.announce(events);
@@ -335,6 +364,14 @@ impl Store for MemoryStore {
 
     async fn event_log_bounds(&self) -> Result<EventLogBounds, StoreError> {
         Ok(self.lock()?.bounds)
+    }
+
+    async fn journal(&self, task_id: &str) -> Result<Vec<JournalEntry>, StoreError> {
+        let inner = self.lock()?;
+        let from = (task_id.to_owned(), 0);
+        let rows = inner.journal.range(from..).take_while(|((t, _), _)| t == task_id);
+        // Decoded from the stored form, as SQLite would.
+        rows.map(|((t, seq), body)| decode_entry(t, *seq, body)).collect()
     }
 
     fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<Arc<EventRecord>> {

@@ -95,6 +95,8 @@ pub struct Config {
     pub shutdown: ShutdownConfig,
     /// MCP servers whose tools the agent gets (`docs/tools.md`).
     pub mcp: agentd_mcp::McpConfig,
+    /// How an interrupted turn resumes (`docs/durability.md`).
+    pub durability: DurabilityConfig,
     /// Keys of the document's `!config` that agentd does not use (logged at start).
     #[serde(skip)]
     pub ignored_document_keys: Vec<String>,
@@ -420,6 +422,16 @@ impl ServerLimitsConfig {
     }
 }
 
+/// How a turn resumes after a restart (`docs/durability.md`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DurabilityConfig {
+    /// Tools safe to call again when a restart left a call of theirs
+    /// without a result (idempotent ones): exact names, or a prefix ending
+    /// in `*`. A call of any other tool fails its turn, naming the tool.
+    pub retry_tools: Vec<String>,
+}
+
 /// Limits of one turn of the agent loop.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -631,6 +643,7 @@ impl Default for Config {
             card: CardSection::default(),
             shutdown: ShutdownConfig::default(),
             mcp: agentd_mcp::McpConfig::default(),
+            durability: DurabilityConfig::default(),
             ignored_document_keys: Vec::new(),
             unknown_env: Vec::new(),
             reminders: RemindersConfig::default(),

@@ -115,7 +115,9 @@ impl Daemon {
         let instruction = crate::instruction::load(cfg.instruction.as_deref())?;
         let bridge_secrets = bridge_secrets(&cfg, &instruction.channels)?;
         let mcp = mcp_hub(&cfg, &instruction.mcp_servers, &instruction.workflows)?;
-        let mut tools = Tools::new(tools).with_max_tools(cfg.mcp.max_tools);
+        let mut tools = Tools::new(tools)
+            .with_max_tools(cfg.mcp.max_tools)
+            .with_retry_tools(cfg.durability.retry_tools.clone());
         if !mcp.is_empty() {
             tools = tools.with_source(Arc::new(mcp.clone()));
         }
@@ -173,6 +175,7 @@ impl Daemon {
                 commands::Commands::new(grants, subagents.clone(), model.name())
                     .with_workflows(workflows.clone()),
             ))
+            .link_agent(agentd_core::LinkKind::Subagent, subagents.clone())
             .observer(subagents)
             .gate_bridge(gate_bridge)
             .build();

@@ -2,9 +2,9 @@
 //! message is refused as Unavailable), then lets the running turns finish
 //! within a grace, then stops what is left: each such task gets an
 //! explicit FAILED status saying the daemon stopped while it ran (not the
-//! message `recover` writes after a crash), except the runs of a link kind
-//! with its own agent (workflow runs), which keep their checkpoint and
-//! resume at the next start.
+//! message `recover` writes after a crash), except the runs that can resume
+//! (workflow runs from their checkpoint, turns from their step journal),
+//! which are stopped where they are and resume at the next start.
 
 use super::{Engine, refused};
 use crate::error::Error;
@@ -35,7 +35,7 @@ impl Engine {
         self.inner.stopping.load(Ordering::SeqCst)
     }
 
-    pub(super) fn is_halted(&self) -> bool {
+    pub(crate) fn is_halted(&self) -> bool {
         self.inner.halted.load(Ordering::SeqCst)
     }
 
@@ -59,8 +59,8 @@ impl Engine {
     }
 
     /// Stops every run still going: its task fails with [`STOPPED`], or,
-    /// for a workflow run or a tool call waiting for its approval, is left
-    /// for the next start. Waits up
+    /// when it can resume (a workflow run, a journaled turn) or a tool call
+    /// waits for its approval, is left for the next start. Waits up
     /// to `within` for the runs to end. Returns how many tasks failed.
     pub(crate) async fn halt(&self, within: Duration) -> usize {
         self.inner.halted.store(true, Ordering::SeqCst);
@@ -71,7 +71,7 @@ impl Engine {
             if st.detached || !st.running {
                 continue;
             }
-            let resumable = st.record.meta.link.as_ref().is_some_and(|l| self.has_link_agent(l.kind));
+            let resumable = self.resumable(&st.record);
             // A call waiting for its approval keeps it: the gate and its
             // record stay for the next start, as after a crash.
             let approving = st.record.state() == TaskState::InputRequired

@@ -195,19 +195,29 @@ impl Engine {
         self.inner.slots.len()
     }
 
+    /// Whether a task interrupted by a restart or a stop is run again
+    /// rather than failed: a link kind with its own agent (workflow runs)
+    /// resumes from its checkpoint, a turn whose agent resumes from its
+    /// step journal. Other tasks (a subagent, whose agent lived in memory)
+    /// cannot be resumed.
+    pub(crate) fn resumable(&self, rec: &TaskRecord) -> bool {
+        match rec.meta.link.as_ref().map(|l| l.kind) {
+            Some(kind) if self.has_link_agent(kind) => true,
+            None | Some(LinkKind::Turn) => self.inner.agent.resumes(),
+            Some(_) => false,
+        }
+    }
+
     /// At start: reload the closed conversations, and let no task stay
-    /// WORKING with nothing running it. Tasks of a link kind with its own
-    /// agent (workflow runs) are resumed by it; the others cannot resume a
-    /// turn, so they fail with a status message that says why. Returns how
-    /// many were failed.
+    /// WORKING with nothing running it. Tasks that can resume (see
+    /// [`Engine::resumable`]) are run again; the others fail with a status
+    /// message that says why. Returns how many were failed.
     pub(crate) async fn recover(&self) -> Result<usize, Error> {
         let stale = self.inner.store.tasks_in_states(&[TaskState::Submitted, TaskState::Working]).await?;
         for context_id in self.inner.store.closed_contexts().await? {
             self.inner.closed_contexts.insert(context_id);
         }
-        let (resumable, lost): (Vec<_>, Vec<_>) = stale
-            .into_iter()
-            .partition(|rec| rec.meta.link.as_ref().is_some_and(|l| self.has_link_agent(l.kind)));
+        let (resumable, lost): (Vec<_>, Vec<_>) = stale.into_iter().partition(|rec| self.resumable(rec));
         // The lost ones fail first: a resumed run then finds the tasks it
         // had started (a step's subagent) already settled.
         for rec in &lost {
@@ -231,7 +241,7 @@ impl Engine {
                 continue;
             }
             let input = st.record.task.history.as_ref().and_then(|h| h.last().cloned()).unwrap_or_default();
-            self.start_run(&mut st, input);
+            self.start_run(&mut st, input, true);
             return Ok(());
         }
     }
@@ -429,7 +439,7 @@ impl Engine {
     }
 
     /// Starts an agent run for a task whose slot lock the caller holds.
-    fn start_run(&self, st: &mut SlotState, input: Message) {
+    fn start_run(&self, st: &mut SlotState, input: Message, resumed: bool) {
         st.running = true;
         st.run_gen += 1;
         let generation = st.run_gen;
@@ -457,7 +467,7 @@ impl Engine {
                 () = control.cancel.cancelled() => {}
             }
             if !control.cancel.is_cancelled() {
-                agent.run(Turn { input, control }).await;
+                agent.run(Turn { input, control, resumed }).await;
             }
             engine.inner.conversations.release(admission);
             engine.finish_run(&id, generation).await;
@@ -537,6 +547,42 @@ impl Engine {
                 st.detached = true;
                 self.inner.slots.remove(id);
             }
+        }
+    }
+
+    /// A task's step journal.
+    pub(crate) async fn journal(&self, id: &str) -> Result<Vec<crate::journal::JournalEntry>, Error> {
+        Ok(self.inner.store.journal(id).await?)
+    }
+
+    /// Commits journal entries of a live task, under its lock so that they
+    /// are ordered with the task's changes: once the commit that ended the
+    /// task (and removed its journal) is in, no entry joins it.
+    pub(crate) async fn append_journal(
+        &self,
+        id: &str,
+        entries: Vec<crate::journal::JournalEntry>,
+    ) -> Result<(), Error> {
+        loop {
+            let Some(slot) = self.slot(id).await? else {
+                return match self.inner.store.get_task(id).await? {
+                    Some(r) => Err(refused(id, Refused::Terminal(r.state()))),
+                    None => Err(Error::task_not_found(id)),
+                };
+            };
+            let st = slot.state.lock().await;
+            if st.detached {
+                continue;
+            }
+            if st.pending.is_some() {
+                // The task's creation is not committed yet: commit it with
+                // the entries (their task must exist before them).
+                drop(st);
+                self.commit_pending(id).await?;
+                continue;
+            }
+            let batch = Batch { journal: entries, ..Batch::default() };
+            return self.inner.store.commit(batch).await.map_err(store_failed);
         }
     }
 

@@ -180,22 +180,39 @@ impl Engine {
     /// active reminders too, without `propagate` (those with `subagents`
     /// reach the step as copies already, so they are not taken twice).
     pub(crate) async fn deliver_reminders(&self, task_id: &str) -> Vec<DeliveredReminder> {
-        let (mut out, parent) = self.deliver_turn(task_id, false).await;
+        self.deliver_reminders_journaled(task_id, |_| Vec::new()).await.0
+    }
+
+    /// `deliver_reminders`, committing the journal entries `journal` makes
+    /// of the task's own delivered reminders in the same batch as their
+    /// delivery (no commit when there are none). Also says whether such
+    /// entries were committed.
+    pub(crate) async fn deliver_reminders_journaled(
+        &self,
+        task_id: &str,
+        journal: impl FnOnce(&[DeliveredReminder]) -> Vec<crate::journal::JournalEntry> + Send,
+    ) -> (Vec<DeliveredReminder>, bool) {
+        let (mut out, parent, journaled) = self.deliver_turn(task_id, false, journal).await;
         if let Some(run) = parent {
-            out.extend(self.deliver_turn(&run, true).await.0);
+            out.extend(self.deliver_turn(&run, true, |_| Vec::new()).await.0);
         }
-        out
+        (out, journaled)
     }
 
     /// One turn of task `task_id` (with `run_only`, only if it is a workflow
     /// run, and only its reminders that do not propagate): its delivered
     /// reminders, and its parent.
-    async fn deliver_turn(&self, task_id: &str, run_only: bool) -> (Vec<DeliveredReminder>, Option<String>) {
-        let Some(slot) = self.inner.slots.get(task_id) else { return (Vec::new(), None) };
+    async fn deliver_turn(
+        &self,
+        task_id: &str,
+        run_only: bool,
+        journal: impl FnOnce(&[DeliveredReminder]) -> Vec<crate::journal::JournalEntry> + Send,
+    ) -> (Vec<DeliveredReminder>, Option<String>, bool) {
+        let Some(slot) = self.inner.slots.get(task_id) else { return (Vec::new(), None, false) };
         let mut st = slot.state.lock().await;
         let is_run = st.record.meta.link.as_ref().is_some_and(|l| l.kind == LinkKind::Run);
         if st.detached || (run_only && !is_run) {
-            return (Vec::new(), None);
+            return (Vec::new(), None, false);
         }
         let parent = st.record.meta.parent.clone();
         // Kept in the live record; committed with the next change of the
@@ -206,13 +223,13 @@ impl Engine {
             Ok(a) => a,
             Err(e) => {
                 tracing::warn!(task = task_id, error = %e, "cannot read reminders; this model call gets none");
-                return (Vec::new(), parent);
+                return (Vec::new(), parent, false);
             }
         };
         let active: Vec<ReminderRecord> =
             active.into_iter().filter(|r| !run_only || r.propagate == Propagate::None).collect();
         if active.is_empty() {
-            return (Vec::new(), parent);
+            return (Vec::new(), parent, false);
         }
         let mut batch = Batch::default();
         let mut events = Vec::new();
@@ -233,14 +250,16 @@ impl Engine {
             batch.reminders.push(r);
         }
         feed_events(&st.record, &events, &mut batch);
+        batch.journal = journal(&out);
+        let journaled = !batch.journal.is_empty();
         let mut rec = st.record.clone();
         if let Err(e) = self.commit_next(&mut st, &mut rec, &[], batch).await {
             tracing::warn!(task = task_id, error = %e, "cannot commit reminder delivery; this model call gets none");
-            return (Vec::new(), parent);
+            return (Vec::new(), parent, false);
         }
         st.record.version = rec.version;
         self.publish_reminder_events(&slot, &st, events);
-        (out, parent)
+        (out, parent, journaled)
     }
 
     /// Copies of the active propagating reminders of `parent` for a new

@@ -100,12 +100,19 @@ impl Runtime {
     }
 
     /// At start: reload the closed conversations, and let no task stay
-    /// WORKING with nothing running it. Tasks of a link kind with its own
-    /// agent (workflow runs) are resumed by it; the others cannot resume a
-    /// turn, so they fail with a status message that says why. Returns how
+    /// WORKING with nothing running it. Workflow runs resume from their
+    /// checkpoint, turns of an agent that resumes from their step journal;
+    /// the others fail with a status message that says why. Returns how
     /// many were failed.
     pub async fn recover(&self) -> Result<usize, Error> {
         self.engine.recover().await
+    }
+
+    /// Whether a stop halted the runs: a run canceled now is interrupted,
+    /// to resume at the next start, not ended (a tool waiting on a child
+    /// leaves the child be).
+    pub fn is_halted(&self) -> bool {
+        self.engine.is_halted()
     }
 
     /// Stops taking new work: from now on a new message is refused.
@@ -121,8 +128,8 @@ impl Runtime {
     }
 
     /// Stops every run still going: its task fails with
-    /// [`super::lifecycle::STOPPED`], or, for a workflow run, is left for
-    /// the next start to resume. Waits up to `within` for the runs to end.
+    /// [`super::lifecycle::STOPPED`], or, when it can resume (a workflow
+    /// run, a journaled turn), is left for the next start to resume. Waits up to `within` for the runs to end.
     /// Returns how many tasks failed.
     pub async fn halt(&self, within: Duration) -> usize {
         self.engine.halt(within).await

@@ -331,7 +331,7 @@ impl Engine {
             )
             .with_slot(&slot)
         });
-        self.start_run(&mut st, input);
+        self.start_run(&mut st, input, false);
         Ok((rec, events))
     }
 
@@ -450,7 +450,8 @@ impl Engine {
             } else if running {
                 st.steering.push(input);
             } else {
-                self.start_run(&mut st, input);
+                // A task that ran before: its agent picks up its journal.
+                self.start_run(&mut st, input, true);
             }
             return Ok(SendOutcome::Task(events));
         }

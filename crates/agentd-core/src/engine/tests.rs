@@ -96,6 +96,9 @@ impl Store for CountingStore {
     async fn event_log_bounds(&self) -> Result<crate::EventLogBounds, StoreError> {
         Ok(crate::EventLogBounds::default())
     }
+    async fn journal(&self, _: &str) -> Result<Vec<crate::JournalEntry>, StoreError> {
+        Ok(Vec::new())
+    }
     fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<Arc<crate::EventRecord>> {
         self.events.subscribe()
     }

@@ -32,38 +32,71 @@ pub struct ReplyStream {
     control: TaskControl,
     artifact_id: String,
     flush: Duration,
-    /// Whether a first chunk went out (later ones append).
+    /// Whether the artifact exists (later chunks append).
     started: bool,
-    /// Text received and not yet committed.
-    pending: String,
-    /// Whether the reply has any text yet (sent or pending).
-    has_text: bool,
+    /// The reply as it should read: every call's text so far.
+    text: String,
+    /// The reply as the artifact holds it (committed chunks). After a
+    /// restart it may run ahead of `text` (the interrupted call's text):
+    /// the call made again sends only what goes beyond it.
+    sent: String,
     /// Whether the current model call's text has begun.
     call_has_text: bool,
 }
 
 impl ReplyStream {
-    pub fn new(control: TaskControl, flush: Duration) -> Self {
-        let artifact_id = format!("{}-reply", control.task_id());
-        Self {
+    /// The reply of a resumed turn: `recorded` are the texts of the calls
+    /// the journal holds, `committed` the artifact's text (if it exists).
+    pub fn resumed(
+        control: TaskControl,
+        flush: Duration,
+        recorded: &[&str],
+        committed: Option<String>,
+    ) -> Self {
+        let artifact_id = reply_artifact_id(control.task_id());
+        let mut reply = Self {
             control,
             artifact_id,
             flush,
-            started: false,
-            pending: String::new(),
-            has_text: false,
+            started: committed.is_some(),
+            text: String::new(),
+            sent: committed.unwrap_or_default(),
             call_has_text: false,
+        };
+        for t in recorded {
+            reply.call_has_text = false;
+            reply.push(t);
         }
+        reply.call_has_text = false;
+        reply
     }
 
-    async fn emit(&mut self, text: String, last: bool) -> Result<(), Error> {
+    /// Whether the artifact lacks part of the reply's text.
+    fn unsent(&self) -> bool {
+        !self.sent.starts_with(&self.text)
+    }
+
+    /// Brings the artifact up to the reply's text: the part beyond what it
+    /// holds, or, when it holds something else (a resumed call that said
+    /// something new), the whole text replacing it.
+    async fn emit(&mut self, last: bool) -> Result<(), Error> {
+        let (chunk, append) = if self.text.starts_with(&self.sent) {
+            (self.text[self.sent.len()..].to_owned(), self.started)
+        } else {
+            (self.text.clone(), false)
+        };
         let artifact = Artifact {
             artifact_id: self.artifact_id.clone(),
             name: "reply".into(),
-            parts: vec![Part::text(text)],
+            parts: vec![Part::text(chunk.clone())],
             ..Default::default()
         };
-        self.control.text_chunk(artifact, self.started, last).await?;
+        self.control.text_chunk(artifact, append, last).await?;
+        if append {
+            self.sent.push_str(&chunk);
+        } else {
+            self.sent = chunk;
+        }
         self.started = true;
         Ok(())
     }
@@ -74,12 +107,11 @@ impl ReplyStream {
         if text.is_empty() {
             return;
         }
-        if !self.call_has_text && self.has_text {
-            self.pending.push_str(STEP_SEPARATOR);
+        if !self.call_has_text && !self.text.is_empty() {
+            self.text.push_str(STEP_SEPARATOR);
         }
         self.call_has_text = true;
-        self.has_text = true;
-        self.pending.push_str(text);
+        self.text.push_str(text);
     }
 
     /// One model call with its deltas streamed into the reply.
@@ -89,9 +121,8 @@ impl ReplyStream {
         request: &ModelRequest,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, CallError> {
-        if !self.pending.is_empty() {
-            let text = std::mem::take(&mut self.pending);
-            self.emit(text, false).await.map_err(CallError::Task)?;
+        if self.unsent() {
+            self.emit(false).await.map_err(CallError::Task)?;
         }
         self.call_has_text = false;
         let (tx, mut rx) = mpsc::channel::<String>(256);
@@ -114,15 +145,13 @@ impl ReplyStream {
                     self.push(&delta);
                     // The first text goes out at once: time to first token
                     // is what a user waiting on a stream feels.
-                    if !self.started && !self.pending.is_empty() {
-                        let text = std::mem::take(&mut self.pending);
-                        self.emit(text, false).await.map_err(CallError::Task)?;
+                    if !self.started && self.unsent() {
+                        self.emit(false).await.map_err(CallError::Task)?;
                     }
                 }
                 _ = tick.tick() => {
-                    if !self.pending.is_empty() {
-                        let text = std::mem::take(&mut self.pending);
-                        self.emit(text, false).await.map_err(CallError::Task)?;
+                    if self.unsent() {
+                        self.emit(false).await.map_err(CallError::Task)?;
                     }
                 }
             }
@@ -131,7 +160,12 @@ impl ReplyStream {
 
     /// Closes the reply with what is left of the last call's text.
     pub async fn finish(&mut self) -> Result<(), Error> {
-        let rest = std::mem::take(&mut self.pending);
-        self.emit(rest, true).await
+        self.emit(true).await
     }
+}
+
+/// The id of a turn's reply artifact: one per task, so a resumed turn
+/// continues the same artifact.
+pub fn reply_artifact_id(task_id: &str) -> String {
+    format!("{task_id}-reply")
 }

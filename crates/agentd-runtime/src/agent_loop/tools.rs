@@ -17,11 +17,43 @@ use std::sync::Arc;
 /// The most tools one model call is offered unless configured.
 pub const DEFAULT_MAX_TOOLS: usize = 128;
 
+/// What a resumed turn does with a call of a tool that started before a
+/// restart and has no recorded result: its effect is uncertain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnUncertain {
+    /// Call it again with the same idempotency key (tools declared
+    /// idempotent; built-in tools that adopt what the first attempt started).
+    Retry,
+    /// Fail the turn, naming the tool: running it twice may do harm.
+    Fail,
+}
+
+/// Who a tool call is: the same key on every attempt, so a tool (or the
+/// server behind it) can recognise a retry and not act twice.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallKey {
+    /// `<task id>:<step>:<index of the call in the step>`.
+    pub key: String,
+    /// 1 for the first run, one more per retry after a restart.
+    pub attempt: u32,
+    /// A fresh id made for the call at its first attempt and journaled, for
+    /// what the call starts (a subagent's task id): a retry finds it again.
+    pub id: String,
+}
+
 #[async_trait]
 pub trait Tool: Send + Sync + 'static {
     fn spec(&self) -> ToolSpec;
     /// Runs the tool with parsed arguments; `Err` is reported to the model.
     async fn call(&self, args: Value, control: &TaskControl) -> Result<String, String>;
+    /// What a restart does with a call of this tool whose result is unknown.
+    fn on_uncertain(&self) -> OnUncertain {
+        OnUncertain::Fail
+    }
+    /// Runs one call carrying its key; by default the key is not passed on.
+    async fn call_keyed(&self, args: Value, control: &TaskControl, _key: &CallKey) -> Result<String, String> {
+        self.call(args, control).await
+    }
 }
 
 /// Tools that come and go (the tools of MCP servers), asked for at each
@@ -38,6 +70,8 @@ pub struct Tools {
     sources: Vec<Arc<dyn ToolSource>>,
     max_tools: usize,
     narrowing: Narrowing,
+    /// Tools the operator declared safe to call again (`durability.retry_tools`).
+    retry: Arc<[String]>,
 }
 
 impl Default for Tools {
@@ -48,7 +82,20 @@ impl Default for Tools {
 
 impl Tools {
     pub fn new(tools: Vec<Arc<dyn Tool>>) -> Self {
-        Self { tools, sources: Vec::new(), max_tools: DEFAULT_MAX_TOOLS, narrowing: Narrowing::default() }
+        Self {
+            tools,
+            sources: Vec::new(),
+            max_tools: DEFAULT_MAX_TOOLS,
+            narrowing: Narrowing::default(),
+            retry: Arc::from([]),
+        }
+    }
+
+    /// Tools whose uncertain calls are retried whatever the tool says:
+    /// exact names, or a prefix ending in `*`.
+    pub fn with_retry_tools(mut self, names: Vec<String>) -> Self {
+        self.retry = names.into();
+        self
     }
 
     /// Adds a source whose tools follow the built-in ones.
@@ -107,7 +154,7 @@ impl Tools {
             );
             all.truncate(self.max_tools);
         }
-        Offer { tools: all, narrowing: self.narrowing.clone() }
+        Offer { tools: all, narrowing: self.narrowing.clone(), retry: self.retry.clone() }
     }
 }
 
@@ -115,6 +162,7 @@ impl Tools {
 pub struct Offer {
     tools: Vec<Arc<dyn Tool>>,
     narrowing: Narrowing,
+    retry: Arc<[String]>,
 }
 
 impl Offer {
@@ -122,9 +170,27 @@ impl Offer {
         self.tools.iter().map(|t| t.spec()).collect()
     }
 
+    /// The policy for an uncertain call of `name`: a name not on offer was
+    /// never called, so running it "again" is harmless.
+    pub fn on_uncertain(&self, name: &str) -> OnUncertain {
+        let declared = |p: &String| match p.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => p == name,
+        };
+        if self.retry.iter().any(declared) {
+            return OnUncertain::Retry;
+        }
+        self.tools.iter().find(|t| t.spec().name == name).map_or(OnUncertain::Retry, |t| t.on_uncertain())
+    }
+
     /// Runs one call and returns what the model gets back: the tool's
     /// output, or (`Err`) why the call failed.
-    pub async fn call(&self, call: &ToolCall, control: &TaskControl) -> Result<String, String> {
+    pub async fn call(
+        &self,
+        call: &ToolCall,
+        control: &TaskControl,
+        key: &CallKey,
+    ) -> Result<String, String> {
         let tool = self.dispatchable(&call.name)?;
         let args = if call.arguments.trim().is_empty() {
             Value::Object(Default::default())
@@ -136,7 +202,7 @@ impl Offer {
                 }
             }
         };
-        tool.call(args, control).await.map_err(|e| format!("error: {e}"))
+        tool.call_keyed(args, control, key).await.map_err(|e| format!("error: {e}"))
     }
 
     /// The tool a call of `name` goes to: one of the offer, and checked
@@ -206,6 +272,7 @@ mod tests {
         let offer = Offer {
             tools: vec![Arc::new(Named("a__y"))],
             narrowing: Narrowing::default().then(&["a__x".into()]),
+            retry: Arc::from([]),
         };
         let e = offer.dispatchable("a__y").err().expect("not admitted");
         assert!(e.contains("no tool named \"a__y\" on offer"), "{e}");

@@ -302,6 +302,7 @@ impl CommandHandler for Commands {
             "status" => self.status(p, engine),
             "subagent.spawn" => {
                 let spawn = Spawn {
+                    id: None,
                     owner: p.id.clone(),
                     parent: None,
                     instruction: arg(&args, "instruction"),

@@ -22,6 +22,11 @@ pub struct ModelConfig {
     pub script: Option<PathBuf>,
     /// `scripted`: append every request received to this file as JSON lines.
     pub record_to: Option<PathBuf>,
+    /// `scripted`: the script goes on across restarts, like a model server
+    /// that outlives the daemon: requests already in `record_to` count,
+    /// and a request identical to a recorded one gets that one's answer
+    /// again (a call a restart interrupted, made again).
+    pub resume: bool,
     /// `openai`: the endpoint settings.
     pub openai: OpenAiConfig,
     /// `anthropic`: the endpoint settings.

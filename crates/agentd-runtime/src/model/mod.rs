@@ -46,6 +46,9 @@ pub fn from_config(config: ModelConfig) -> Result<Arc<dyn ModelProvider>, ModelE
             if let Some(to) = config.record_to {
                 provider = provider.with_record_to(to);
             }
+            if config.resume {
+                provider = provider.resuming()?;
+            }
             Ok(Arc::new(provider))
         }
         ModelKind::Openai => Ok(Arc::new(OpenAiProvider::new(config.openai)?)),

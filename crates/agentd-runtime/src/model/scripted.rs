@@ -29,6 +29,9 @@ struct State {
     steps: VecDeque<ScriptStep>,
     total: usize,
     recorded: Vec<ModelRequest>,
+    /// With `resume`: each distinct request answered so far (as JSON) and
+    /// the step it got, so the same request gets the same step again.
+    answered: Option<Vec<(String, ScriptStep)>>,
 }
 
 impl ScriptedProvider {
@@ -36,7 +39,7 @@ impl ScriptedProvider {
     pub fn from_steps(steps: Vec<ScriptStep>) -> Self {
         let total = steps.len();
         Self {
-            state: Mutex::new(State { steps: steps.into(), total, recorded: Vec::new() }),
+            state: Mutex::new(State { steps: steps.into(), total, recorded: Vec::new(), answered: None }),
             record_to: None,
         }
     }
@@ -50,6 +53,33 @@ impl ScriptedProvider {
     pub fn with_record_to(mut self, path: impl Into<PathBuf>) -> Self {
         self.record_to = Some(path.into());
         self
+    }
+
+    /// Goes on with the script where the requests in `record_to` left it
+    /// (see `ModelConfig::resume`); from now on a request identical to an
+    /// earlier one is answered with that one's step again.
+    pub fn resuming(self) -> Result<Self, ModelError> {
+        let earlier = match &self.record_to {
+            Some(path) => std::fs::read_to_string(path).unwrap_or_default(),
+            None => String::new(),
+        };
+        {
+            let mut state = self.lock();
+            let mut answered: Vec<(String, ScriptStep)> = Vec::new();
+            for line in earlier.lines().filter(|l| !l.trim().is_empty()) {
+                let request: ModelRequest = serde_json::from_str(line).map_err(|e| {
+                    ModelError::Config(format!("scripted model: a recorded request does not read back: {e}"))
+                })?;
+                let key = request_key(&request);
+                if !answered.iter().any(|(k, _)| *k == key)
+                    && let Some(step) = state.steps.pop_front()
+                {
+                    answered.push((key, step));
+                }
+            }
+            state.answered = Some(answered);
+        }
+        Ok(self)
     }
 
     /// Every request received so far, in order.
@@ -75,6 +105,22 @@ impl ScriptedProvider {
             append_json_line(path, req)?;
         }
         let n = state.recorded.len();
+        if state.answered.is_some() {
+            let key = request_key(req);
+            let total = state.total;
+            let answered = state.answered.as_mut().expect("checked");
+            if let Some(i) = answered.iter().position(|(k, _)| *k == key) {
+                return Ok((i + 1, answered[i].1.clone()));
+            }
+            let Some(step) = state.steps.pop_front() else {
+                return Err(ModelError::Unavailable(format!(
+                    "scripted model: the script has {total} step(s) and all were used; call {n} has none"
+                )));
+            };
+            let answered = state.answered.as_mut().expect("checked");
+            answered.push((key, step.clone()));
+            return Ok((answered.len(), step));
+        }
         match state.steps.pop_front() {
             Some(step) => Ok((state.total - state.steps.len(), step)),
             None => Err(ModelError::Unavailable(format!(
@@ -83,6 +129,11 @@ impl ScriptedProvider {
             ))),
         }
     }
+}
+
+/// What makes two requests the same request.
+fn request_key(req: &ModelRequest) -> String {
+    serde_json::to_string(req).unwrap_or_default()
 }
 
 fn append_json_line(path: &Path, req: &ModelRequest) -> Result<(), ModelError> {

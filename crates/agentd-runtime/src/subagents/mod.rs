@@ -22,8 +22,8 @@ use crate::agent_loop::{Limits, LoopAgent, Tools};
 use crate::model::ModelProvider;
 use crate::narrowing::Narrowing;
 use agentd_core::{
-    Error, LinkKind, Principal, PrincipalRole, Runtime, StartTask, TaskLink, TaskMeta, TaskObserver,
-    TaskRecord,
+    Agent, Error, LinkKind, Principal, PrincipalRole, Runtime, StartTask, TaskLink, TaskMeta, TaskObserver,
+    TaskRecord, Turn,
 };
 use agentd_proto::{Message, Part, Role, TaskState, new_id};
 use async_trait::async_trait;
@@ -53,6 +53,9 @@ pub const DEFAULT_NAME: &str = "subagent";
 /// What to start.
 #[derive(Clone, Debug)]
 pub struct Spawn {
+    /// The subagent's task id when the caller made it (a tool call's
+    /// journaled id, so a retry finds the subagent); else a new one.
+    pub id: Option<String>,
     /// The principal id the subagent works for (its task's owner).
     pub owner: String,
     /// The task that spawned it, if a task did.
@@ -154,9 +157,7 @@ impl SubagentManager {
 
     /// A subagent's tools: the daemon's, narrowed to its parent's and then
     /// to its own sets, with a `spawn_subagent` that passes that on.
-    fn tools_of(&self, spawn: &Spawn) -> Tools {
-        let own = spawn.tools.clone().unwrap_or_else(|| vec![tool::TOOL_NAME.to_owned()]);
-        let scope = spawn.within.then(&own);
+    fn tools_in(&self, scope: Narrowing) -> Tools {
         let mut tools = self.tools.get().cloned().unwrap_or_default();
         if let Some(m) = self.me.upgrade() {
             tools = tools.replacing(Arc::new(SpawnSubagentTool::new(m, scope.clone())));
@@ -171,7 +172,7 @@ impl SubagentManager {
         if self.live_count() >= self.limits.max_live {
             self.prune(engine).await;
         }
-        let id = new_id();
+        let id = spawn.id.clone().unwrap_or_else(new_id);
         let name = spawn.name.clone().unwrap_or_else(|| DEFAULT_NAME.to_owned());
         let handle = format!("{name}-{id}");
         {
@@ -199,11 +200,11 @@ impl SubagentManager {
             }
             live.insert(id.clone(), Live { parent: spawn.parent.clone(), depth, handle: handle.clone() });
         }
-        let tools = self.tools_of(&spawn);
+        let own = spawn.tools.clone().unwrap_or_else(|| vec![tool::TOOL_NAME.to_owned()]);
+        let scope = spawn.within.then(&own);
         let max_tokens = spawn.max_tokens.map_or(self.limits.max_tokens, |m| m.min(self.limits.max_tokens));
-        let limits =
-            Limits { max_tokens, max_tokens_key: "subagents.max_tokens", ..self.loop_limits.clone() };
-        let agent = LoopAgent::new(self.model.clone(), spawn.instruction, limits, tools);
+        let made = Made { instruction: spawn.instruction, max_tokens, scope: scope.levels().to_vec() };
+        let agent = self.agent(&made);
         let input = Message {
             message_id: new_id(),
             role: Role::User,
@@ -219,6 +220,7 @@ impl SubagentManager {
                 link: Some(TaskLink::new(LinkKind::Subagent, &handle)),
                 parent: spawn.parent,
                 command: spawn.command,
+                checkpoint: Some(made.to_checkpoint()),
                 ..TaskMeta::default()
             },
             agent: Some(Arc::new(agent)),
@@ -228,6 +230,17 @@ impl SubagentManager {
             self.lock().remove(&id);
         }
         started
+    }
+
+    /// The agent loop of a subagent made as `made` says.
+    fn agent(&self, made: &Made) -> LoopAgent {
+        let tools = self.tools_in(Narrowing::from_levels(made.scope.clone()));
+        let limits = Limits {
+            max_tokens: made.max_tokens,
+            max_tokens_key: "subagents.max_tokens",
+            ..self.loop_limits.clone()
+        };
+        LoopAgent::new(self.model.clone(), made.instruction.clone(), limits, tools)
     }
 
     /// Forgets a subagent that ended. The observer does it too; whoever
@@ -307,6 +320,64 @@ fn limit_error(limit: &str, value: usize, message: String) -> Error {
     Error::unsupported(message)
         .with_meta("limit", format!("subagents.{limit}"))
         .with_meta("value", value.to_string())
+}
+
+/// How a subagent was made, kept in its task's checkpoint: its agent lives
+/// in memory, and a restart (or a message to a subagent waiting for input
+/// after one) makes it again from this.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Made {
+    instruction: String,
+    max_tokens: u64,
+    /// Its tool sets with its ancestors' (`Narrowing`).
+    scope: Vec<Vec<String>>,
+}
+
+impl Made {
+    fn to_checkpoint(&self) -> serde_json::Value {
+        serde_json::json!({ "subagent": self })
+    }
+
+    fn from_checkpoint(checkpoint: Option<&serde_json::Value>) -> Option<Made> {
+        serde_json::from_value(checkpoint?.get("subagent")?.clone()).ok()
+    }
+}
+
+/// The agent of subagent tasks whose own agent is not in memory (after a
+/// restart): the agent loop made again from the task's checkpoint, which
+/// resumes the turn from its step journal.
+#[async_trait]
+impl Agent for SubagentManager {
+    fn resumes(&self) -> bool {
+        true
+    }
+
+    async fn run(&self, turn: Turn) {
+        let rec = match turn.control.record().await {
+            Ok(rec) => rec,
+            Err(e) => {
+                return tracing::warn!(task = turn.control.task_id(), error = %e, "could not read a subagent");
+            }
+        };
+        let Some(made) = Made::from_checkpoint(rec.meta.checkpoint.as_ref()) else {
+            let why = "this subagent's instruction was not kept (it was started by an older agentd), so it cannot go on";
+            if let Err(e) = turn.control.fail(why).await {
+                tracing::warn!(task = rec.id(), error = %e, "could not fail a subagent");
+            }
+            return;
+        };
+        if let Some(handle) = rec.meta.link.as_ref().map(|l| l.id.clone()) {
+            let mut live = self.lock();
+            let depth = rec.meta.parent.as_ref().and_then(|p| live.get(p)).map_or(0, |p| p.depth) + 1;
+            live.entry(rec.id().to_owned()).or_insert(Live {
+                parent: rec.meta.parent.clone(),
+                depth,
+                handle,
+            });
+        }
+        self.agent(&made).run(turn).await;
+    }
 }
 
 #[async_trait]

@@ -6,11 +6,11 @@
 //! left to read its answer.
 
 use super::{Spawn, SubagentManager};
-use crate::agent_loop::Tool;
+use crate::agent_loop::{CallKey, OnUncertain, Tool};
 use crate::commands::ops::{check_with, spawn_schema};
 use crate::model::ToolSpec;
 use crate::narrowing::Narrowing;
-use agentd_core::{Error, TaskControl};
+use agentd_core::{Error, TaskControl, TaskRecord};
 use agentd_proto::TaskState;
 use async_trait::async_trait;
 use serde_json::Value;
@@ -78,11 +78,66 @@ impl Tool for SpawnSubagentTool {
     }
 
     async fn call(&self, args: Value, control: &TaskControl) -> Result<String, String> {
+        self.run(args, control, None).await
+    }
+
+    /// A retry after a restart adopts the subagent the first attempt
+    /// started (its task id is the call's journaled id), never a second.
+    fn on_uncertain(&self) -> OnUncertain {
+        OnUncertain::Retry
+    }
+
+    async fn call_keyed(&self, args: Value, control: &TaskControl, key: &CallKey) -> Result<String, String> {
+        self.run(args, control, Some(key)).await
+    }
+}
+
+impl SpawnSubagentTool {
+    async fn run(&self, args: Value, control: &TaskControl, key: Option<&CallKey>) -> Result<String, String> {
         check_with(&self.schema, &args).map_err(|e| describe(&Error::Invalid(e)))?;
-        let field = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_owned);
         let me = control.record().await.map_err(|e| e.to_string())?;
         let engine = control.runtime();
+        let adopted = match key {
+            Some(k) if k.attempt > 1 => engine.record(&k.id).await.map_err(|e| e.to_string())?,
+            _ => None,
+        };
+        let child = match adopted {
+            Some(child) => child,
+            None => self.spawn(&args, &me, control, key).await?,
+        };
+        let handle = child.meta.link.as_ref().map(|l| l.id.clone()).unwrap_or_else(|| child.id().to_owned());
+        let done = tokio::select! {
+            r = engine.settled_past_approvals(child.id()) => r.map_err(|e| e.to_string())?,
+            () = control.cancelled().cancelled() => {
+                if !engine.is_halted() {
+                    // Nobody is left to read its answer. (A stop leaves it
+                    // be: the parent resumes and adopts it.)
+                    let why = format!("canceled because its parent task {} ended", me.id());
+                    self.manager.cancel_below(engine, me.id(), &why).await;
+                }
+                return Err(format!("the task ended while subagent {handle} was working"));
+            }
+        };
+        let answer = done.task.status.message.as_ref().map(|m| m.text()).unwrap_or_default();
+        match done.state() {
+            TaskState::Completed => Ok(answer),
+            TaskState::InputRequired => Ok(format!(
+                "subagent {handle} is waiting for input: {answer} (send it with the subagent.send command)"
+            )),
+            s => Err(format!("subagent {handle} ended {}: {answer}", s.as_str())),
+        }
+    }
+
+    async fn spawn(
+        &self,
+        args: &Value,
+        me: &TaskRecord,
+        control: &TaskControl,
+        key: Option<&CallKey>,
+    ) -> Result<TaskRecord, String> {
+        let field = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_owned);
         let spawn = Spawn {
+            id: key.map(|k| k.id.clone()),
             owner: me.owner.clone(),
             parent: Some(me.id().to_owned()),
             instruction: field("instruction").unwrap_or_default(),
@@ -96,23 +151,6 @@ impl Tool for SpawnSubagentTool {
                 .map(|sets| sets.iter().filter_map(Value::as_str).map(str::to_owned).collect()),
             within: self.scope.clone(),
         };
-        let child = self.manager.spawn(engine, spawn).await.map_err(|e| describe(&e))?;
-        let handle = child.meta.link.as_ref().map(|l| l.id.clone()).unwrap_or_else(|| child.id().to_owned());
-        let done = tokio::select! {
-            r = engine.settled_past_approvals(child.id()) => r.map_err(|e| e.to_string())?,
-            () = control.cancelled().cancelled() => {
-                let why = format!("canceled because its parent task {} ended", me.id());
-                self.manager.cancel_below(engine, me.id(), &why).await;
-                return Err(format!("the task ended while subagent {handle} was working"));
-            }
-        };
-        let answer = done.task.status.message.as_ref().map(|m| m.text()).unwrap_or_default();
-        match done.state() {
-            TaskState::Completed => Ok(answer),
-            TaskState::InputRequired => Ok(format!(
-                "subagent {handle} is waiting for input: {answer} (send it with the subagent.send command)"
-            )),
-            s => Err(format!("subagent {handle} ended {}: {answer}", s.as_str())),
-        }
+        self.manager.spawn(control.runtime(), spawn).await.map_err(|e| describe(&e))
     }
 }

@@ -100,6 +100,7 @@ impl Workflows {
             None => {
                 let owner = c.record().await.map_err(|e| e.to_string())?.owner;
                 let spawn = Spawn {
+                    id: None,
                     owner,
                     parent: Some(c.task_id().to_owned()),
                     instruction,

@@ -269,6 +269,7 @@ async fn a_step_whose_subagent_finished_before_a_restart_takes_its_answer() {
     let step = crate::model::ScriptStep { text: Some("from child".into()), ..Default::default() };
     let s = setup_with(vec![step]);
     let spawn = crate::subagents::Spawn {
+        id: None,
         owner: "user:alice".into(),
         parent: None,
         instruction: "You help.".into(),

@@ -12,6 +12,7 @@
 mod anthropic_support;
 mod model_support;
 
+mod journal_commits;
 mod model_anthropic;
 mod model_echo;
 mod model_openai;

@@ -15,6 +15,7 @@
 
 pub mod build;
 pub mod events;
+pub mod journal;
 pub mod lookup;
 pub mod push;
 pub mod reminders;
@@ -99,6 +100,9 @@ define_checks!($
     versions::create_of_an_existing_id_is_refused,
     versions::versions_within_one_batch,
     versions::concurrent_writers_exactly_one_wins,
+    journal::journal_roundtrip_and_order,
+    journal::journal_entry_written_twice_refuses_its_batch,
+    journal::journal_removed_when_its_task_ends,
 );
 
 /// Runs every check, each against a fresh store from `make`.

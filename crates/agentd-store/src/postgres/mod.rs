@@ -258,6 +258,10 @@ impl Store for PostgresStore {
         read::get_reminder(&self.client().await?, task_id, id).await
     }
 
+    async fn journal(&self, task_id: &str) -> Result<Vec<agentd_core::JournalEntry>, StoreError> {
+        read::journal(&self.client().await?, task_id).await
+    }
+
     async fn read_events(&self, after: u64, limit: usize) -> Result<Vec<EventRecord>, StoreError> {
         read::events(&self.client().await?, after, limit).await
     }

@@ -275,3 +275,22 @@ pub(crate) async fn event_log_bounds(client: &impl GenericClient) -> Result<Even
         pruned_through: u64::try_from(row.get::<_, i64>(1)).unwrap_or(0),
     })
 }
+
+/// A task's step journal in `seq` order.
+pub(crate) async fn journal(
+    client: &impl GenericClient,
+    task_id: &str,
+) -> Result<Vec<agentd_core::JournalEntry>, StoreError> {
+    let s = client
+        .prepare_cached("SELECT seq, body FROM journal WHERE task_id = $1 ORDER BY seq")
+        .await
+        .map_err(db("query journal"))?;
+    let rows = client.query(&s, &[&task_id]).await.map_err(db("query journal"))?;
+    rows.iter()
+        .map(|r| {
+            let seq = u32::try_from(r.get::<_, i64>(0))
+                .map_err(|e| StoreError::backend(format!("read journal seq: {e}")))?;
+            crate::codec::decode_entry(task_id, seq, r.get(1))
+        })
+        .collect()
+}

@@ -85,6 +85,14 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         pruned_through BIGINT NOT NULL
     );
     INSERT INTO event_log (id, last_seq, pruned_through) VALUES (1, 0, 0);",
+    // 2: the step journal of running turns (`agentd_core::journal`); the
+    // commit that ends a task removes its rows.
+    "CREATE TABLE journal (
+        task_id TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (task_id, seq)
+    );",
 ];
 
 /// The advisory lock key migrations run under (any constant; "agentd" in ASCII).

@@ -6,7 +6,7 @@
 //! guard false: a conflict.
 
 use super::{EVENTS_CHANNEL, db};
-use crate::codec::{encode_config, encode_reminder, encode_task};
+use crate::codec::{encode_config, encode_entry, encode_reminder, encode_task, journal_conflict};
 use crate::event_log;
 use agentd_core::{Batch, EventRecord, EventRetention, NewEvent, StoreError, TaskRecord};
 use agentd_proto::Timestamp;
@@ -156,12 +156,33 @@ pub(crate) async fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<Vec<Eve
         let s = tx.prepare_cached(UPSERT_REMINDER).await.map_err(pg("write reminder"))?;
         tx.execute(&s, &[&r.task_id, &r.id, &r.is_active(), &json]).await.map_err(pg("write reminder"))?;
     }
+    for e in &batch.journal {
+        let ((task_id, seq), body) = encode_entry(e)?;
+        let s = tx.prepare_cached(INSERT_JOURNAL).await.map_err(pg("write journal entry"))?;
+        let added =
+            tx.execute(&s, &[&task_id, &i64::from(seq), &body]).await.map_err(pg("write journal entry"))?;
+        if added == 0 {
+            return Err(journal_conflict(e).into());
+        }
+    }
+    // A task that ended never resumes: its journal goes with the commit
+    // that ended it.
+    for record in batch.tasks.iter().filter(|t| t.state().is_terminal()) {
+        let s = tx
+            .prepare_cached("DELETE FROM journal WHERE task_id = $1")
+            .await
+            .map_err(pg("remove journal"))?;
+        tx.execute(&s, &[&record.task.id]).await.map_err(pg("remove journal"))?;
+    }
     let events = append_events(tx, &batch.events).await?;
     if let Some(r) = batch.prune_events {
         prune(tx, r).await?;
     }
     Ok(events)
 }
+
+const INSERT_JOURNAL: &str =
+    "INSERT INTO journal (task_id, seq, body) VALUES ($1, $2, $3) ON CONFLICT (task_id, seq) DO NOTHING";
 
 /// Writes one task if it is at the version before the record's; the stored
 /// version is read only to explain a refusal.

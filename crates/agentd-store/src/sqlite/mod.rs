@@ -10,8 +10,8 @@ mod writer;
 use crate::codec::err;
 use crate::event_log::Announcer;
 use agentd_core::{
-    Batch, EventLogBounds, EventRecord, OutboxItem, PushConfigRow, ReminderRecord, Store, StoreError,
-    TaskPage, TaskQuery, TaskRecord,
+    Batch, EventLogBounds, EventRecord, JournalEntry, OutboxItem, PushConfigRow, ReminderRecord, Store,
+    StoreError, TaskPage, TaskQuery, TaskRecord,
 };
 use agentd_proto::TaskState;
 use async_trait::async_trait;
@@ -175,6 +175,11 @@ impl Store for SqliteStore {
 
     async fn event_log_bounds(&self) -> Result<EventLogBounds, StoreError> {
         self.reads.run(events::bounds).await
+    }
+
+    async fn journal(&self, task_id: &str) -> Result<Vec<JournalEntry>, StoreError> {
+        let task_id = task_id.to_owned();
+        self.reads.run(move |conn| read::journal(conn, &task_id)).await
     }
 
     fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<std::sync::Arc<EventRecord>> {

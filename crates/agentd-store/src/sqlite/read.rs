@@ -5,7 +5,8 @@
 use super::schema::open_reader;
 use crate::codec::{decode_config, decode_reminder, decode_task, err, state_number};
 use agentd_core::{
-    OutboxItem, OutboxTarget, PushConfigRow, ReminderRecord, StoreError, TaskPage, TaskQuery, TaskRecord,
+    JournalEntry, OutboxItem, OutboxTarget, PushConfigRow, ReminderRecord, StoreError, TaskPage, TaskQuery,
+    TaskRecord,
 };
 use agentd_proto::TaskState;
 use rusqlite::types::Value;
@@ -284,4 +285,14 @@ pub(crate) fn get_reminder(
         .map_err(err("query reminder"))?
         .map(|json| decode_reminder(&json))
         .transpose()
+}
+
+pub(crate) fn journal(conn: &mut Connection, task_id: &str) -> Result<Vec<JournalEntry>, StoreError> {
+    let rows: Vec<(u32, String)> = conn
+        .prepare_cached("SELECT seq, body FROM journal WHERE task_id = ?1 ORDER BY seq")
+        .and_then(|mut s| {
+            s.query_map(rusqlite::params![task_id], |row| Ok((row.get(0)?, row.get(1)?)))?.collect()
+        })
+        .map_err(err("read journal"))?;
+    rows.iter().map(|(seq, body)| crate::codec::decode_entry(task_id, *seq, body)).collect()
 }

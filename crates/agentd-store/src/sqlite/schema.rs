@@ -110,6 +110,14 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // 7: each task row's version, checked by every commit that writes it;
     // rows written before count as their first version.
     "ALTER TABLE tasks ADD COLUMN version INTEGER NOT NULL DEFAULT 1;",
+    // 8: the step journal of running turns (`agentd_core::journal`); the
+    // commit that ends a task removes its rows.
+    "CREATE TABLE journal (
+        task_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (task_id, seq)
+    ) WITHOUT ROWID;",
 ];
 
 /// Opens the one read-write connection: WAL, busy timeout, foreign keys,

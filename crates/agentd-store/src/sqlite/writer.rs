@@ -7,7 +7,7 @@
 //! copies every page a savepoint touches into a sub-journal first, which
 //! cost the common case, where nothing fails, a sixth of its throughput.)
 
-use crate::codec::{encode_config, encode_reminder, encode_task, err};
+use crate::codec::{encode_config, encode_entry, encode_reminder, encode_task, err, journal_conflict};
 use crate::event_log::Announcer;
 use agentd_core::{Batch, EventRecord, StoreError, TaskRecord};
 use agentd_proto::Timestamp;
@@ -200,7 +200,7 @@ fn write_task(tx: &Connection, record: &TaskRecord) -> Result<(), StoreError> {
 /// Writes one batch inside `tx`, in the order: tasks, push upserts, push
 /// deletes (their outbox rows go by cascade), push events, bridge
 /// deliveries, outbox done, outbox retry, closed conversations, reminders,
-/// events, pruning. Returns the events appended.
+/// journal entries, the journals of tasks that ended, events, pruning. Returns the events appended.
 fn apply(tx: &Connection, batch: &Batch) -> Result<Vec<EventRecord>, StoreError> {
     for record in &batch.tasks {
         write_task(tx, record)?;
@@ -252,6 +252,25 @@ fn apply(tx: &Connection, batch: &Batch) -> Result<Vec<EventRecord>, StoreError>
         tx.prepare_cached(UPSERT_REMINDER)
             .and_then(|mut s| s.execute(params![r.task_id, r.id, r.is_active(), json]))
             .map_err(err("write reminder"))?;
+    }
+    for e in &batch.journal {
+        let ((task_id, seq), body) = encode_entry(e)?;
+        let added = tx
+            .prepare_cached(
+                "INSERT INTO journal (task_id, seq, body) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+            )
+            .and_then(|mut s| s.execute(params![task_id, seq, body]))
+            .map_err(err("write journal entry"))?;
+        if added == 0 {
+            return Err(journal_conflict(e));
+        }
+    }
+    // A task that ended never resumes: its journal goes with the commit
+    // that ended it.
+    for record in batch.tasks.iter().filter(|t| t.state().is_terminal()) {
+        tx.prepare_cached("DELETE FROM journal WHERE task_id = ?1")
+            .and_then(|mut s| s.execute(params![record.task.id]))
+            .map_err(err("remove journal"))?;
     }
     let events = super::events::append(tx, &batch.events)?;
     if let Some(r) = batch.prune_events {

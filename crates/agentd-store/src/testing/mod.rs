@@ -6,6 +6,7 @@
 pub mod postgres;
 
 use agentd_core::events::{EventLogBounds, EventRecord};
+use agentd_core::journal::JournalEntry;
 use agentd_core::record::{OutboxItem, TaskRecord};
 use agentd_core::reminder::ReminderRecord;
 use agentd_core::store::{Batch, PushConfigRow, Store, StoreError, TaskPage, TaskQuery};
@@ -101,6 +102,9 @@ impl Store for FaultyStore {
     }
     async fn event_log_bounds(&self) -> Result<EventLogBounds, StoreError> {
         self.inner.event_log_bounds().await
+    }
+    async fn journal(&self, task_id: &str) -> Result<Vec<JournalEntry>, StoreError> {
+        self.inner.journal(task_id).await
     }
     fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<Arc<EventRecord>> {
         self.inner.subscribe_events()

@@ -37,6 +37,7 @@ const SAMPLES: &[Sample] = &[
     ("AGENTD_MODEL_KIND", "scripted", &[]),
     ("AGENTD_MODEL_SCRIPT", "/etc/agentd/script.yaml", &[]),
     ("AGENTD_MODEL_RECORD_TO", "/tmp/requests.jsonl", &[]),
+    ("AGENTD_DURABILITY_RETRY_TOOLS", "[files__read, 'files__list_*']", &[]),
     ("AGENTD_MODEL_URL", "http://127.0.0.1:8080/v1,http://127.0.0.1:8081/v1", &[]),
     ("AGENTD_MODEL_OPENAI_ENDPOINTS", "http://127.0.0.1:8080/v1", &[]),
     ("AGENTD_MODEL_NAME", "smollm2", &[]),

@@ -362,19 +362,19 @@ async fn sigterm_lets_a_running_turn_finish_within_the_grace() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigterm_past_the_grace_fails_the_turn_with_an_explicit_stop_status() {
-    // Fifteen seconds of turn, one of grace.
-    let (mut s, id, last) = sigterm_during_a_turn(5000, 1).await;
-    let stopped = "agentd was stopped while this task was running";
-    assert_eq!(
+async fn sigterm_past_the_grace_leaves_the_turn_to_resume_at_the_next_start() {
+    // Three seconds of turn, one of grace: the stop interrupts it.
+    let (mut s, id, last) = sigterm_during_a_turn(1000, 1).await;
+    assert_ne!(
         last["statusUpdate"]["status"]["state"], "TASK_STATE_FAILED",
-        "the stream's final frame: {last}"
+        "a stop does not fail a turn that can resume: {last}"
     );
-    assert!(last.to_string().contains(stopped), "{last}");
     s.start_again();
-    let t = s.d.call("GetTask", json!({"id": id})).await;
-    assert_eq!(t["status"]["state"], "TASK_STATE_FAILED", "{t}");
-    let why = t["status"]["message"]["parts"][0]["text"].as_str().expect("a status message");
-    assert!(why.contains(stopped), "the stop's reason: {why}");
-    assert!(!why.contains("restarted"), "not the message of a crash: {why}");
+    // The turn's model call is made again: three more seconds, longer on
+    // a machine the whole suite loads.
+    let t = wait_for_state(&s.d, &id, "TASK_STATE_COMPLETED", Duration::from_secs(60)).await;
+    let text = t["artifacts"][0]["parts"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(text, "one two three", "the whole reply, nothing of it twice: {t}");
+    let history = t["history"].to_string();
+    assert!(!history.contains("agentd was stopped"), "no stop status was written: {t}");
 }

@@ -37,6 +37,7 @@ mod cli_workflow;
 mod commands;
 mod delegate;
 mod durability;
+mod durable_turns;
 mod errors;
 mod events;
 mod ext_contract;

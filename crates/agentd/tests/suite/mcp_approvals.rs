@@ -11,7 +11,7 @@
 use crate::common::annotations::URI as ANNOTATIONS;
 use crate::common::receiver::Receiver;
 use crate::common::scripted::*;
-use crate::common::workflow::{B, answer, daemon_of, doc};
+use crate::common::workflow::{B, answer, daemon_of, daemon_resuming, doc};
 use crate::common::*;
 use crate::mcp_servers::{HttpServer, skipped};
 use serde_json::{Value, json};
@@ -28,7 +28,7 @@ fn approving(
     turns: usize,
     timeout_secs: u64,
 ) -> (Scripted, tempfile::TempDir) {
-    approving_in(server, rx, turns, timeout_secs, false, "")
+    approving_in(server, rx, turns, timeout_secs, false, "", false)
 }
 
 /// `approving`, as an `agentd serve` process when `process` (kill -9),
@@ -40,6 +40,7 @@ fn approving_in(
     timeout_secs: u64,
     process: bool,
     extra: &str,
+    resume: bool,
 ) -> (Scripted, tempfile::TempDir) {
     let document = doc(&[], "user:carol").replace(
         "::!channel{name=ops kind=webhook}",
@@ -54,7 +55,10 @@ fn approving_in(
         "push:\n  allow_private: true\nmcp:\n  servers:\n    - name: py\n      http: {{url: '{}'}}\n      policy: {{human: '@human/approver'}}\n  approvals: {{timeout_secs: {timeout_secs}}}\n{extra}",
         server.url()
     );
-    daemon_of(Some(&document), json!(steps), true, &config, process)
+    match resume {
+        true => daemon_resuming(Some(&document), json!(steps), true, &config, process),
+        false => daemon_of(Some(&document), json!(steps), true, &config, process),
+    }
 }
 
 /// How often the server's `write_note` ran.
@@ -216,7 +220,7 @@ async fn a_graceful_stop_keeps_a_pending_approval_for_the_next_start() {
 async fn survives(process: bool, extra: &str, stop: fn(&mut Scripted)) {
     let server = HttpServer::start();
     let rx = Receiver::start(0).await;
-    let (mut s, _doc) = approving_in(&server, &rx, 1, 3600, process, extra);
+    let (mut s, _doc) = approving_in(&server, &rx, 1, 3600, process, extra, true);
     let task_id = ask(&s).await["id"].as_str().expect("id").to_owned();
     stop(&mut s);
 
@@ -232,9 +236,10 @@ async fn survives(process: bool, extra: &str, stop: fn(&mut Scripted)) {
         .expect_err("closed schema");
     assert!(e.error["message"].as_str().unwrap_or_default().contains("answer.by"), "{}", e.error);
 
-    // Carol approves. The turn starts again (the script replays from its
-    // first step): its call of the same tool with the same arguments takes
-    // the recorded approval instead of asking again, and runs once.
+    // Carol approves. The turn resumes from its journal: its call of the
+    // tool (never made: it waited for the approval) is made again with the
+    // same arguments, takes the recorded approval instead of asking again,
+    // and runs once.
     answer(&s.carol(), &task_id, approve(true, None)).await.expect("carol approves");
     wait_for_state(&s.alice(), &task_id, "TASK_STATE_COMPLETED", Duration::from_secs(30)).await;
     assert_eq!(calls(&server).await, 1, "the approved call ran once");

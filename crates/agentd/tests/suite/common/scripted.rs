@@ -103,7 +103,21 @@ pub fn scripted_process(steps: Value, yaml: &str, tokens: bool) -> Scripted {
     scripted_daemon(steps, yaml, tokens, true)
 }
 
+/// `scripted` (or `scripted_process`) whose model goes on with its script
+/// across restarts (`model.resume`): a resumed turn does not make the
+/// calls it journaled again, so the script must not start over.
+pub fn scripted_resuming(steps: Value, yaml: &str, tokens: bool, process: bool) -> Scripted {
+    scripted_daemon(steps, &format!("{RESUME}{yaml}"), tokens, process)
+}
+
+/// Marks a `yaml` whose daemon's scripted model resumes (see above).
+const RESUME: &str = "#resume\n";
+
 fn scripted_daemon(steps: Value, yaml: &str, tokens: bool, process: bool) -> Scripted {
+    let (resume, yaml) = match yaml.strip_prefix(RESUME) {
+        Some(rest) => ("  resume: true\n", rest),
+        None => ("", yaml),
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     let script = dir.path().join("script.json");
     std::fs::write(&script, serde_json::to_vec(&steps).expect("steps")).expect("write script");
@@ -114,7 +128,7 @@ fn scripted_daemon(steps: Value, yaml: &str, tokens: bool, process: bool) -> Scr
         false => format!("limits:\n  stream_flush_ms: 10\n{yaml}"),
     };
     let mut config = format!(
-        "model:\n  kind: scripted\n  script: {}\n  record_to: {}\n{yaml}\n",
+        "model:\n  kind: scripted\n  script: {}\n  record_to: {}\n{resume}{yaml}\n",
         script.display(),
         record.display()
     );

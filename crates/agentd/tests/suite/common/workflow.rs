@@ -66,6 +66,26 @@ pub fn daemon_of(
     }
 }
 
+/// `daemon_of` with a scripted model that goes on across restarts.
+pub fn daemon_resuming(
+    doc: Option<&str>,
+    steps: Value,
+    tokens: bool,
+    config: &str,
+    process: bool,
+) -> (Scripted, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let yaml = match doc {
+        Some(text) => {
+            let path = dir.path().join("agent.md");
+            std::fs::write(&path, text).expect("write document");
+            format!("instruction: {}\n", path.display())
+        }
+        None => String::new(),
+    };
+    (scripted_resuming(steps, &format!("{yaml}{config}"), tokens, process), dir)
+}
+
 /// A document with the given workflow blocks and one person, `approver`,
 /// bound to `principal`, on channel `ops`.
 pub fn doc(workflows: &[(&str, &str)], principal: &str) -> String {
