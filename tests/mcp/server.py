@@ -6,7 +6,7 @@ Python SDK (`mcp` on PyPI, its `MCPServer`, formerly FastMCP).
                                      (N=0: a free port); prints "PORT <n>"
 
 Its tools are what the tests need: a plain answer, structured output, an
-error result, a slow call, a call that kills the server, a name too
+error result, a slow call (counted too), a call that kills the server, a name too
 long for a model's function-name limit, a write whose calls it counts
 (`GET /calls` answers the counts as JSON: the tests of approvals), and one
 that adds a tool and says the list changed. The tools that change nothing
@@ -54,7 +54,8 @@ def fail(reason: str) -> str:
 
 @server.tool(annotations=READ_ONLY)
 async def slow(seconds: float) -> str:
-    """Answers after the given number of seconds."""
+    """Answers after the given number of seconds; its calls are counted."""
+    CALLS["slow"] = CALLS.get("slow", 0) + 1
     await asyncio.sleep(seconds)
     return "done"
 

@@ -54,6 +54,9 @@ pub struct ApprovalRequest {
     /// Whether the call may be made again when its outcome is unknown
     /// (approved, then interrupted before its result was recorded).
     pub idempotent: bool,
+    /// The call already started once and a restart cut it before its
+    /// result was recorded: the question is whether to run it again.
+    pub interrupted: bool,
 }
 
 /// The durable record of an approval a call waits for (or has just got).
@@ -71,6 +74,10 @@ pub struct PendingApproval {
     pub deadline_ms: i64,
     #[serde(default)]
     pub idempotent: bool,
+    /// Asks whether to run again a call a restart cut (`ApprovalRequest::interrupted`):
+    /// a resumed turn must not take it for a call that never ran.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     /// The answer, once given; taken (and the record removed) by the call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<Decision>,
@@ -130,6 +137,16 @@ pub fn args_hash(arguments: &Value) -> String {
 pub fn question(req: &ApprovalRequest) -> String {
     let owner = req.server.as_deref().map(|s| format!(" (MCP server {s})")).unwrap_or_default();
     let args = serde_json::to_string_pretty(&req.arguments).unwrap_or_else(|_| req.arguments.to_string());
+    if req.interrupted {
+        return format!(
+            "The call of the tool {}{owner} with these arguments was interrupted by a restart of agentd \
+             before its result was recorded; its outcome is unknown (it may or may not have taken effect).\n{args}\n\
+             Run it again? Answer {{\"approve\": true}} to run it again, or {{\"approve\": false, \"note\": \"why\"}} \
+             to not run it; without an answer within {}s it is not run again.",
+            req.tool,
+            req.timeout.as_secs()
+        );
+    }
     format!(
         "Approve the call of the tool {}{owner} with these arguments?\n{args}\n\
          Answer {{\"approve\": true}}, or {{\"approve\": false, \"note\": \"why\"}}; \
@@ -295,6 +312,7 @@ mod tests {
                     opened_ms: 0,
                     deadline_ms,
                     idempotent: false,
+                    interrupted: false,
                     decision: None,
                 }),
                 ..Default::default()

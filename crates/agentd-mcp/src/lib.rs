@@ -16,7 +16,7 @@ mod tool;
 pub use config::{HttpConfig, McpConfig, ServerConfig, StdioConfig, ToolFilterConfig};
 pub use glob::{ToolFilter, matches};
 pub use hub::McpHub;
-pub use policy::{Action, ApprovalsConfig, Ask, Human, Policies, PolicyConfig};
+pub use policy::{Action, ApprovalsConfig, Ask, Human, OnInterrupt, Policies, PolicyConfig};
 pub use policy::{AllowAll, Decision, ToolPolicy};
 pub use render::MAX_RESULT_BYTES;
 pub use server::{Header, HttpSpec, ServerSpec, StdioSpec, TransportSpec};

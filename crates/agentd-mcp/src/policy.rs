@@ -10,6 +10,7 @@
 //! `idempotentHint` counts. Everything else asks.
 
 use crate::glob::matches;
+use agentd_runtime::agent_loop::{OnUncertain, UncertainGate};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -46,6 +47,25 @@ pub struct PolicyConfig {
     /// Tool globs whose calls may be made again when their outcome is
     /// unknown (approved, then interrupted before the result was recorded).
     pub idempotent: Vec<String>,
+    /// What a call a restart cut (started, result not recorded) gets;
+    /// unset: `retry` for idempotent tools, `report` for tools that need
+    /// an approval, else `fail`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_interrupt: Option<OnInterrupt>,
+}
+
+/// `policy.on_interrupt`: the uncertain-call policies of `docs/durability.md`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnInterrupt {
+    /// Run it again with the same idempotency key.
+    Retry,
+    /// Fail the turn, naming the tool.
+    Fail,
+    /// Ask the policy's human whether to run it again.
+    Ask,
+    /// Tell the model "interrupted; outcome unknown" and go on.
+    Report,
 }
 
 /// `mcp.approvals`: what every `ask` shares.
@@ -100,6 +120,11 @@ pub trait ToolPolicy: Send + Sync + 'static {
     /// result was recorded).
     fn idempotent(&self, _server: &str, _tool: &rmcp::model::Tool) -> bool {
         false
+    }
+    /// What a call of `tool` a restart cut gets: by default retried when
+    /// idempotent, else the turn fails.
+    fn on_interrupt(&self, server: &str, tool: &rmcp::model::Tool) -> OnUncertain {
+        if self.idempotent(server, tool) { OnUncertain::Retry } else { OnUncertain::Fail }
     }
 }
 
@@ -180,23 +205,53 @@ impl ToolPolicy for Policies {
 
     fn decide(&self, server: &str, tool: &rmcp::model::Tool, _args: &Value) -> Decision {
         let default = (PolicyConfig::default(), None);
-        let (p, human) = self.servers.get(server).unwrap_or(&default);
+        let (p, _) = self.servers.get(server).unwrap_or(&default);
         match Self::action(p, tool) {
             Action::Allow => Decision::Allow,
             Action::Deny => Decision::Deny(format!("the policy of MCP server {server} denies {}", tool.name)),
-            Action::Ask => {
-                let idempotent = self.idempotent(server, tool);
-                Decision::Ask(Ask {
-                    channel: human.as_ref().and_then(|h| h.channel.clone()),
-                    answerers: human
-                        .as_ref()
-                        .filter(|h| h.principal != OPERATORS)
-                        .map(|h| vec![h.principal.clone()])
-                        .unwrap_or_default(),
-                    timeout: self.timeout,
-                    idempotent,
+            Action::Ask => Decision::Ask(self.ask(server, tool)),
+        }
+    }
+
+    /// `policy.on_interrupt`, else: retry an idempotent tool, report a
+    /// call that needed an approval (it is not silently re-run), fail the rest.
+    fn on_interrupt(&self, server: &str, tool: &rmcp::model::Tool) -> OnUncertain {
+        let default = (PolicyConfig::default(), None);
+        let (p, _) = self.servers.get(server).unwrap_or(&default);
+        let chosen = p.on_interrupt.unwrap_or_else(|| match Self::action(p, tool) {
+            _ if self.idempotent(server, tool) => OnInterrupt::Retry,
+            Action::Ask => OnInterrupt::Report,
+            Action::Allow | Action::Deny => OnInterrupt::Fail,
+        });
+        match chosen {
+            OnInterrupt::Retry => OnUncertain::Retry,
+            OnInterrupt::Fail => OnUncertain::Fail,
+            OnInterrupt::Report => OnUncertain::Report,
+            OnInterrupt::Ask => {
+                let ask = self.ask(server, tool);
+                OnUncertain::Ask(UncertainGate {
+                    server: Some(server.to_owned()),
+                    channel: ask.channel,
+                    answerers: ask.answerers,
+                    timeout: ask.timeout,
                 })
             }
+        }
+    }
+}
+
+impl Policies {
+    /// Whom the server's policy asks, and how long it waits.
+    fn ask(&self, server: &str, tool: &rmcp::model::Tool) -> Ask {
+        let human = self.servers.get(server).and_then(|(_, h)| h.as_ref());
+        Ask {
+            channel: human.and_then(|h| h.channel.clone()),
+            answerers: human
+                .filter(|h| h.principal != OPERATORS)
+                .map(|h| vec![h.principal.clone()])
+                .unwrap_or_default(),
+            timeout: self.timeout,
+            idempotent: self.idempotent(server, tool),
         }
     }
 }
@@ -254,6 +309,35 @@ mod tests {
                 && !p.idempotent("named", &tool("put", None, None))
         );
         assert!(p.idempotent("trusted", &hinted) && !p.idempotent("untrusted", &hinted));
+    }
+
+    #[test]
+    fn a_cut_call_is_retried_when_idempotent_reported_when_it_needed_an_approval_else_fails_unless_chosen() {
+        let humans =
+            |_: &str| Some(Human { principal: "user:carol".into(), channel: Some("@channel/ops".into()) });
+        let servers = [
+            ("plain".to_owned(), PolicyConfig { idempotent: vec!["get".into()], ..Default::default() }),
+            (
+                "chosen".to_owned(),
+                PolicyConfig {
+                    on_interrupt: Some(OnInterrupt::Ask),
+                    human: Some("@human/oncall".into()),
+                    ..Default::default()
+                },
+            ),
+        ];
+        let p = Policies::new(&servers, &ApprovalsConfig::default(), humans).unwrap();
+        assert_eq!(p.on_interrupt("plain", &tool("get", None, None)), OnUncertain::Retry);
+        assert_eq!(p.on_interrupt("plain", &tool("rm", None, None)), OnUncertain::Report, "it asks");
+        assert_eq!(p.on_interrupt("plain", &tool("read", Some(true), None)), OnUncertain::Fail, "allowed");
+        let OnUncertain::Ask(gate) = p.on_interrupt("chosen", &tool("read", Some(true), None)) else {
+            panic!("the operator chose ask")
+        };
+        assert_eq!(gate.channel.as_deref(), Some("@channel/ops"));
+        assert_eq!(gate.answerers, ["user:carol"]);
+        assert_eq!(gate.server.as_deref(), Some("chosen"));
+        let bad = serde_yaml_ng::from_str::<PolicyConfig>("on_interrupt: later");
+        assert!(bad.is_err(), "an unknown policy is refused");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use crate::config::{DEFAULT_TIMEOUT_SECS, ServerConfig, StdioConfig, ToolFilterConfig};
 use crate::glob::ToolFilter;
-use crate::policy::{Action, PolicyConfig};
+use crate::policy::{Action, OnInterrupt, PolicyConfig};
 use crate::server::{Header, HttpSpec, ServerSpec, StdioSpec, TransportSpec};
 use agentd_core::PushUrlPolicy;
 use agentd_instruction::McpServer;
@@ -106,7 +106,8 @@ struct Body {
     stdio: Option<StdioConfig>,
     timeout_secs: Option<u64>,
     /// Which calls are made, asked about or denied; from the wire, only
-    /// stricter than the default (no `allow`, no `trusted`).
+    /// stricter than the default (no `allow`, no `trusted`, no
+    /// `on_interrupt: retry`).
     policy: PolicyConfig,
 }
 
@@ -137,9 +138,12 @@ pub fn from_document(m: &McpServer, origin: &Origin) -> Result<ServerSpec, Strin
     if matches!(origin, Origin::Wire(_)) {
         let allows = body.policy.default == Some(Action::Allow)
             || body.policy.tools.values().any(|a| *a == Action::Allow);
-        if body.policy.trusted || allows {
+        let reruns = body.policy.on_interrupt == Some(OnInterrupt::Retry);
+        if body.policy.trusted || allows || reruns {
             return Err(at(
-                "a document from the wire may not mark a server trusted or allow its calls unasked".into(),
+                "a document from the wire may not mark a server trusted, allow its calls unasked \
+                 or retry its interrupted calls (on_interrupt: retry)"
+                    .into(),
             ));
         }
     }

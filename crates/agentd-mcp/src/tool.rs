@@ -6,7 +6,7 @@ use crate::render;
 use crate::server::CallError;
 use agentd_core::{ApprovalRequest, TaskControl};
 use agentd_proto::ext::events::{EventKind, ToolData, ToolOutcome};
-use agentd_runtime::agent_loop::{OnUncertain, Tool};
+use agentd_runtime::agent_loop::{CallKey, OnUncertain, Tool};
 use agentd_runtime::model::ToolSpec;
 use async_trait::async_trait;
 use serde_json::Value;
@@ -45,10 +45,16 @@ impl McpTool {
 
 #[async_trait]
 impl Tool for McpTool {
-    /// A call a restart cut is made again only when the policy says the
-    /// tool is idempotent (`docs/durability.md`); otherwise the turn fails.
+    /// What a call a restart cut gets: the policy's `on_interrupt`
+    /// (`docs/durability.md`).
     fn on_uncertain(&self) -> OnUncertain {
-        if self.idempotent() { OnUncertain::Retry } else { OnUncertain::Fail }
+        self.hub.policy.on_interrupt(self.server(), &self.tool)
+    }
+
+    /// A call a person approved running again after a restart cut it is
+    /// not asked about a second time.
+    async fn call_keyed(&self, args: Value, control: &TaskControl, key: &CallKey) -> Result<String, String> {
+        self.call_approved(args, control, key.rerun_approved).await
     }
 
     fn spec(&self) -> ToolSpec {
@@ -59,11 +65,23 @@ impl Tool for McpTool {
         }
     }
 
-    /// Calls the tool, then records a `tool` event on the task (visible to
-    /// its owner and operators, like the task).
     async fn call(&self, args: Value, control: &TaskControl) -> Result<String, String> {
+        self.call_approved(args, control, false).await
+    }
+}
+
+impl McpTool {
+    /// Calls the tool, then records a `tool` event on the task (visible to
+    /// its owner and operators, like the task); `approved`: an `ask` of the
+    /// policy was already answered yes.
+    async fn call_approved(
+        &self,
+        args: Value,
+        control: &TaskControl,
+        approved: bool,
+    ) -> Result<String, String> {
         let started = std::time::Instant::now();
-        let (outcome, answer) = self.invoke_with_outcome(args.clone(), Some(control)).await;
+        let (outcome, answer) = self.invoke_with_outcome(args.clone(), Some(control), approved).await;
         let data = ToolData {
             task_id: control.task_id().to_owned(),
             server: self.server().to_owned(),
@@ -96,6 +114,7 @@ impl McpTool {
             answerers: ask.answerers,
             timeout: ask.timeout,
             idempotent: ask.idempotent,
+            interrupted: false,
         };
         match control.await_approval(req).await {
             Ok(outcome) => outcome.refusal(&self.name),
@@ -108,17 +127,19 @@ impl McpTool {
     /// Outside a task, a call the policy asks about is denied: there is no
     /// task to wait on.
     pub async fn invoke(&self, args: Value) -> Result<String, String> {
-        self.invoke_with_outcome(args, None).await.1
+        self.invoke_with_outcome(args, None, false).await.1
     }
 
     async fn invoke_with_outcome(
         &self,
         args: Value,
         control: Option<&TaskControl>,
+        approved: bool,
     ) -> (ToolOutcome, Result<String, String>) {
         let (server, tool) = (self.server(), self.tool());
         let denied = match (self.hub.policy.decide(server, &self.tool, &args), control) {
             (Decision::Allow, _) => None,
+            (Decision::Ask(_), Some(_)) if approved => None,
             (Decision::Deny(why), _) => Some(format!("the call of {} was denied: {why}", self.name)),
             (Decision::Ask(ask), Some(control)) => self.approval(ask, &args, control).await,
             (Decision::Ask(_), None) => {

@@ -33,7 +33,9 @@ impl Engine {
     ) -> Result<ApprovalOutcome, Error> {
         let hash = approval::args_hash(&req.arguments);
         let rec = self.record(id).await?.ok_or_else(|| Error::task_not_found(id))?;
-        let same = |p: &PendingApproval| p.tool == req.tool && p.args_hash == hash;
+        let same = |p: &PendingApproval| {
+            p.tool == req.tool && p.args_hash == hash && p.interrupted == req.interrupted
+        };
         if !rec.meta.approval.as_ref().is_some_and(same) {
             self.open_approval(id, &req, &hash).await?;
         }
@@ -108,6 +110,7 @@ impl Engine {
             opened_ms,
             deadline_ms: opened_ms.saturating_add(req.timeout.as_millis() as i64),
             idempotent: req.idempotent,
+            interrupted: req.interrupted,
             decision: None,
         };
         let gate = OpenGate {

@@ -76,7 +76,15 @@ fn the_document_example_declares_its_server_and_a_wire_document_may_not_run_a_ch
     // From the wire, a document may not let calls through unasked.
     let guard: std::sync::Arc<dyn agentd_core::PushUrlPolicy> = std::sync::Arc::new(NoPolicy);
     let e = from_document(&servers[0], &Origin::Wire(guard.clone())).err().expect("refused");
-    assert!(e.contains("may not mark a server trusted or allow its calls unasked"), "{e}");
+    assert!(e.contains("may not mark a server trusted, allow its calls unasked"), "{e}");
+    // Nor have its interrupted calls run again unasked.
+    let rerun = "# Agent\n\nHelps.\n\n:::!mcp{name=remote endpoint=http://127.0.0.1:8940/mcp}\npolicy: {on_interrupt: retry}\n:::\n";
+    let doc =
+        agentd_instruction::load_with(rerun, &agentd_instruction::Options::all_grants()).expect("valid");
+    let server = &doc.mcp_servers()[0];
+    assert!(from_document(server, &Origin::Operator).is_ok(), "the operator may choose retry");
+    let e = from_document(server, &Origin::Wire(guard.clone())).err().expect("refused");
+    assert!(e.contains("on_interrupt: retry"), "{e}");
 
     let stdio = "# Agent\n\nHelps.\n\n:::!mcp{name=local}\nstdio: {command: mcp-files}\n:::\n";
     let doc =

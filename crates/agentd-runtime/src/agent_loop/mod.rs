@@ -17,11 +17,14 @@ mod reminders;
 mod replay;
 mod reply;
 mod tools;
+mod uncertain;
 
 pub use history::{message_text, render_history};
 pub use limits::Limits;
 pub use reminders::reminder_messages;
-pub use tools::{CallKey, DEFAULT_MAX_TOOLS, Offer, OnUncertain, Tool, ToolSource, Tools};
+pub use tools::{CallKey, DEFAULT_MAX_TOOLS, Offer, OnUncertain, Tool, ToolSource, Tools, UncertainGate};
+
+use uncertain::Resolved;
 
 use crate::model::{ChatMessage, ModelError, ModelProvider, ModelRequest, ModelResponse, ToolCall};
 use agentd_core::{
@@ -198,6 +201,7 @@ impl LoopAgent {
                     messages.push(tool_message(call, result.clone()));
                     continue;
                 }
+                let mut rerun_approved = false;
                 let start = match replay.started(step, index) {
                     None => ToolStart {
                         step,
@@ -211,15 +215,31 @@ impl LoopAgent {
                     Some(before) if awaits_approval(record.as_ref(), call) => {
                         ToolStart { attempt: before.attempt + 1, ..before.clone() }
                     }
-                    Some(before) => match offer.on_uncertain(&call.name) {
-                        OnUncertain::Retry => ToolStart { attempt: before.attempt + 1, ..before.clone() },
-                        OnUncertain::Fail => return Err(Stop::Fail(uncertain(&call.name))),
+                    Some(before) => match uncertain::resolve(c, &offer, call, before).await? {
+                        Resolved::Again { start, approved } => {
+                            rerun_approved = approved;
+                            start
+                        }
+                        // Not run again: its result is recorded at once, so
+                        // a later restart does not ask again.
+                        Resolved::Result(result) => {
+                            let outcome = ToolOutcome { step, call: index, result: result.clone() };
+                            unrecorded.push(entry(replay.take_seq(), StepRecord::ToolResult(outcome)));
+                            c.record_steps(std::mem::take(&mut unrecorded)).await?;
+                            messages.push(tool_message(call, result));
+                            continue;
+                        }
                     },
                 };
-                let key = CallKey { key: start.key.clone(), attempt: start.attempt, id: start.id.clone() };
+                let key = CallKey {
+                    key: start.key.clone(),
+                    attempt: start.attempt,
+                    id: start.id.clone(),
+                    rerun_approved,
+                };
                 unrecorded.push(entry(replay.take_seq(), StepRecord::ToolStarted(start)));
                 c.record_steps(std::mem::take(&mut unrecorded)).await?;
-                tracing::debug!(task = c.task_id(), step, call = index, attempt = key.attempt, tool = %call.name, "tool call started");
+                tracing::debug!(task = c.task_id(), step, call = index, attempt = key.attempt, key = %key.key, tool = %call.name, "tool call started");
                 // A tool that waits (a subagent, a delegation) is bounded by
                 // the turn's deadline too.
                 let result = tokio::select! {
@@ -288,14 +308,17 @@ fn tool_message(call: &ToolCall, result: Result<String, String>) -> ChatMessage 
 /// Whether `call` is the tool call the task's approval record is about:
 /// asked (or answered) and not yet taken by the call, so never made.
 fn awaits_approval(record: Option<&TaskRecord>, call: &ToolCall) -> bool {
-    let Some(a) = record.and_then(|r| r.meta.approval.as_ref()) else { return false };
+    // The question whether to run a cut call again is not that call's approval.
+    let Some(a) = record.and_then(|r| r.meta.approval.as_ref()).filter(|a| !a.interrupted) else {
+        return false;
+    };
     let args: serde_json::Value =
         serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Object(Default::default()));
     a.tool == call.name && a.args_hash == agentd_core::approval::args_hash(&args)
 }
 
 /// Why a resumed turn stops at a call whose outcome is unknown.
-fn uncertain(tool: &str) -> String {
+fn uncertain_failure(tool: &str) -> String {
     format!(
         "the tool {tool} was running when agentd stopped and whether it took effect is unknown; \
          it is not declared safe to run again, so the turn stops here (send the request again to retry it)"

@@ -19,13 +19,31 @@ pub const DEFAULT_MAX_TOOLS: usize = 128;
 
 /// What a resumed turn does with a call of a tool that started before a
 /// restart and has no recorded result: its effect is uncertain.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OnUncertain {
     /// Call it again with the same idempotency key (tools declared
     /// idempotent; built-in tools that adopt what the first attempt started).
     Retry,
     /// Fail the turn, naming the tool: running it twice may do harm.
     Fail,
+    /// Ask a person on an approval gate: approved, it is retried; denied
+    /// (or not answered in time), the model is told it was not run again.
+    Ask(UncertainGate),
+    /// Not run again: the model gets "interrupted; outcome unknown" as
+    /// the call's error and the turn goes on.
+    Report,
+}
+
+/// Who is asked whether to run an interrupted call again, and how long
+/// the question waits (as for the tool's approvals).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UncertainGate {
+    /// The MCP server that owns the tool, shown in the question.
+    pub server: Option<String>,
+    pub channel: Option<String>,
+    /// Principal ids that may answer besides the owner and operators.
+    pub answerers: Vec<String>,
+    pub timeout: std::time::Duration,
 }
 
 /// Who a tool call is: the same key on every attempt, so a tool (or the
@@ -39,6 +57,9 @@ pub struct CallKey {
     /// A fresh id made for the call at its first attempt and journaled, for
     /// what the call starts (a subagent's task id): a retry finds it again.
     pub id: String,
+    /// A person approved running this call again after a restart cut it:
+    /// a tool that would ask for an approval of the call does not ask twice.
+    pub rerun_approved: bool,
 }
 
 #[async_trait]

@@ -70,6 +70,7 @@ pub async fn meta_roundtrip(store: &dyn Store) {
                 opened_ms: 1_700_000_000_000,
                 deadline_ms: 1_700_003_600_000,
                 idempotent: false,
+                interrupted: true,
                 decision: Some(agentd_core::approval::Decision {
                     approve: false,
                     note: Some("no".into()),

@@ -6,6 +6,8 @@
 //! started twice would be a task more), and the streams a client reads. Tools are the official MCP Python SDK's test
 //! server (`py__slow`, `py__echo`) and the built-in `spawn_subagent`.
 
+mod uncertain;
+
 use crate::common::*;
 use crate::mcp_servers::{HttpServer, skipped};
 use serde_json::{Value, json};
