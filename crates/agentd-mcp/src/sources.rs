@@ -107,7 +107,7 @@ struct Body {
     timeout_secs: Option<u64>,
     /// Which calls are made, asked about or denied; from the wire, only
     /// stricter than the default (no `allow`, no `trusted`, no
-    /// `on_interrupt: retry`).
+    /// `on_interrupt: retry`, no `idempotent` tools: both re-run calls unasked).
     policy: PolicyConfig,
 }
 
@@ -138,11 +138,12 @@ pub fn from_document(m: &McpServer, origin: &Origin) -> Result<ServerSpec, Strin
     if matches!(origin, Origin::Wire(_)) {
         let allows = body.policy.default == Some(Action::Allow)
             || body.policy.tools.values().any(|a| *a == Action::Allow);
-        let reruns = body.policy.on_interrupt == Some(OnInterrupt::Retry);
+        let reruns =
+            body.policy.on_interrupt == Some(OnInterrupt::Retry) || !body.policy.idempotent.is_empty();
         if body.policy.trusted || allows || reruns {
             return Err(at(
                 "a document from the wire may not mark a server trusted, allow its calls unasked \
-                 or retry its interrupted calls (on_interrupt: retry)"
+                 or retry its interrupted calls (on_interrupt: retry, idempotent)"
                     .into(),
             ));
         }

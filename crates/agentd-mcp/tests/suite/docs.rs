@@ -85,6 +85,14 @@ fn the_document_example_declares_its_server_and_a_wire_document_may_not_run_a_ch
     assert!(from_document(server, &Origin::Operator).is_ok(), "the operator may choose retry");
     let e = from_document(server, &Origin::Wire(guard.clone())).err().expect("refused");
     assert!(e.contains("on_interrupt: retry"), "{e}");
+    // Marking a tool idempotent has the same effect: refused from the wire too.
+    let idempotent = "# Agent\n\nHelps.\n\n:::!mcp{name=remote endpoint=http://127.0.0.1:8940/mcp}\npolicy: {idempotent: [\"send_*\"]}\n:::\n";
+    let doc =
+        agentd_instruction::load_with(idempotent, &agentd_instruction::Options::all_grants()).expect("valid");
+    let server = &doc.mcp_servers()[0];
+    assert!(from_document(server, &Origin::Operator).is_ok(), "the operator may mark tools idempotent");
+    let e = from_document(server, &Origin::Wire(guard.clone())).err().expect("refused");
+    assert!(e.contains("idempotent"), "{e}");
 
     let stdio = "# Agent\n\nHelps.\n\n:::!mcp{name=local}\nstdio: {command: mcp-files}\n:::\n";
     let doc =
