@@ -51,19 +51,20 @@ pub fn daemon_of(
     process: bool,
 ) -> (Scripted, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let yaml = match doc {
-        Some(text) => {
-            let path = dir.path().join("agent.md");
-            std::fs::write(&path, text).expect("write document");
-            format!("instruction: {}\n", path.display())
-        }
-        None => String::new(),
-    };
+    let yaml = instruction_yaml(&dir, doc);
     let yaml = format!("{yaml}{config}");
     match process {
         true => (scripted_process(steps, &yaml, tokens), dir),
         false => (scripted(steps, &yaml, tokens), dir),
     }
+}
+
+/// The config line naming `doc`, written into `dir` (none without one).
+fn instruction_yaml(dir: &tempfile::TempDir, doc: Option<&str>) -> String {
+    let Some(text) = doc else { return String::new() };
+    let path = dir.path().join("agent.md");
+    std::fs::write(&path, text).expect("write document");
+    format!("instruction: {}\n", path.display())
 }
 
 /// `daemon_of` with a scripted model that goes on across restarts.
@@ -75,14 +76,7 @@ pub fn daemon_resuming(
     process: bool,
 ) -> (Scripted, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let yaml = match doc {
-        Some(text) => {
-            let path = dir.path().join("agent.md");
-            std::fs::write(&path, text).expect("write document");
-            format!("instruction: {}\n", path.display())
-        }
-        None => String::new(),
-    };
+    let yaml = instruction_yaml(&dir, doc);
     (scripted_resuming(steps, &format!("{yaml}{config}"), tokens, process), dir)
 }
 
