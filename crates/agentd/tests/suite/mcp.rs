@@ -11,17 +11,6 @@ use crate::common::*;
 use crate::mcp_servers::{HttpServer, everything, python, server_script, skipped};
 use serde_json::{Value, json};
 
-/// The `tool` role messages of a recorded model request, in order.
-fn tool_results(request: &Value) -> Vec<String> {
-    request["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
 fn offered(request: &Value) -> Vec<String> {
     request["tools"].as_array().map_or_else(Vec::new, |t| {
         t.iter().map(|t| t["name"].as_str().unwrap_or_default().to_owned()).collect()

@@ -76,16 +76,6 @@ async fn ask(s: &Scripted) -> Value {
     t
 }
 
-fn tool_results(request: &Value) -> Vec<String> {
-    request["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
 fn approve(yes: bool, note: Option<&str>) -> Value {
     let mut v = json!({"approve": yes});
     if let Some(n) = note {

@@ -438,3 +438,11 @@ impl Daemon {
 // visibility tests).
 pub mod binding;
 pub use binding::*;
+
+/// The `tool` role messages of a recorded model request, in order: what
+/// the model was told of its tool calls.
+pub fn tool_results(request: &serde_json::Value) -> Vec<String> {
+    let messages = request["messages"].as_array().expect("messages");
+    let tools = messages.iter().filter(|m| m["role"] == "tool");
+    tools.map(|m| m["content"].as_str().unwrap_or_default().to_owned()).collect()
+}

@@ -5,6 +5,7 @@
 
 use super::{Durable, reply, status_text};
 use crate::common::annotations::URI as ANNOTATIONS;
+use crate::common::tool_results;
 use crate::common::uid;
 use crate::common::workflow::{B, answer};
 use crate::mcp_servers::{HttpServer, skipped};
@@ -16,13 +17,6 @@ async fn slow_calls(server: &HttpServer) -> u64 {
     let url = format!("http://127.0.0.1:{}/calls", server.port);
     let counts: Value = reqwest::get(&url).await.expect("GET /calls").json().await.expect("JSON counts");
     counts["slow"].as_u64().unwrap_or(0)
-}
-
-/// The tool results of a recorded model request.
-fn tool_results(request: &Value) -> Vec<String> {
-    let messages = request["messages"].as_array().expect("messages");
-    let tools = messages.iter().filter(|m| m["role"] == "tool");
-    tools.map(|m| m["content"].as_str().unwrap_or_default().to_owned()).collect()
 }
 
 /// Polls task `id` until it is in `want`; returns it.
