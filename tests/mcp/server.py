@@ -8,7 +8,7 @@ Python SDK (`mcp` on PyPI, its `MCPServer`, formerly FastMCP).
 Its tools are what the tests need: a plain answer, structured output, an
 error result, a slow call (counted too), a call that waits until the test
 releases it (`POST /release`), one answering the `_meta` of its request (the
-idempotency key agentd sends), a call that kills the server, a name too
+idempotency key agentd sends; `GET /metas` lists them all), a call that kills the server, a name too
 long for a model's function-name limit, a write whose calls it counts
 (`GET /calls` answers the counts as JSON: the tests of approvals), and one
 that adds a tool and says the list changed. The tools that change nothing
@@ -85,10 +85,22 @@ async def release(_request: Request) -> PlainTextResponse:
 @server.tool(annotations=READ_ONLY)
 async def meta(ctx: Context, seconds: float = 0) -> str:
     """Answers the `_meta` of its request as JSON, after the given number of
-    seconds; its calls are counted."""
-    CALLS["meta"] = CALLS.get("meta", 0) + 1
+    seconds; each call's `_meta` is kept (`GET /metas`)."""
+    meta = dict(ctx.request_context.meta or {})
+    METAS.append(meta)
     await asyncio.sleep(seconds)
-    return json.dumps(dict(ctx.request_context.meta or {}), sort_keys=True)
+    return json.dumps(meta, sort_keys=True)
+
+
+# The `_meta` of each call of `meta`, in order (`GET /metas`).
+METAS: list[dict] = []
+
+
+@server.custom_route("/metas", methods=["GET"])
+async def metas(_request: Request) -> JSONResponse:
+    """The `_meta` of every call of `meta` so far, in order, even of calls
+    that never answered."""
+    return JSONResponse(METAS)
 
 
 @server.tool()
