@@ -100,7 +100,10 @@ impl Engine {
             let rec = self.settled(id).await?;
             match changes {
                 Some(mut changes) if !rec.state().is_terminal() => {
-                    let _ = changes.recv().await;
+                    if let Err(RecvError::Closed) = changes.recv().await {
+                        // The slot left the map: look the task up again.
+                        tokio::task::yield_now().await;
+                    }
                 }
                 _ => return Ok(rec),
             }
