@@ -101,3 +101,27 @@ async fn kill_9_while_the_run_waits_at_a_gate_adopts_that_run_and_the_turn_gets_
     assert_eq!(reqs.len(), 2, "{reqs:#?}");
     assert_eq!(tool_results(&reqs[1]), ["true"], "the model got the run's result");
 }
+
+#[tokio::test]
+async fn cancelling_the_turn_cancels_the_run_it_waits_for() {
+    let document = doc(&[("review", REVIEW)], "operator");
+    let steps = json!([call("review", json!({"what": "v3"})), {"text": "unreached"}]);
+    let (s, _dir) = daemon(Some(&document), steps, false);
+    let mut p = send_params(&uid("m"), "ship v3", None);
+    p["configuration"] = json!({"returnImmediately": true});
+    let parent = s.d.call("SendMessage", p).await["task"]["id"].as_str().expect("a task").to_owned();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let run = loop {
+        let waiting = tasks(&s.d).await.into_iter().find(|t| task_state(t) == "TASK_STATE_INPUT_REQUIRED");
+        if let Some(run) = waiting {
+            break id(&run);
+        }
+        assert!(Instant::now() < deadline, "the run never reached its gate; log:\n{}", s.d.log());
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    };
+    s.d.call("CancelTask", json!({"id": parent})).await;
+    let t = wait_state(&s.d, &run, "TASK_STATE_CANCELED", 30).await;
+    let why = t["status"]["message"]["parts"][0]["text"].as_str().unwrap_or_default().to_owned();
+    assert!(why.contains(&parent), "the run says which task ended: {t}");
+    assert_eq!(s.recorded().len(), 1, "the model was not asked again");
+}
