@@ -151,7 +151,7 @@ async fn stale_batches_fail_alone_in_a_group() {
                 kind: agentd_proto::ext::events::EventKind::Task,
                 task_id: Some(rec.id().to_owned()),
                 owner: None,
-                data: serde_json::json!({"writer": writer}),
+                data: serde_json::json!({"writer": writer}).into(),
                 annotations: None,
             };
             handles.push(tokio::spawn(async move {
@@ -370,7 +370,7 @@ async fn event_seqs_survive_a_reopen() {
         kind: agentd_proto::ext::events::EventKind::Lifecycle,
         task_id: None,
         owner: None,
-        data: serde_json::json!({"n": n}),
+        data: serde_json::json!({"n": n}).into(),
         annotations: None,
     };
     let store = open(&path);
