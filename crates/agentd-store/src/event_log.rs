@@ -5,31 +5,44 @@ use agentd_core::{EventJson, EventRecord, NewEvent, StoreError};
 use agentd_proto::Timestamp;
 use agentd_proto::ext::events::EventKind;
 use std::sync::Arc;
-use tokio::sync::broadcast;
+use tokio::sync::{Notify, broadcast};
 
 /// Committed events buffered for live feeds; a feed further behind reads
 /// the log instead.
 pub(crate) const CHANNEL_CAPACITY: usize = 1024;
 
-/// The sender committed events are announced on, in `seq` order.
+/// What a backend announces after a commit: its events, in `seq` order,
+/// on a channel live feeds follow, and that outbox rows were queued, to the
+/// one delivery worker waiting for them.
 #[derive(Debug, Clone)]
-pub(crate) struct Announcer(broadcast::Sender<Arc<EventRecord>>);
+pub(crate) struct Announcer {
+    events: broadcast::Sender<Arc<EventRecord>>,
+    outbox: Arc<Notify>,
+}
 
 impl Default for Announcer {
     fn default() -> Self {
-        Self(broadcast::channel(CHANNEL_CAPACITY).0)
+        Self { events: broadcast::channel(CHANNEL_CAPACITY).0, outbox: Arc::default() }
     }
 }
 
 impl Announcer {
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<EventRecord>> {
-        self.0.subscribe()
+        self.events.subscribe()
     }
     /// Announces events that are committed (no receiver is not an error).
     pub(crate) fn announce(&self, events: impl IntoIterator<Item = EventRecord>) {
         for e in events {
-            let _ = self.0.send(Arc::new(e));
+            let _ = self.events.send(Arc::new(e));
         }
+    }
+    /// Outbox rows were committed: wakes the waiter, or the next one.
+    pub(crate) fn outbox_queued(&self) {
+        self.outbox.notify_one();
+    }
+    /// Returns once rows were queued since the last return.
+    pub(crate) async fn outbox_wait(&self) {
+        self.outbox.notified().await;
     }
 }
 
@@ -38,7 +51,8 @@ pub(crate) type EventColumns = (i64, String, Option<String>, Option<String>, Str
 
 /// An event's columns for a write, borrowed from it: its JSON was
 /// serialized when the event was made and is written as it is.
-pub(crate) type EventRow<'a> = (i64, &'static str, Option<&'a str>, Option<&'a str>, &'a str, Option<&'a str>);
+pub(crate) type EventRow<'a> =
+    (i64, &'static str, Option<&'a str>, Option<&'a str>, &'a str, Option<&'a str>);
 
 pub(crate) fn encode(e: &NewEvent) -> EventRow<'_> {
     (

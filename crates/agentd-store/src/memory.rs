@@ -239,10 +239,14 @@ impl Store for MemoryStore {
         let mut inner = self.lock()?;
         inner.check_versions(&tasks)?;
         inner.check_journal(&batch.journal)?;
+        let outbox_before = inner.next_outbox_id;
         inner.apply(tasks, upserts, reminders, journal, &batch);
         let events = inner.append_events(&batch);
         // Announced under the lock, so receivers see seq order.
         self.announcer.announce(events);
+        if inner.next_outbox_id != outbox_before {
+            self.announcer.outbox_queued();
+        }
         tracing::debug!("committed");
         Ok(())
     }
@@ -375,5 +379,9 @@ impl Store for MemoryStore {
 
     fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<Arc<EventRecord>> {
         self.announcer.subscribe()
+    }
+
+    async fn outbox_queued(&self) {
+        self.announcer.outbox_wait().await;
     }
 }
