@@ -423,7 +423,10 @@ impl Engine {
         mut batch: Batch,
     ) -> Result<(), Error> {
         batch.tasks.push(rec.clone());
-        if self.inner.config.push_enabled && self.inner.store.may_have_push_configs() {
+        // Push bodies are left out while no config may exist; a config
+        // committed in this very batch (inline in a SendMessage) counts.
+        let configs = !batch.push_upserts.is_empty() || self.inner.store.may_have_push_configs();
+        if self.inner.config.push_enabled && configs {
             for e in events {
                 batch.push_events.push((rec.task.id.clone(), push_body(e)));
             }

@@ -104,6 +104,13 @@ impl Store for SqliteStore {
     // caller's task, so they carry the caller's spans: a request's id.
     #[tracing::instrument(name = "store.commit", level = "debug", skip_all, fields(size = batch.size(), tasks = batch.tasks.len()))]
     async fn commit(&self, batch: Batch) -> Result<(), StoreError> {
+        if !batch.push_upserts.is_empty() {
+            // Said before the batch is queued, so that a change checking
+            // for configs after this point fans out to this one. (A change
+            // that checked just before and is queued just after is
+            // concurrent with the config's creation: it may go either way.)
+            self.push_configs.saw_one();
+        }
         let (reply, outcome) = oneshot::channel();
         let jobs = self.jobs.as_ref().ok_or_else(|| StoreError::backend("store is closed"))?;
         jobs.send(Job { batch, reply }).map_err(|_| StoreError::backend("store writer stopped"))?;

@@ -28,8 +28,9 @@ pub(crate) struct Job {
 }
 
 /// Whether the database may hold a push config: looked up when the store
-/// opens, set by the writer when it writes one, never cleared (a deleted
-/// config leaves it set, which only costs the statements it saves). Until
+/// opens, set when a batch writing one is queued, never cleared (a deleted
+/// config, or a refused batch, leaves it set, which only costs the
+/// statements it saves). Until
 /// one exists a commit's push events need no fan-out statement, and the
 /// engine leaves them out: most tasks have no push config.
 #[derive(Clone, Debug)]
@@ -42,7 +43,7 @@ impl PushConfigsSeen {
             .map_err(err("look for push configs"))?;
         Ok(Self(Arc::new(AtomicBool::new(any))))
     }
-    fn saw_one(&self) {
+    pub(crate) fn saw_one(&self) {
         self.0.store(true, Ordering::Release);
     }
     pub(crate) fn may_exist(&self) -> bool {
@@ -228,11 +229,6 @@ fn write_task(tx: &Connection, record: &TaskRecord) -> Result<(), StoreError> {
 fn apply(tx: &Connection, batch: &Batch, push_configs: &PushConfigsSeen) -> Result<Applied, StoreError> {
     for record in &batch.tasks {
         write_task(tx, record)?;
-    }
-    if !batch.push_upserts.is_empty() {
-        // Before the commit: a rolled-back upsert leaves it set, which only
-        // costs the statements it saves.
-        push_configs.saw_one();
     }
     for row in &batch.push_upserts {
         let json = encode_config(&row.config)?;
