@@ -31,7 +31,7 @@ pub use engine::{
 };
 pub use engine::{EventFeed, FeedItem};
 pub use error::{Error, FieldPath, Invalid, Naming, Segment, Violation, Violations};
-pub use events::{EventLogBounds, EventRecord, EventRetention, NewEvent};
+pub use events::{EventJson, EventLogBounds, EventRecord, EventRetention, NewEvent};
 pub use gate::{GateAnnouncement, GateBridge, GateKeeper};
 pub use journal::{
     JournalEntry, JournalToolCall, ModelInput, ModelStep, StepRecord, ToolOutcome, ToolProgress, ToolStart,
