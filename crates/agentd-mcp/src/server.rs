@@ -191,6 +191,7 @@ impl Server {
         };
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = Some(args);
+        params.meta = trace_meta();
         let secs = self.spec.timeout.as_secs();
         match tokio::time::timeout(self.spec.timeout, peer.call_tool(params)).await {
             Err(_) => Err(CallError::Timeout(format!(
@@ -351,4 +352,23 @@ impl Server {
         }
         Ok(kept)
     }
+}
+
+/// The current span's W3C trace context as the call's `_meta` (`traceparent`,
+/// `tracestate`: the MCP convention, over stdio as over HTTP); none when
+/// tracing is off.
+fn trace_meta() -> Option<rmcp::model::RequestMetaObject> {
+    let headers = agentd_client::trace::headers();
+    if headers.is_empty() {
+        return None;
+    }
+    let mut meta = rmcp::model::RequestMetaObject::new();
+    for (key, value) in headers {
+        match key.as_str() {
+            "traceparent" => meta.set_traceparent(value),
+            "tracestate" => meta.set_tracestate(value),
+            _ => {}
+        }
+    }
+    Some(meta)
 }

@@ -211,7 +211,9 @@ impl Worker {
     /// Delivers one webhook's rows in order, stopping at the first failure.
     async fn group(&self, key: GroupKey, items: Vec<OutboxItem>, results: &Mutex<Results>) {
         for (i, item) in items.iter().enumerate() {
-            let why = match self.deliverer.deliver(item).await {
+            let attempt =
+                tracing::Instrument::instrument(self.deliverer.deliver(item), crate::trace::delivery(item));
+            let why = match attempt.await {
                 Outcome::Delivered => {
                     record(results, |r| r.done.push(item.id));
                     continue;
