@@ -43,7 +43,43 @@ pub fn headers() -> Vec<(String, String)> {
     if !enabled() {
         return Vec::new();
     }
-    headers_of(&tracing::Span::current().context())
+    headers_of(&current())
+}
+
+/// The OpenTelemetry context of the current span or, when that one is not
+/// exported (an engine operation's), of its nearest exported ancestor.
+///
+/// Walked by hand through the registry: `tracing-opentelemetry` looks for a
+/// parent among the spans entered in the current task only, and a turn's
+/// task has entered the engine's span of the request that started it, not
+/// the request's own.
+pub fn current() -> Context {
+    if !enabled() {
+        return Context::new();
+    }
+    tracing::dispatcher::get_default(|dispatch| {
+        let registry = dispatch.downcast_ref::<tracing_subscriber::Registry>()?;
+        let id = dispatch.current_span().id()?.clone();
+        let span = tracing_subscriber::registry::LookupSpan::span(registry, &id)?;
+        let ids: Vec<tracing::span::Id> = span.scope().map(|s| s.id()).collect();
+        ids.iter().find_map(|id| {
+            tracing_opentelemetry::get_otel_context(id, dispatch)
+                .filter(|cx| cx.span().span_context().is_valid())
+        })
+    })
+    .unwrap_or_default()
+}
+
+/// Gives `span` (new, not entered yet) the current trace context as its
+/// parent (see [`current`]); nothing when tracing is off.
+pub fn adopt_parent(span: &tracing::Span) {
+    if !enabled() {
+        return;
+    }
+    let cx = current();
+    if cx.span().span_context().is_valid() {
+        let _ = span.set_parent(cx);
+    }
 }
 
 /// `cx` as W3C trace-context headers, by the global propagator.
@@ -87,7 +123,7 @@ pub fn remember(task_id: &str) {
     if !enabled() {
         return;
     }
-    let cx = tracing::Span::current().context();
+    let cx = current();
     if !cx.span().span_context().is_valid() {
         return;
     }

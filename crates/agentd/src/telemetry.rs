@@ -79,6 +79,14 @@ impl Tracing {
         tracing_opentelemetry::layer()
             .with_tracer(tracer)
             .with_tracked_inactivity(false)
+            // The attributes are the conventions' and ours, not the source's.
+            .with_location(false)
+            .with_threads(false)
+            .with_target(false)
+            // A span's parent is its nearest exported ancestor in `tracing`'s
+            // tree: a turn runs in a task that entered the engine's span (not
+            // exported) of the request, never the request's span itself.
+            .with_context_activation(false)
             .with_filter(exported.or(child))
     }
 

@@ -11,7 +11,7 @@ use agentd_proto::Message;
 use tracing::field::Empty;
 
 pub(super) fn invoke_agent(c: &TaskControl, input: &Message) -> tracing::Span {
-    tracing::debug_span!(
+    let span = tracing::debug_span!(
         "invoke_agent",
         otel.name = "invoke_agent",
         otel.status_code = Empty,
@@ -20,7 +20,11 @@ pub(super) fn invoke_agent(c: &TaskControl, input: &Message) -> tracing::Span {
         gen_ai.conversation.id = c.context_id(),
         a2a.task.id = c.task_id(),
         a2a.message.id = %input.message_id,
-    )
+    );
+    // The run's task entered the engine's span of the request, not the
+    // request's server span: the parent is found up the tree.
+    agentd_client::trace::adopt_parent(&span);
+    span
 }
 
 /// The turn failed with `why`.
@@ -31,27 +35,35 @@ pub(super) fn failed(span: &tracing::Span, why: &str) {
 
 pub(super) fn chat(model: &dyn ModelProvider) -> tracing::Span {
     let name = model.model();
-    tracing::debug_span!(
+    let span = tracing::debug_span!(
         "chat",
         otel.name = if name.is_empty() { "chat".to_owned() } else { format!("chat {name}") },
         otel.kind = "client",
         otel.status_code = Empty,
         gen_ai.operation.name = "chat",
         gen_ai.provider.name = model.name(),
-        gen_ai.request.model = name,
+        gen_ai.request.model = Empty,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
         gen_ai.response.finish_reasons = Empty,
         "error.type" = Empty,
-    )
+    );
+    if !name.is_empty() {
+        span.record("gen_ai.request.model", name);
+    }
+    span
 }
 
 /// What the model call gave: its usage, or its failure.
 pub(super) fn chat_done(span: &tracing::Span, response: &Result<ModelResponse, CallError>) {
     match response {
         Ok(r) => {
-            span.record("gen_ai.usage.input_tokens", r.usage.input_tokens);
-            span.record("gen_ai.usage.output_tokens", r.usage.output_tokens);
+            // As signed integers: OpenTelemetry has no unsigned attribute.
+            span.record("gen_ai.usage.input_tokens", i64::try_from(r.usage.input_tokens).unwrap_or(i64::MAX));
+            span.record(
+                "gen_ai.usage.output_tokens",
+                i64::try_from(r.usage.output_tokens).unwrap_or(i64::MAX),
+            );
             span.record("gen_ai.response.finish_reasons", r.finish_reason.as_str());
         }
         Err(e) => {

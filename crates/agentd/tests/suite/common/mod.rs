@@ -10,6 +10,7 @@ pub mod certs;
 pub mod feed;
 pub mod inprocess;
 pub mod oidc;
+pub mod otlp;
 pub mod principals;
 pub mod receiver;
 pub mod scripted;
