@@ -6,7 +6,8 @@ Python SDK (`mcp` on PyPI, its `MCPServer`, formerly FastMCP).
                                      (N=0: a free port); prints "PORT <n>"
 
 Its tools are what the tests need: a plain answer, structured output, an
-error result, a slow call (counted too), a call that kills the server, a name too
+error result, a slow call (counted too), the trace context a call carried
+in its `_meta`, a call that kills the server, a name too
 long for a model's function-name limit, a write whose calls it counts
 (`GET /calls` answers the counts as JSON: the tests of approvals), and one
 that adds a tool and says the list changed. The tools that change nothing
@@ -58,6 +59,13 @@ async def slow(seconds: float) -> str:
     CALLS["slow"] = CALLS.get("slow", 0) + 1
     await asyncio.sleep(seconds)
     return "done"
+
+
+@server.tool(annotations=READ_ONLY)
+def trace_context(ctx: Context) -> str:
+    """The W3C `traceparent` the call's `_meta` carried, or `none`."""
+    meta = ctx.request_context.meta or {}
+    return str(meta.get("traceparent") or "none")
 
 
 @server.tool()

@@ -21,12 +21,18 @@ fn traceparent() -> String {
     format!("00-{TRACE}-{CALLER_SPAN}-01")
 }
 
-/// An `agentd serve` process with the scripted model playing `steps`, the
-/// config `yaml` besides, and `env`.
+/// An `agentd serve` process with the scripted model playing `steps` (its
+/// requests recorded in `dir/requests.jsonl`), the config `yaml` besides,
+/// and `env`.
 fn daemon(dir: &Path, steps: Value, yaml: &str, env: &[(&str, &str)]) -> Daemon {
     let script = dir.join("script.json");
     std::fs::write(&script, serde_json::to_vec(&steps).unwrap()).unwrap();
-    let config = format!("model:\n  kind: scripted\n  script: {}\n{yaml}", script.display());
+    let record = dir.join("requests.jsonl");
+    let config = format!(
+        "model:\n  kind: scripted\n  script: {}\n  record_to: {}\n{yaml}",
+        script.display(),
+        record.display()
+    );
     let cfg = write_config(dir, &config);
     Daemon::start_with_env(&dir.join("data"), &["--config", cfg.to_str().unwrap()], env)
 }
@@ -61,7 +67,10 @@ async fn a_send_message_is_one_trace_under_the_callers_span_through_the_turn_the
     let mcp = HttpServer::start();
     let dir = tempfile::tempdir().unwrap();
     let steps = json!([
-        {"tool_calls": [{"id": "c1", "name": "py__echo", "arguments": {"text": "hi"}}]},
+        {"tool_calls": [
+            {"id": "c1", "name": "py__echo", "arguments": {"text": "hi"}},
+            {"id": "c2", "name": "py__trace_context", "arguments": {}}
+        ]},
         {"text": "done"}
     ]);
     let yaml = format!(
@@ -118,6 +127,13 @@ async fn a_send_message_is_one_trace_under_the_callers_span_through_the_turn_the
     assert_eq!(attr(tool, "gen_ai.operation.name"), "execute_tool");
     assert_eq!(attr(tool, "gen_ai.tool.name"), "py__echo");
     assert_eq!(attr(tool, "gen_ai.tool.call.id"), "c1");
+
+    // The MCP server got the call's context in `_meta`.
+    let requests = crate::common::scripted::recorded(&dir.path().join("requests.jsonl"));
+    let results = tool_results(&requests[1]);
+    let carried = one(&spans, TRACE, "execute_tool py__trace_context");
+    assert_eq!(carried["parent_span_id"], turn["span_id"]);
+    assert_eq!(results[1], format!("00-{TRACE}-{}-01", carried["span_id"].as_str().unwrap()), "{results:?}");
 
     // The turn's commits are in the trace too; the engine's inner spans are not.
     assert!(spans.iter().any(|s| s["trace_id"] == TRACE && s["name"] == "store.commit"), "{spans:#?}");
