@@ -29,7 +29,7 @@ pub(crate) fn join<B>(span: &tracing::Span, req: &http::Request<B>) {
     }
 }
 
-/// A span name of bounded cardinality: the gRPC method (`a2a.v1.A2AService/SendMessage`),
+/// A span name of bounded cardinality: the gRPC method (`lf.a2a.v1.A2AService/SendMessage`),
 /// else the HTTP method and the binding's route (a REST path carries ids).
 fn name<B>(req: &http::Request<B>) -> String {
     let path = req.uri().path();

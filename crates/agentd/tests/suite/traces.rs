@@ -263,3 +263,35 @@ async fn without_an_endpoint_nothing_is_exported_and_no_trace_context_goes_out()
     assert!(!log.contains("trace_id"), "{log}");
     assert!(otlp.spans().is_empty(), "{:#?}", otlp.spans());
 }
+
+#[tokio::test]
+async fn a_grpc_call_joins_the_trace_its_metadata_names() {
+    use agentd_server::grpc::pb::{self, a2a_service_client::A2aServiceClient, part::Content};
+    let otlp = Otlp::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = daemon(dir.path(), json!([{"text": "done"}]), &telemetry(&otlp), &[]);
+    let channel = tonic::transport::Endpoint::from_shared(d.url.clone()).unwrap().connect().await.unwrap();
+    let message = pb::Message {
+        message_id: uniq("m"),
+        role: pb::Role::User as i32,
+        parts: vec![pb::Part { content: Some(Content::Text("hello".into())), ..Default::default() }],
+        ..Default::default()
+    };
+    let mut request =
+        tonic::Request::new(pb::SendMessageRequest { message: Some(message.clone()), ..Default::default() });
+    request.metadata_mut().insert("a2a-version", "1.0".parse().unwrap());
+    request.metadata_mut().insert("traceparent", traceparent().parse().unwrap());
+    A2aServiceClient::new(channel).send_message(request).await.expect("SendMessage over gRPC");
+    assert!(d.stop().success());
+
+    let spans = otlp
+        .until("the gRPC call's turn", Duration::from_secs(30), |s| {
+            s.iter().any(|s| s["trace_id"] == TRACE && s["name"] == "invoke_agent")
+        })
+        .await;
+    let server = one(&spans, TRACE, "lf.a2a.v1.A2AService/SendMessage");
+    assert_eq!(server["kind"], "SPAN_KIND_SERVER");
+    assert_eq!(server["parent_span_id"], CALLER_SPAN);
+    assert_eq!(attr(server, "a2a.message.id"), message.message_id.as_str());
+    assert_eq!(one(&spans, TRACE, "invoke_agent")["parent_span_id"], server["span_id"]);
+}
