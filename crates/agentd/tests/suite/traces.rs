@@ -3,7 +3,8 @@
 //! a W3C `traceparent`. One SendMessage with a model call and a tool call of
 //! a real MCP server is one trace under the caller's span; a delegation to a
 //! second agentd and a push delivery carry it on; with no endpoint nothing
-//! is exported and nothing is propagated.
+//! is exported and nothing is propagated. The receiver runs on the MCP
+//! tests' Python, so `AGENTD_MCP_TESTS=skip` skips these too.
 
 use crate::common::otlp::Otlp;
 use crate::common::receiver::Receiver;
@@ -148,6 +149,9 @@ async fn a_send_message_is_one_trace_under_the_callers_span_through_the_turn_the
 
 #[tokio::test]
 async fn a_delegation_carries_the_trace_into_the_peer() {
+    if skipped() {
+        return;
+    }
     let otlp = Otlp::start();
     let peer_dir = tempfile::tempdir().unwrap();
     // The peer: the default agent with the echo model, exporting as `peer`.
@@ -201,6 +205,9 @@ async fn a_delegation_carries_the_trace_into_the_peer() {
 
 #[tokio::test]
 async fn a_push_delivery_carries_the_trace_of_the_turn_it_reports() {
+    if skipped() {
+        return;
+    }
     let otlp = Otlp::start();
     let mut hook = Receiver::start(0).await;
     let dir = tempfile::tempdir().unwrap();
@@ -238,6 +245,9 @@ async fn a_push_delivery_carries_the_trace_of_the_turn_it_reports() {
 
 #[tokio::test]
 async fn without_an_endpoint_nothing_is_exported_and_no_trace_context_goes_out() {
+    if skipped() {
+        return;
+    }
     let otlp = Otlp::start();
     let mut hook = Receiver::start(0).await;
     let dir = tempfile::tempdir().unwrap();
@@ -266,6 +276,9 @@ async fn without_an_endpoint_nothing_is_exported_and_no_trace_context_goes_out()
 
 #[tokio::test]
 async fn a_grpc_call_joins_the_trace_its_metadata_names() {
+    if skipped() {
+        return;
+    }
     use agentd_server::grpc::pb::{self, a2a_service_client::A2aServiceClient, part::Content};
     let otlp = Otlp::start();
     let dir = tempfile::tempdir().unwrap();
@@ -294,4 +307,64 @@ async fn a_grpc_call_joins_the_trace_its_metadata_names() {
     assert_eq!(server["parent_span_id"], CALLER_SPAN);
     assert_eq!(attr(server, "a2a.message.id"), message.message_id.as_str());
     assert_eq!(one(&spans, TRACE, "invoke_agent")["parent_span_id"], server["span_id"]);
+}
+
+#[tokio::test]
+async fn a_model_call_over_http_carries_its_chat_span_as_traceparent() {
+    if skipped() {
+        return;
+    }
+    use crate::model_support::{Mock, completion};
+    let otlp = Otlp::start();
+    let model = Mock::start(|_, _| completion("hello")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "model:\n  kind: openai\n  openai:\n    endpoints: ['{}']\n    model: test-model\n    max_retries: 0\n{}",
+        model.base,
+        telemetry(&otlp)
+    );
+    let cfg = write_config(dir.path(), &yaml);
+    let mut d = Daemon::start_with_env(&dir.path().join("data"), &["--config", cfg.to_str().unwrap()], &[]);
+    let (_, r) = d
+        .rpc_with("SendMessage", send_params(&uniq("m"), "hi", None), &[("traceparent", &traceparent())])
+        .await;
+    completed(&r);
+    assert!(d.stop().success());
+
+    let spans = otlp
+        .until("the model call's span", Duration::from_secs(30), |s| {
+            s.iter().any(|s| s["trace_id"] == TRACE && s["name"] == "chat test-model")
+        })
+        .await;
+    let chat = one(&spans, TRACE, "chat test-model");
+    assert_eq!(attr(chat, "gen_ai.provider.name"), "openai");
+    assert_eq!(attr(chat, "gen_ai.request.model"), "test-model");
+    let got = model.received();
+    assert_eq!(got.len(), 1);
+    let tp = got[0].headers.get("traceparent").expect("the model call's traceparent").to_str().unwrap();
+    assert_eq!(tp, format!("00-{TRACE}-{}-01", chat["span_id"].as_str().unwrap()));
+}
+
+#[tokio::test]
+async fn json_log_lines_of_a_request_carry_its_trace_id() {
+    if skipped() {
+        return;
+    }
+    let otlp = Otlp::start();
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("AGENTD_LOG", "info,agentd_server::request_id=debug"), ("AGENTD_LOG_FORMAT", "json")];
+    let mut d = daemon(dir.path(), json!([{"text": "done"}]), &telemetry(&otlp), &env);
+    let (headers, r) = d
+        .rpc_with("SendMessage", send_params(&uniq("m"), "hi", None), &[("traceparent", &traceparent())])
+        .await;
+    completed(&r);
+    let request_id = headers["x-request-id"].to_str().unwrap().to_owned();
+    assert!(d.stop().success());
+    let log = d.log();
+    let line: Value = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["span"]["id"] == request_id.as_str())
+        .unwrap_or_else(|| panic!("no JSON line of request {request_id}; log:\n{log}"));
+    assert_eq!(line["span"]["trace_id"], TRACE, "{line}");
 }
