@@ -111,5 +111,6 @@ pub async fn execute(
             return Ok(Outcome::Stream(EventSource::Feed(Box::new(e.subscribe_events(p, params).await?))));
         }
     };
+    crate::trace::answered(&reply);
     Ok(Outcome::Value(Box::new(reply)))
 }

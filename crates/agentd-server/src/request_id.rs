@@ -90,6 +90,7 @@ where
         let answer = span.in_scope(|| self.inner.call(req)).instrument(span.clone());
         Box::pin(async move {
             let mut resp = answer.await?;
+            crate::trace::responded(&span, resp.status());
             if let Ok(v) = HeaderValue::from_str(&id) {
                 resp.headers_mut().insert(HEADER, v);
             }

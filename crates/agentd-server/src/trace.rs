@@ -22,6 +22,8 @@ pub(crate) fn join<B>(span: &tracing::Span, req: &http::Request<B>) {
     if parent.span().span_context().is_valid() {
         let _ = span.set_parent(parent);
     }
+    span.set_attribute("http.request.method", req.method().as_str().to_owned());
+    span.set_attribute("url.path", req.uri().path().to_owned());
     let cx = span.context();
     let ids = cx.span().span_context().clone();
     if ids.is_valid() {
@@ -48,6 +50,30 @@ fn name<B>(req: &http::Request<B>) -> String {
         path
     };
     format!("{} {route}", req.method())
+}
+
+/// The answer's status on the request span; a server error is the span's error.
+pub(crate) fn responded(span: &tracing::Span, status: http::StatusCode) {
+    if !agentd_client::trace::enabled() {
+        return;
+    }
+    span.set_attribute("http.response.status_code", i64::from(status.as_u16()));
+    if status.is_server_error() {
+        span.set_status(opentelemetry::trace::Status::error(status.to_string()));
+    }
+}
+
+/// The task a SendMessage answered with, on the request span (a new task's
+/// id is known only now).
+pub(crate) fn answered(reply: &crate::dispatch::Reply) {
+    if !agentd_client::trace::enabled() {
+        return;
+    }
+    if let crate::dispatch::Reply::Sent(agentd_proto::SendMessageResponse::Task(t)) = reply {
+        let span = tracing::Span::current();
+        span.set_attribute("a2a.task.id", t.id.clone());
+        span.set_attribute("gen_ai.conversation.id", t.context_id.clone());
+    }
 }
 
 /// The operation's name and the A2A ids it names, on the request span.

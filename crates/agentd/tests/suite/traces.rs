@@ -105,6 +105,10 @@ async fn a_send_message_is_one_trace_under_the_callers_span_through_the_turn_the
     assert_eq!(server["service"], "agentd");
     assert_eq!(attr(server, "rpc.method"), "SendMessage");
     assert_eq!(attr(server, "a2a.message.id"), message_id.as_str());
+    assert_eq!(attr(server, "a2a.task.id"), task_id.as_str());
+    assert_eq!(attr(server, "gen_ai.conversation.id"), context_id.as_str());
+    assert_eq!(attr(server, "http.request.method"), "POST");
+    assert_eq!(attr(server, "http.response.status_code"), 200);
 
     let turn = one(&spans, TRACE, "invoke_agent");
     assert_eq!(turn["parent_span_id"], server["span_id"]);
