@@ -10,7 +10,7 @@
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
-use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::trace::{SamplingDecision, SamplingResult, SdkTracerProvider, ShouldSample};
 use tracing_subscriber::Layer;
 use tracing_subscriber::filter::{DynFilterFn, FilterExt as _};
 use tracing_subscriber::registry::LookupSpan;
@@ -54,7 +54,10 @@ impl Tracing {
         }
         let resource = resource
             .with_attribute(opentelemetry::KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
+        // The sampler OTEL_TRACES_SAMPLER chooses (parent-based by default).
+        let sampler = SkipProbes(opentelemetry_sdk::trace::Config::default().sampler);
         let provider = SdkTracerProvider::builder()
+            .with_sampler(sampler)
             .with_span_processor(processor)
             .with_resource(resource.build())
             .build();
@@ -98,5 +101,32 @@ impl Tracing {
         if let Ok(Err(e)) = done {
             tracing::warn!(error = %e, "could not export the last spans");
         }
+    }
+}
+
+/// The requests of health probes (a load balancer's, Kubernetes') every few
+/// seconds start no trace of their own.
+const PROBES: &[&str] = &["GET /healthz", "GET /readyz"];
+
+#[derive(Clone, Debug)]
+struct SkipProbes(Box<dyn ShouldSample>);
+
+impl ShouldSample for SkipProbes {
+    fn should_sample(
+        &self,
+        parent: Option<&opentelemetry::Context>,
+        trace_id: opentelemetry::trace::TraceId,
+        name: &str,
+        kind: &opentelemetry::trace::SpanKind,
+        attributes: &[opentelemetry::KeyValue],
+        links: &[opentelemetry::trace::Link],
+    ) -> SamplingResult {
+        if PROBES.contains(&name) {
+            use opentelemetry::trace::TraceContextExt;
+            let trace_state =
+                parent.map(|cx| cx.span().span_context().trace_state().clone()).unwrap_or_default();
+            return SamplingResult { decision: SamplingDecision::Drop, attributes: Vec::new(), trace_state };
+        }
+        self.0.should_sample(parent, trace_id, name, kind, attributes, links)
     }
 }

@@ -91,6 +91,8 @@ async fn a_send_message_is_one_trace_under_the_callers_span_through_the_turn_the
         .await;
     let (task_id, context_id) = completed(&r);
     let request_id = headers["x-request-id"].to_str().unwrap().to_owned();
+    // A health probe starts no trace.
+    assert_eq!(d.http.get(format!("{}/healthz", d.url)).send().await.unwrap().status(), 200);
     assert!(d.stop().success());
 
     let spans = otlp
@@ -143,6 +145,7 @@ async fn a_send_message_is_one_trace_under_the_callers_span_through_the_turn_the
     // The turn's commits are in the trace too; the engine's inner spans are not.
     assert!(spans.iter().any(|s| s["trace_id"] == TRACE && s["name"] == "store.commit"), "{spans:#?}");
     assert!(!spans.iter().any(|s| s["name"] == "send_message"), "{spans:#?}");
+    assert!(!spans.iter().any(|s| s["name"] == "GET /healthz"), "{spans:#?}");
 
     // Every line of the request names it and its trace.
     let log = d.log();
