@@ -375,3 +375,28 @@ async fn json_log_lines_of_a_request_carry_its_trace_id() {
         .unwrap_or_else(|| panic!("no JSON line of request {request_id}; log:\n{log}"));
     assert_eq!(line["span"]["trace_id"], TRACE, "{line}");
 }
+
+#[tokio::test]
+async fn a_malformed_traceparent_is_ignored_and_the_call_starts_a_trace_of_its_own() {
+    if skipped() {
+        return;
+    }
+    let otlp = Otlp::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = daemon(dir.path(), json!([{"text": "done"}]), &telemetry(&otlp), &[]);
+    let bad = format!("00-{TRACE}-0000000000000000-01"); // an all-zero parent id is invalid
+    let message_id = uniq("m");
+    let (_, r) =
+        d.rpc_with("SendMessage", send_params(&message_id, "hi", None), &[("traceparent", &bad)]).await;
+    completed(&r);
+    assert!(d.stop().success());
+    let spans = otlp
+        .until("the call's server span", Duration::from_secs(30), |s| {
+            s.iter().any(|s| s["name"] == "POST /a2a/jsonrpc")
+        })
+        .await;
+    let server = spans.iter().find(|s| s["name"] == "POST /a2a/jsonrpc").unwrap();
+    assert_eq!(attr(server, "a2a.message.id"), message_id.as_str());
+    assert_ne!(server["trace_id"], TRACE, "{server}");
+    assert_eq!(server["parent_span_id"], "", "{server}");
+}
