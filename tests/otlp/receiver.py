@@ -4,7 +4,8 @@ OpenTelemetry protobuf definitions (`opentelemetry-proto` on PyPI) and
 prints every span as one JSON line on stdout:
 
     SPAN {"service": …, "trace_id": hex, "span_id": hex, "parent_span_id": hex,
-          "name": …, "kind": "SPAN_KIND_SERVER", "attributes": {…}}
+          "name": …, "kind": "SPAN_KIND_SERVER", "status": code,
+          "start": ns, "end": ns, "attributes": {…}}
 
     receiver.py [--port N]      listen on 127.0.0.1:N (0: a free port);
                                 prints "PORT <n>" once listening
@@ -65,6 +66,8 @@ class Handler(BaseHTTPRequestHandler):
                         "name": span.name,
                         "kind": Span.SpanKind.Name(span.kind),
                         "status": span.status.code,
+                        "start": span.start_time_unix_nano,
+                        "end": span.end_time_unix_nano,
                         "attributes": attributes(span.attributes),
                     }))
         for line in lines:

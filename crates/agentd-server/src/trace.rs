@@ -61,6 +61,11 @@ pub(crate) fn responded(span: &tracing::Span, status: http::StatusCode) {
     if status.is_server_error() {
         span.set_status(opentelemetry::trace::Status::error(status.to_string()));
     }
+    // The call ends with its answer's head (a stream's: its first bytes), as
+    // the request's debug line times it; the `tracing` span lives on while a
+    // turn the call started runs in it (for its log lines), which would keep
+    // the server span open that long.
+    span.context().span().end();
 }
 
 /// The task a SendMessage answered with, on the request span (a new task's

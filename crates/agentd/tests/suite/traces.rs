@@ -400,3 +400,31 @@ async fn a_malformed_traceparent_is_ignored_and_the_call_starts_a_trace_of_its_o
     assert_ne!(server["trace_id"], TRACE, "{server}");
     assert_eq!(server["parent_span_id"], "", "{server}");
 }
+
+#[tokio::test]
+async fn the_server_span_ends_with_the_answer_while_the_turn_it_started_goes_on() {
+    if skipped() {
+        return;
+    }
+    let otlp = Otlp::start();
+    let dir = tempfile::tempdir().unwrap();
+    // A model that takes a second: the call answers long before the turn ends.
+    let mut d = daemon(dir.path(), json!([{"text": "done", "delay_ms": 1000}]), &telemetry(&otlp), &[]);
+    let params = json!({"message": user_msg(&uniq("m"), "hi"), "configuration": {"returnImmediately": true}});
+    let (_, r) = d.rpc_with("SendMessage", params, &[("traceparent", &traceparent())]).await;
+    let task_id = r["result"]["task"]["id"].as_str().expect("the task at once").to_owned();
+    wait_for_state(&d, &task_id, "TASK_STATE_COMPLETED", Duration::from_secs(30)).await;
+    assert!(d.stop().success());
+
+    let spans = otlp
+        .until("the turn's span", Duration::from_secs(30), |s| {
+            s.iter().any(|s| s["trace_id"] == TRACE && s["name"] == "invoke_agent")
+        })
+        .await;
+    let server = one(&spans, TRACE, "POST /a2a/jsonrpc");
+    let turn = one(&spans, TRACE, "invoke_agent");
+    assert_eq!(turn["parent_span_id"], server["span_id"]);
+    let ms = |s: &Value, k: &str| s[k].as_u64().unwrap() / 1_000_000;
+    assert!(ms(server, "end") - ms(server, "start") < 500, "the call took {server}");
+    assert!(ms(turn, "end") >= ms(server, "end") + 900, "the turn ended before the call: {turn} {server}");
+}
