@@ -99,6 +99,10 @@ pub(crate) fn describe(op: &Operation) {
         Operation::ListTasks(r) => ("", r.context_id.as_str(), ""),
         _ => ("", "", ""),
     };
+    if let Operation::CancelTask(r) = op {
+        // The cancellation's deliveries join this call's trace.
+        agentd_client::trace::remember(&r.id);
+    }
     for (key, value) in
         [("a2a.task.id", task), ("gen_ai.conversation.id", context), ("a2a.message.id", message)]
     {
