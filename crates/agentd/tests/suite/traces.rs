@@ -428,3 +428,39 @@ async fn the_server_span_ends_with_the_answer_while_the_turn_it_started_goes_on(
     assert!(ms(server, "end") - ms(server, "start") < 500, "the call took {server}");
     assert!(ms(turn, "end") >= ms(server, "end") + 900, "the turn ended before the call: {turn} {server}");
 }
+
+#[tokio::test]
+async fn a_subagents_turn_is_a_child_of_the_tool_call_that_spawned_it() {
+    if skipped() {
+        return;
+    }
+    let otlp = Otlp::start();
+    let dir = tempfile::tempdir().unwrap();
+    let args = json!({"instruction": "You are a researcher.", "input": "Find X.", "name": "researcher"});
+    let steps = json!([
+        {"tool_calls": [{"id": "c1", "name": "spawn_subagent", "arguments": args}]},
+        {"text": "X is 42."},
+        {"text": "The researcher says: X is 42."}
+    ]);
+    let mut d = daemon(dir.path(), steps, &telemetry(&otlp), &[]);
+    let (_, r) = d
+        .rpc_with("SendMessage", send_params(&uniq("m"), "ask", None), &[("traceparent", &traceparent())])
+        .await;
+    let (task_id, _) = completed(&r);
+    assert!(d.stop().success());
+
+    let spans = otlp
+        .until("both turns", Duration::from_secs(30), |s| {
+            s.iter().filter(|s| s["trace_id"] == TRACE && s["name"] == "invoke_agent").count() == 2
+        })
+        .await;
+    let spawn = one(&spans, TRACE, "execute_tool spawn_subagent");
+    let turns: Vec<&Value> =
+        spans.iter().filter(|s| s["trace_id"] == TRACE && s["name"] == "invoke_agent").collect();
+    let parent =
+        turns.iter().find(|t| attr(t, "a2a.task.id") == task_id.as_str()).expect("the parent's turn");
+    let child =
+        turns.iter().find(|t| attr(t, "a2a.task.id") != task_id.as_str()).expect("the subagent's turn");
+    assert_eq!(spawn["parent_span_id"], parent["span_id"]);
+    assert_eq!(child["parent_span_id"], spawn["span_id"], "{child}");
+}
