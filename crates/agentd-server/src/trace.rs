@@ -136,3 +136,14 @@ pub(crate) fn delivery(item: &agentd_core::OutboxItem) -> tracing::Span {
     }
     span
 }
+
+/// A failed delivery attempt is its span's error, with the reason.
+pub(crate) fn delivered(span: &tracing::Span, outcome: &crate::push::deliver::Outcome) {
+    use crate::push::deliver::Outcome;
+    if !agentd_client::trace::enabled() {
+        return;
+    }
+    if let Outcome::Failed(why) | Outcome::Permanent(why) = outcome {
+        span.set_status(opentelemetry::trace::Status::error(why.clone()));
+    }
+}

@@ -216,9 +216,10 @@ async fn a_push_delivery_carries_the_trace_of_the_turn_it_reports() {
         return;
     }
     let otlp = Otlp::start();
-    let mut hook = Receiver::start(0).await;
+    // Its first attempt is answered 503: a failed attempt is an error span.
+    let mut hook = Receiver::start(1).await;
     let dir = tempfile::tempdir().unwrap();
-    let yaml = format!("{}push:\n  allow_private: true\n", telemetry(&otlp));
+    let yaml = format!("{}push:\n  allow_private: true\n  backoff_ms: 50\n", telemetry(&otlp));
     let mut d = daemon(dir.path(), json!([{"text": "done"}]), &yaml, &[]);
     let params = json!({
         "message": user_msg(&uniq("m"), "x"),
@@ -247,7 +248,10 @@ async fn a_push_delivery_carries_the_trace_of_the_turn_it_reports() {
         assert_eq!(delivery["kind"], "SPAN_KIND_CLIENT");
         assert_eq!(delivery["parent_span_id"], turn["span_id"]);
         assert_eq!(attr(delivery, "a2a.task.id"), task_id.as_str());
+        // STATUS_CODE_ERROR (2) for the refused attempt, unset (0) for the others.
+        assert_eq!(delivery["status"], if hit.status == 503 { 2 } else { 0 }, "{delivery}");
     }
+    assert!(hits.iter().any(|h| h.status == 503), "{hits:?}");
 }
 
 #[tokio::test]
