@@ -8,7 +8,8 @@ Python SDK (`mcp` on PyPI, its `MCPServer`, formerly FastMCP).
 Its tools are what the tests need: a plain answer, structured output, an
 error result, a slow call (counted too), a call that waits until the test
 releases it (`POST /release`), one answering the `_meta` of its request (the
-idempotency key agentd sends; `GET /metas` lists them all), a call that kills the server, a name too
+idempotency key agentd sends; `GET /metas` lists them all), the trace context
+a call carried in its `_meta`, a call that kills the server, a name too
 long for a model's function-name limit, a write whose calls it counts
 (`GET /calls` answers the counts as JSON: the tests of approvals), and one
 that adds a tool and says the list changed. The tools that change nothing
@@ -101,6 +102,13 @@ async def metas(_request: Request) -> JSONResponse:
     """The `_meta` of every call of `meta` so far, in order, even of calls
     that never answered."""
     return JSONResponse(METAS)
+
+
+@server.tool(annotations=READ_ONLY)
+def trace_context(ctx: Context) -> str:
+    """The W3C `traceparent` the call's `_meta` carried, or `none`."""
+    meta = ctx.request_context.meta or {}
+    return str(meta.get("traceparent") or "none")
 
 
 @server.tool()

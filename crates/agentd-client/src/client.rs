@@ -133,8 +133,11 @@ impl Client {
         Ok((status, read_bounded(resp, self.max_answer).await?))
     }
 
+    /// A call's request, with the current span's trace context (a delegation
+    /// joins the delegating turn's trace).
     fn post(&self, method: &str, params: &impl Serialize) -> reqwest::RequestBuilder {
-        self.http.post(self.endpoint.clone()).headers(self.headers.clone()).json(&request(1, method, params))
+        let rb = self.http.post(self.endpoint.clone()).headers(self.headers.clone());
+        crate::trace::inject(rb).json(&request(1, method, params))
     }
 
     /// Sends; a non-2xx answer is an error saying what the server said.

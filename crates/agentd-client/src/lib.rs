@@ -2,7 +2,8 @@
 //! delegation to A2A peers, the load generator and the end-to-end tests:
 //! typed JSON-RPC calls and streams ([`Client`]), the one bounded SSE
 //! decoder ([`sse`]), the one retry schedule ([`Backoff`]) and the one way
-//! to put an error and its causes in a line ([`describe`]).
+//! to put an error and its causes in a line ([`describe`]), and the W3C
+//! trace context outgoing requests carry ([`trace`]).
 //!
 //! No server code: this crate depends on neither axum, tonic, the engine
 //! nor the store.
@@ -16,6 +17,7 @@ mod error;
 pub mod jsonrpc;
 mod lazy;
 pub mod sse;
+pub mod trace;
 
 pub use backoff::Backoff;
 pub use card::fetch_card;

@@ -193,7 +193,7 @@ impl Server {
         };
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = Some(args);
-        params.meta = meta.map(Into::into);
+        params.meta = with_trace(meta.map(Into::into));
         let secs = self.spec.timeout.as_secs();
         match tokio::time::timeout(self.spec.timeout, peer.call_tool(params)).await {
             Err(_) => Err(CallError::Timeout(format!(
@@ -354,4 +354,23 @@ impl Server {
         }
         Ok(kept)
     }
+}
+
+/// The call's `_meta` with the current span's W3C trace context added
+/// (`traceparent`, `tracestate`: the MCP convention, over stdio as over
+/// HTTP); unchanged when tracing is off.
+fn with_trace(meta: Option<rmcp::model::RequestMetaObject>) -> Option<rmcp::model::RequestMetaObject> {
+    let headers = agentd_client::trace::headers();
+    if headers.is_empty() {
+        return meta;
+    }
+    let mut meta = meta.unwrap_or_default();
+    for (key, value) in headers {
+        match key.as_str() {
+            "traceparent" => meta.set_traceparent(value),
+            "tracestate" => meta.set_tracestate(value),
+            _ => {}
+        }
+    }
+    Some(meta)
 }

@@ -75,6 +75,7 @@ pub async fn execute(
     ctx: &RequestContext,
     op: Operation,
 ) -> Result<Outcome, agentd_core::Error> {
+    crate::trace::describe(&op);
     // Tasks carry the annotations exactly when the request activated them.
     let e = &state.engine.annotating(ctx.activated.contains(task_annotations::URI));
     let p = &ctx.principal;
@@ -110,5 +111,6 @@ pub async fn execute(
             return Ok(Outcome::Stream(EventSource::Feed(Box::new(e.subscribe_events(p, params).await?))));
         }
     };
+    crate::trace::answered(&reply);
     Ok(Outcome::Value(Box::new(reply)))
 }

@@ -27,6 +27,7 @@ mod rest;
 mod routes;
 mod sse;
 pub mod state;
+mod trace;
 
 pub use auth::{Authenticator, Issuer, IssuerSettings, PeerIdentity, TokenEntry};
 pub use card::{CardConfig, CardSecurity, CardService};

@@ -2,7 +2,9 @@
 //! usable one, else a fresh UUID. The id goes back in the response's
 //! `X-Request-Id` and names the `request` span everything done for the
 //! request runs in, so each log line (an internal error, a failed commit,
-//! the debug line per request) says which request it belongs to.
+//! the debug line per request) says which request it belongs to. With
+//! tracing on, the span is the call's OpenTelemetry server span and its
+//! `trace_id` is on every line too (`trace.rs`).
 //!
 //! A tower layer of its own rather than `axum::middleware::from_fn`: it is
 //! on every request's path, and `from_fn` clones the whole inner router and
@@ -74,13 +76,21 @@ where
 
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
         let id = given(&req).unwrap_or_else(fresh);
-        let span = tracing::info_span!("request", id = %id);
+        let span = tracing::info_span!(
+            "request",
+            id = %id,
+            trace_id = tracing::field::Empty,
+            otel.kind = tracing::field::Empty,
+            otel.name = tracing::field::Empty,
+        );
+        crate::trace::join(&span, &req);
         // What the debug line needs is copied only when it will be written.
         let line = tracing::enabled!(tracing::Level::DEBUG)
             .then(|| (req.method().clone(), req.uri().path().to_owned(), std::time::Instant::now()));
         let answer = span.in_scope(|| self.inner.call(req)).instrument(span.clone());
         Box::pin(async move {
             let mut resp = answer.await?;
+            crate::trace::responded(&span, resp.status());
             if let Ok(v) = HeaderValue::from_str(&id) {
                 resp.headers_mut().insert(HEADER, v);
             }

@@ -11,6 +11,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 mod env;
+mod telemetry;
+
+pub use telemetry::{OtlpConfig, TelemetryConfig};
 
 #[derive(Args, Debug, Default)]
 pub struct ServeFlags {
@@ -97,6 +100,8 @@ pub struct Config {
     pub mcp: agentd_mcp::McpConfig,
     /// How an interrupted turn resumes (`docs/durability.md`).
     pub durability: DurabilityConfig,
+    /// Where traces are exported (`docs/observability.md`).
+    pub telemetry: TelemetryConfig,
     /// Keys of the document's `!config` that agentd does not use (logged at start).
     #[serde(skip)]
     pub ignored_document_keys: Vec<String>,
@@ -644,6 +649,7 @@ impl Default for Config {
             shutdown: ShutdownConfig::default(),
             mcp: agentd_mcp::McpConfig::default(),
             durability: DurabilityConfig::default(),
+            telemetry: TelemetryConfig::default(),
             ignored_document_keys: Vec::new(),
             unknown_env: Vec::new(),
             reminders: RemindersConfig::default(),
@@ -1098,6 +1104,7 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
             );
         }
     }
+    cfg.telemetry.validate()?;
     let credentials = !cfg.auth.tokens.is_empty() || !cfg.auth.issuers.is_empty() || tls.client_ca.is_some();
     if !cfg.listen.ip().is_loopback() && !credentials {
         bail!(

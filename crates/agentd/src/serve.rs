@@ -3,10 +3,19 @@
 
 use crate::config::Config;
 use crate::daemon::Daemon;
+use crate::telemetry::Tracing;
 use tokio_util::sync::CancellationToken;
 
 pub async fn run(cfg: Config) -> anyhow::Result<()> {
-    init_logging(&cfg)?;
+    let tracing = init_logging(&cfg)?;
+    let served = serve(cfg).await;
+    if let Some(t) = tracing {
+        t.shutdown().await;
+    }
+    served
+}
+
+async fn serve(cfg: Config) -> anyhow::Result<()> {
     let daemon = Daemon::build(cfg).await?;
     let listener = daemon.bind().await?;
     let shutdown = CancellationToken::new();
@@ -42,12 +51,16 @@ async fn stop_signal() {
     let _ = ctrl_c.await;
 }
 
-fn init_logging(cfg: &Config) -> anyhow::Result<()> {
+/// Log lines to stderr, and traces when an OTLP endpoint is set.
+fn init_logging(cfg: &Config) -> anyhow::Result<Option<Tracing>> {
     use tracing_subscriber::EnvFilter;
     // Checked by config::load too; an invalid filter is never silently `info`.
     let filter = EnvFilter::try_new(&cfg.log.level)
         .map_err(|e| crate::config::log_filter_error(&cfg.log.level, &e))?;
     use std::io::IsTerminal;
+    if let Some(url) = cfg.telemetry.traces_url() {
+        return with_traces(cfg, filter, &url).map(Some);
+    }
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -57,5 +70,20 @@ fn init_logging(cfg: &Config) -> anyhow::Result<()> {
     } else {
         builder.init();
     }
-    Ok(())
+    Ok(None)
+}
+
+/// The log lines as without traces, each layer with its own filter: the
+/// traces' spans are exported whatever the log level.
+fn with_traces(cfg: &Config, filter: tracing_subscriber::EnvFilter, url: &str) -> anyhow::Result<Tracing> {
+    use std::io::IsTerminal;
+    use tracing_subscriber::prelude::*;
+    let tracing = Tracing::start(url)?;
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
+    let fmt = if cfg.log.format == crate::config::LogFormat::Json { fmt.json().boxed() } else { fmt.boxed() };
+    tracing_subscriber::registry().with(fmt.with_filter(filter)).with(tracing.layer()).init();
+    tracing::info!(endpoint = url, "exporting traces over OTLP/HTTP");
+    Ok(tracing)
 }

@@ -16,6 +16,7 @@ mod limits;
 mod reminders;
 mod replay;
 mod reply;
+mod spans;
 mod tools;
 mod uncertain;
 
@@ -37,6 +38,7 @@ use reply::{CallError, ReplyStream, reply_artifact_id};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 /// An agent driven by a model.
 pub struct LoopAgent {
@@ -247,8 +249,9 @@ impl LoopAgent {
                 tracing::debug!(task = c.task_id(), step, call = index, attempt = key.attempt, key = %key.key, tool = %call.name, "tool call started");
                 // A tool that waits (a subagent, a delegation) is bounded by
                 // the turn's deadline too.
+                let span = spans::execute_tool(call);
                 let result = tokio::select! {
-                    r = offer.call(call, c, &key) => r,
+                    r = offer.call(call, c, &key).instrument(span.clone()) => r,
                     () = tokio::time::sleep_until(deadline) => return Err(Stop::Fail(format!(
                         "the turn hit its deadline of {} s while the tool {} was running; raise limits.deadline_secs for longer work",
                         self.limits.deadline.as_secs(),
@@ -259,6 +262,7 @@ impl LoopAgent {
                     // Canceled or stopped: what the tool answered then is no result.
                     return Err(Stop::Gone);
                 }
+                spans::tool_done(&span, &result);
                 let outcome = ToolOutcome { step, call: index, result: result.clone() };
                 unrecorded.push(entry(replay.take_seq(), StepRecord::ToolResult(outcome)));
                 messages.push(tool_message(call, result));
@@ -282,10 +286,12 @@ impl LoopAgent {
         deadline: Instant,
         step: u32,
     ) -> Result<ModelResponse, Stop> {
+        let span = spans::chat(self.model.as_ref());
         let response = tokio::select! {
-            r = reply.call(self.model.as_ref(), request, c.cancelled()) => r,
+            r = reply.call(self.model.as_ref(), request, c.cancelled()).instrument(span.clone()) => r,
             () = tokio::time::sleep_until(deadline) => Err(CallError::Model(ModelError::Timeout)),
         };
+        spans::chat_done(&span, &response);
         match response {
             Ok(r) => Ok(r),
             Err(CallError::Task(e)) => Err(e.into()),
@@ -354,7 +360,12 @@ impl Agent for LoopAgent {
 
     async fn run(&self, turn: Turn) {
         let c = turn.control;
-        if let Err(Stop::Fail(why)) = self.turn(&c, turn.resumed, &turn.input).await {
+        let span = spans::invoke_agent(&c, &turn.input);
+        // Its deliveries (push, bridges) join this turn's trace.
+        span.in_scope(|| agentd_client::trace::remember(c.task_id()));
+        if let Err(Stop::Fail(why)) = self.turn(&c, turn.resumed, &turn.input).instrument(span.clone()).await
+        {
+            spans::failed(&span, &why);
             tracing::info!(task = c.task_id(), reason = %why, "turn failed");
             match c.fail(&why).await {
                 Ok(()) => {}

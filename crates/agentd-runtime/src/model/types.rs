@@ -152,6 +152,12 @@ pub trait ModelProvider: Send + Sync + 'static {
     /// The provider kind (`echo`, `scripted`, `openai`), for logs.
     fn name(&self) -> &str;
 
+    /// The model asked for (`gen_ai.request.model` on the call's span); empty
+    /// where the provider has no model name.
+    fn model(&self) -> &str {
+        ""
+    }
+
     /// Whether reminders may be placed by their `roleHint` (a mid-conversation
     /// system or developer message); otherwise every reminder goes in the
     /// user-role block after the conversation.

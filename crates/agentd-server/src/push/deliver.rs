@@ -80,7 +80,8 @@ impl Deliverer {
             return Err(Outcome::Failed(format!("url refused: {why}")));
         }
         let client = self.client.get().map_err(Outcome::Failed)?;
-        Ok(client.post(url).timeout(self.timeout))
+        // The delivery span's trace context (`trace::delivery`), when tracing is on.
+        Ok(agentd_client::trace::inject(client.post(url).timeout(self.timeout)))
     }
 
     fn push_request(

@@ -9,7 +9,7 @@
 //!   follows redirects.
 
 mod addr;
-mod deliver;
+pub(crate) mod deliver;
 mod ssrf;
 mod worker;
 

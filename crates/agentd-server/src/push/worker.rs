@@ -211,7 +211,10 @@ impl Worker {
     /// Delivers one webhook's rows in order, stopping at the first failure.
     async fn group(&self, key: GroupKey, items: Vec<OutboxItem>, results: &Mutex<Results>) {
         for (i, item) in items.iter().enumerate() {
-            let why = match self.deliverer.deliver(item).await {
+            let span = crate::trace::delivery(item);
+            let outcome = tracing::Instrument::instrument(self.deliverer.deliver(item), span.clone()).await;
+            crate::trace::delivered(&span, &outcome);
+            let why = match outcome {
                 Outcome::Delivered => {
                     record(results, |r| r.done.push(item.id));
                     continue;

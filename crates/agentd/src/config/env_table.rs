@@ -80,6 +80,7 @@ const SAMPLES: &[Sample] = &[
         &[],
     ),
     ("AGENTD_MCP_APPROVALS_HUMAN", "@human/oncall", &[]),
+    ("AGENTD_TELEMETRY_OTLP_ENDPOINT", "http://collector.example.com:4318", &[]),
     ("AGENTD_LOG", "debug", &[]),
     ("AGENTD_LOG_LEVEL", "agentd=debug,info", &[]),
     ("AGENTD_LOG_FORMAT", "json", &[]),

@@ -56,6 +56,7 @@ mod reminders;
 mod smoke;
 mod streams;
 mod subagents;
+mod traces;
 mod visibility;
 mod workflow_annotations;
 mod workflow_bridge;

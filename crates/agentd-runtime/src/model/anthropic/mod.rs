@@ -78,4 +78,8 @@ impl Wire for Messages {
     fn settings(&self) -> &HttpSettings {
         &self.config.http
     }
+
+    fn model(&self) -> &str {
+        &self.config.model
+    }
 }

@@ -146,7 +146,9 @@ impl HttpClient {
         emitted: &mut bool,
     ) -> Result<ModelResponse, Failure> {
         let (url, timeout) = (target.url.as_str(), self.settings.timeout);
-        let send = self.client.post(url).headers(self.headers.clone()).body(target.body.clone()).send();
+        let post = self.client.post(url).headers(self.headers.clone());
+        // The model server joins the call's trace (its `chat` span), when tracing is on.
+        let send = agentd_client::trace::inject(post).body(target.body.clone()).send();
         let resp = guard(cancel, timeout, send).await?.map_err(|e| transport(url, &e))?;
         let status = resp.status().as_u16();
         if !resp.status().is_success() {

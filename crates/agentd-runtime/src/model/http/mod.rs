@@ -48,6 +48,8 @@ pub trait Wire: fmt::Debug + Send + Sync + 'static {
     fn honours_role_hints(&self) -> bool {
         false
     }
+    /// See [`ModelProvider::model`]: the first one asked for.
+    fn model(&self) -> &str;
 }
 
 /// A model provider over HTTP speaking the wire format `W`.
@@ -74,6 +76,10 @@ impl<W: Wire> fmt::Debug for HttpProvider<W> {
 impl<W: Wire> ModelProvider for HttpProvider<W> {
     fn name(&self) -> &str {
         W::NAME
+    }
+
+    fn model(&self) -> &str {
+        self.wire.model()
     }
 
     fn honours_role_hints(&self) -> bool {

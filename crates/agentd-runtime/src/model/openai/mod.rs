@@ -46,6 +46,10 @@ impl Wire for ChatCompletions {
         &self.config.http
     }
 
+    fn model(&self) -> &str {
+        &self.config.model
+    }
+
     fn targets(&self, req: &ModelRequest, stream: bool) -> Result<Vec<Target>, ModelError> {
         let body = body(&wire::request_body(&self.config.model, req, stream))?;
         Ok(self

@@ -10,6 +10,7 @@ pub mod certs;
 pub mod feed;
 pub mod inprocess;
 pub mod oidc;
+pub mod otlp;
 pub mod principals;
 pub mod receiver;
 pub mod scripted;
@@ -100,7 +101,9 @@ impl Daemon {
             let mut tx = Some(tx);
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if let Some(i) = line.find("listening on ") {
-                    let url = line[i + 13..].split_whitespace().next().unwrap_or("").to_owned();
+                    // Text or JSON lines (where a quote ends the message).
+                    let url = line[i + 13..].split(|c: char| c.is_whitespace() || c == '"').next();
+                    let url = url.unwrap_or("").to_owned();
                     if let Some(tx) = tx.take() {
                         let _ = tx.send(url);
                     }
