@@ -20,20 +20,25 @@ pub const MAX_PAGE_SIZE: i32 = 100;
 /// when `None`, the member omitted when 0 or empty) and artifacts only when
 /// asked for.
 pub fn view(rec: &TaskRecord, history_length: Option<i32>, artifacts: bool) -> Task {
-    let mut t = rec.task.clone();
-    t.history = match (t.history.take(), history_length) {
-        (Some(h), None) if !h.is_empty() => Some(h),
-        (Some(mut h), Some(n)) if n > 0 && !h.is_empty() => {
-            let keep = usize::try_from(n).unwrap_or(usize::MAX);
-            if h.len() > keep {
-                h.drain(..h.len() - keep);
-            }
-            Some(h)
+    let t = &rec.task;
+    // Only what the view keeps is cloned: the last messages asked for, and
+    // the artifacts only when wanted.
+    let history = match (t.history.as_deref(), history_length) {
+        (Some(h), None) if !h.is_empty() => Some(h.to_vec()),
+        (Some(h), Some(n)) if n > 0 && !h.is_empty() => {
+            let keep = usize::try_from(n).unwrap_or(usize::MAX).min(h.len());
+            Some(h[h.len() - keep..].to_vec())
         }
         _ => None,
     };
-    t.artifacts = if artifacts { Some(t.artifacts.take().unwrap_or_default()) } else { None };
-    t
+    Task {
+        id: t.id.clone(),
+        context_id: t.context_id.clone(),
+        status: t.status.clone(),
+        artifacts: artifacts.then(|| t.artifacts.clone().unwrap_or_default()),
+        history,
+        metadata: t.metadata.clone(),
+    }
 }
 
 impl Engine {
