@@ -5,7 +5,7 @@
 //!
 //! Recording is cheap: the fixed label sets of the request path are
 //! resolved once into handles (a histogram is an `Arc`), so a request pays
-//! one lock-free lookup and one histogram update, no allocation. Labels are
+//! one histogram update (a short uncontended mutex) and no allocation. Labels are
 //! bounded: methods, bindings, states, kinds and outcomes are closed sets;
 //! provider, server and tool names come from the configuration and are
 //! capped anyway ([`tools::MAX_TOOL_SERIES`]). No label ever carries a task,
@@ -25,6 +25,8 @@ pub use tools::{MAX_TOOL_SERIES, ToolMetrics};
 pub use work::{OutboxMetrics, Reminders, StoreMetrics, Streams};
 
 use prometheus_client::registry::Registry;
+
+pub use prometheus_client::metrics::gauge::Gauge;
 
 /// The `Content-Type` of what [`Metrics::encode`] writes: the Prometheus
 /// text format, version 0.0.4 (what every scraper reads).

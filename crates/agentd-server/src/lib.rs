@@ -13,6 +13,7 @@ mod dispatch;
 pub mod errors;
 pub mod ext_docs;
 pub mod extensions;
+pub mod metrics;
 pub mod fuzzing;
 #[cfg(feature = "grpc")]
 pub mod grpc;
@@ -35,4 +36,4 @@ pub use readiness::Readiness;
 pub use routes::app;
 pub use state::{Admission, AppState, ConnectionLimits, ServerConfig, VersionPolicy};
 
-pub use listen::{CertName, ClientIdentityRule, Tls, TlsSettings, serve};
+pub use listen::{CertName, ClientIdentityRule, Tls, TlsSettings, serve, serve_metrics};

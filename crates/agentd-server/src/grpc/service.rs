@@ -57,7 +57,7 @@ impl A2aGrpc {
         let r = async {
             let op = to_op(msg)?;
             debug_assert_eq!(op.kind(), kind, "an rpc converts into its own operation");
-            U::from_outcome(execute(&self.state, &ctx, op).await.map_err(crate::errors::grpc)?)
+            U::from_outcome(execute(&self.state, crate::metrics::Binding::Grpc, &ctx, op).await.map_err(crate::errors::grpc)?)
                 .ok_or_else(|| unexpected(kind))
         };
         finish(&ctx, r.await)
@@ -72,11 +72,11 @@ impl A2aGrpc {
         to_op: impl FnOnce(T) -> std::result::Result<Operation, A2aError> + Send,
     ) -> Result<EventStream> {
         let (ctx, msg) = self.begin(req, kind).await?;
-        let slot = self.state.admission.stream().map_err(|e| to_status(&e))?;
+        let slot = self.state.admission.stream(&self.state.engine.metrics().streams.task_streams).map_err(|e| to_status(&e))?;
         let r = async {
             let op = to_op(msg)?;
             debug_assert_eq!(op.kind(), kind, "an rpc converts into its own operation");
-            match execute(&self.state, &ctx, op).await.map_err(crate::errors::grpc)? {
+            match execute(&self.state, crate::metrics::Binding::Grpc, &ctx, op).await.map_err(crate::errors::grpc)? {
                 Outcome::Stream(src) => Ok(src),
                 Outcome::Value(_) | Outcome::Done => Err(unexpected(kind)),
             }
