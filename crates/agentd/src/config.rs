@@ -30,6 +30,9 @@ pub struct ServeFlags {
     /// Agent profile: `default` (the instruction document's agent) or `tck` (AGENTD_AGENT).
     #[arg(long, value_enum)]
     pub agent: Option<AgentProfile>,
+    /// A second listener serving only /metrics (AGENTD_METRICS_LISTEN).
+    #[arg(long)]
+    pub metrics_listen: Option<SocketAddr>,
     /// Let webhooks reach loopback and private addresses (tests, single host).
     #[arg(long)]
     pub push_allow_private: bool,
@@ -97,6 +100,8 @@ pub struct Config {
     pub mcp: agentd_mcp::McpConfig,
     /// How an interrupted turn resumes (`docs/durability.md`).
     pub durability: DurabilityConfig,
+    /// `GET /metrics` (`docs/observability.md`).
+    pub metrics: MetricsConfig,
     /// Keys of the document's `!config` that agentd does not use (logged at start).
     #[serde(skip)]
     pub ignored_document_keys: Vec<String>,
@@ -176,6 +181,17 @@ impl A2aConfig {
 }
 
 /// How a stop (SIGTERM, SIGINT) drains the daemon.
+/// Where `/metrics` is served and who may read it (`docs/observability.md`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// A second listener serving `/metrics` alone (besides the main one).
+    pub listen: Option<SocketAddr>,
+    /// Scrapes need no credentials on any listener; by default only on a
+    /// loopback one (elsewhere an operator's).
+    pub public: bool,
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ShutdownConfig {
@@ -644,6 +660,7 @@ impl Default for Config {
             shutdown: ShutdownConfig::default(),
             mcp: agentd_mcp::McpConfig::default(),
             durability: DurabilityConfig::default(),
+            metrics: MetricsConfig::default(),
             ignored_document_keys: Vec::new(),
             unknown_env: Vec::new(),
             reminders: RemindersConfig::default(),
@@ -886,6 +903,9 @@ pub fn load_from(flags: &ServeFlags, env: &BTreeMap<String, String>) -> anyhow::
     if let Some(v) = flags.listen {
         cfg.listen = v;
     }
+    if let Some(v) = flags.metrics_listen {
+        cfg.metrics.listen = Some(v);
+    }
     if let Some(v) = &flags.data_dir {
         cfg.data_dir.clone_from(v);
     }
@@ -1104,6 +1124,17 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
             "refusing to listen on {} without credentials: anyone who can reach it could act as an operator. \
              Configure auth.tokens, auth.issuers or tls.client_ca in the config file, or listen on 127.0.0.1",
             cfg.listen
+        );
+    }
+    if let Some(m) = cfg.metrics.listen
+        && !m.ip().is_loopback()
+        && !cfg.metrics.public
+        && !credentials
+    {
+        bail!(
+            "metrics.listen {m} is not loopback and scrapes there need an operator's credentials, but none are \
+             configured: set metrics.public: true to let anyone who reaches it read the metrics, or configure \
+             auth.tokens, auth.issuers or tls.client_ca"
         );
     }
     Ok(())
