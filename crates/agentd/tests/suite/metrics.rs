@@ -317,7 +317,7 @@ async fn live_tasks_and_open_gates_are_counted_again_after_a_restart() {
         {"text": "done"}
     ]);
     let config = format!(
-        "push:\n  allow_private: true\nmcp:\n  servers:\n    - name: py\n      http: {{url: '{}'}}\n      policy: {{human: '@human/approver'}}\n  approvals: {{timeout_secs: 3600}}\nshutdown:\n  grace_secs: 1\n",
+        "push:\n  allow_private: true\nmcp:\n  servers:\n    - name: py\n      http: {{url: '{}'}}\n      policy: {{human: '@human/approver'}}\n  approvals: {{timeout_secs: 3600}}\nshutdown:\n  grace_secs: 1\nsse_keep_alive_secs: 1\n",
         server.url()
     );
     // The model goes on with its script after the restart (the turn resumes).
@@ -344,6 +344,20 @@ async fn live_tasks_and_open_gates_are_counted_again_after_a_restart() {
     assert_eq!(m.sum("agentd_tasks", &[]), 1.0);
     assert_eq!(m.sum("agentd_gates_open", &[]), 1.0);
     assert_eq!(m.sum("agentd_task_transitions_total", &[]), 0.0, "nothing moved since the start");
+
+    // A stream of the task and a feed subscriber count while they are open.
+    let params = json!({"id": task_id});
+    let (_, stream) = s.alice().stream_with(Binding::JsonRpc, "SubscribeToTask", params, &[]).await;
+    let mut events = crate::common::feed::feed(&s.alice(), json!({})).await;
+    events.hello().await;
+    let m = scrape(&s.d).await;
+    assert_eq!(m.sum("agentd_task_streams_open", &[]), 1.0);
+    assert_eq!(m.sum("agentd_feed_subscribers", &[]), 1.0);
+    drop((stream, events));
+    scrape_until(&s.d, "the closed streams gone", |m| {
+        m.sum("agentd_task_streams_open", &[]) == 0.0 && m.sum("agentd_feed_subscribers", &[]) == 0.0
+    })
+    .await;
 
     answer(&s.carol(), &task_id, json!({"data": {"approve": true}})).await.expect("carol approves");
     wait_for_state(&s.alice(), &task_id, "TASK_STATE_COMPLETED", Duration::from_secs(20)).await;
