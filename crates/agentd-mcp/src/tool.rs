@@ -82,8 +82,8 @@ impl McpTool {
     ) -> Result<String, String> {
         let started = std::time::Instant::now();
         let (outcome, answer) = self.invoke_with_outcome(args.clone(), Some(control), approved).await;
-        let secs = started.elapsed().as_secs_f64();
-        control.runtime().engine().metrics().tools.call(self.server(), self.tool(), outcome_label(outcome), secs);
+        let (secs, label) = (started.elapsed().as_secs_f64(), outcome_label(outcome));
+        control.runtime().engine().metrics().tools.call(self.server(), self.tool(), label, secs);
         let data = ToolData {
             task_id: control.task_id().to_owned(),
             server: self.server().to_owned(),

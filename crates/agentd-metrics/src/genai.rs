@@ -80,7 +80,8 @@ impl ModelMetrics {
     /// One model call: its duration, `Err(error_type)` when it failed.
     pub fn call(&self, provider: &str, result: Result<(), &'static str>, secs: f64) {
         let error_type = result.err().unwrap_or("");
-        let labels = Call { gen_ai_operation_name: CHAT, gen_ai_provider_name: provider.to_owned(), error_type };
+        let labels =
+            Call { gen_ai_operation_name: CHAT, gen_ai_provider_name: provider.to_owned(), error_type };
         self.duration.get_or_create(&labels).observe(secs);
     }
 

@@ -34,5 +34,8 @@ fn tool_series_are_capped() {
         text.lines().filter(|l| l.starts_with("agentd_tool_call_duration_seconds_count")).collect();
     assert_eq!(counts.len(), MAX_TOOL_SERIES + 1, "the cap and one `_other` series");
     assert!(counts.iter().any(|l| l.contains(r#"tool="_other""#) && l.ends_with(" 5")), "{counts:?}");
-    assert!(counts.iter().any(|l| l.contains(r#"tool="t0""#) && l.ends_with(" 2")), "a known pair keeps its series");
+    assert!(
+        counts.iter().any(|l| l.contains(r#"tool="t0""#) && l.ends_with(" 2")),
+        "a known pair keeps its series"
+    );
 }

@@ -77,7 +77,11 @@ impl Admission {
         if !op.is_stream() {
             return Ok(None);
         }
-        let gauge = if op == OperationKind::SubscribeEvents { &m.streams.feed_subscribers } else { &m.streams.task_streams };
+        let gauge = if op == OperationKind::SubscribeEvents {
+            &m.streams.feed_subscribers
+        } else {
+            &m.streams.task_streams
+        };
         self.stream(gauge).map(Some)
     }
 

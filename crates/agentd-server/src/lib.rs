@@ -13,12 +13,12 @@ mod dispatch;
 pub mod errors;
 pub mod ext_docs;
 pub mod extensions;
-pub mod metrics;
 pub mod fuzzing;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 mod jsonrpc;
 mod listen;
+pub mod metrics;
 mod operation;
 mod params;
 pub mod push;

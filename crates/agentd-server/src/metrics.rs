@@ -53,7 +53,9 @@ pub(crate) fn record(
     let requests = &state.engine.metrics().requests;
     match error {
         // The slot of a (method, binding) pair: its histogram is resolved once.
-        None => requests.observe_ok(kind as usize * 3 + binding as usize, kind.method(), binding.label(), secs),
+        None => {
+            requests.observe_ok(kind as usize * 3 + binding as usize, kind.method(), binding.label(), secs)
+        }
         Some(e) => requests.observe(kind.method(), binding.label(), outcome(e), secs),
     }
 }

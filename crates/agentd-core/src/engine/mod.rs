@@ -220,8 +220,10 @@ impl Engine {
     pub(crate) async fn recover(&self) -> Result<usize, Error> {
         let live = self.inner.store.tasks_in_states(&metrics::LIVE).await?;
         self.count_stored(&live);
-        let stale: Vec<_> =
-            live.into_iter().filter(|r| matches!(r.state(), TaskState::Submitted | TaskState::Working)).collect();
+        let stale: Vec<_> = live
+            .into_iter()
+            .filter(|r| matches!(r.state(), TaskState::Submitted | TaskState::Working))
+            .collect();
         for context_id in self.inner.store.closed_contexts().await? {
             self.inner.closed_contexts.insert(context_id);
         }

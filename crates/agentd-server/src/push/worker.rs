@@ -213,7 +213,8 @@ impl Worker {
     async fn group(&self, key: GroupKey, items: Vec<OutboxItem>, results: &Mutex<Results>) {
         for (i, item) in items.iter().enumerate() {
             let outcome = self.deliverer.deliver(item).await;
-            self.outbox.metrics().outbox.delivery(target(item), outcome.label(item.attempts.saturating_add(1), &self.cfg));
+            let label = outcome.label(item.attempts.saturating_add(1), &self.cfg);
+            self.outbox.metrics().outbox.delivery(target(item), label);
             let why = match outcome {
                 Outcome::Delivered => {
                     record(results, |r| r.done.push(item.id));

@@ -42,7 +42,9 @@ impl Scrape {
     fn sum(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
         self.0
             .iter()
-            .filter(|s| s.name == name && labels.iter().all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v)))
+            .filter(|s| {
+                s.name == name && labels.iter().all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
+            })
             .map(|s| s.value)
             .sum()
     }
@@ -365,5 +367,8 @@ async fn live_tasks_and_open_gates_are_counted_again_after_a_restart() {
     assert_eq!(m.sum("agentd_tasks", &[]), 0.0);
     assert_eq!(m.sum("agentd_gates_open", &[]), 0.0);
     assert_eq!(m.sum("agentd_task_transitions_total", &[("from", "input_required"), ("to", "working")]), 1.0);
-    assert_eq!(m.sum("agentd_tool_call_duration_seconds_count", &[("tool", "write_note"), ("outcome", "ok")]), 1.0);
+    assert_eq!(
+        m.sum("agentd_tool_call_duration_seconds_count", &[("tool", "write_note"), ("outcome", "ok")]),
+        1.0
+    );
 }
