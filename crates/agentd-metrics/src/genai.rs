@@ -8,6 +8,8 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
 
 /// The operation of every model call the agent loop makes.
 const CHAT: &str = "chat";
@@ -50,6 +52,40 @@ pub struct ModelMetrics {
     duration: Histograms<Call>,
     first_chunk: Histograms<Provider>,
     tokens: Histograms<Tokens>,
+    /// The series of each provider a call was made with, resolved once.
+    providers: RwLock<HashMap<String, Arc<ProviderCalls>>>,
+}
+
+/// The series of one provider's calls, to keep for the length of a call:
+/// recording a successful call then looks nothing up and allocates nothing.
+pub struct ProviderCalls {
+    provider: String,
+    ok: Histogram,
+    first_chunk: Histogram,
+    input_tokens: Histogram,
+    output_tokens: Histogram,
+    duration: Histograms<Call>,
+}
+
+impl ProviderCalls {
+    /// A call answered after `secs`, with its tokens.
+    pub fn ok(&self, secs: f64, input_tokens: u64, output_tokens: u64) {
+        self.ok.observe(secs);
+        self.input_tokens.observe(input_tokens as f64);
+        self.output_tokens.observe(output_tokens as f64);
+    }
+
+    /// A call failed after `secs`; `error_type` names how (a closed set).
+    pub fn failed(&self, error_type: &'static str, secs: f64) {
+        let labels =
+            Call { gen_ai_operation_name: CHAT, gen_ai_provider_name: self.provider.clone(), error_type };
+        self.duration.get_or_create(&labels).observe(secs);
+    }
+
+    /// The first text of a call came after `secs`.
+    pub fn first_chunk(&self, secs: f64) {
+        self.first_chunk.observe(secs);
+    }
 }
 
 impl ModelMetrics {
@@ -58,6 +94,7 @@ impl ModelMetrics {
             duration: Family::new_with_constructor(duration_histogram),
             first_chunk: Family::new_with_constructor(duration_histogram),
             tokens: Family::new_with_constructor(token_histogram),
+            providers: RwLock::default(),
         };
         registry.register(
             "gen_ai_client_operation_duration_seconds",
@@ -77,27 +114,35 @@ impl ModelMetrics {
         s
     }
 
-    /// One model call: its duration, `Err(error_type)` when it failed.
-    pub fn call(&self, provider: &str, result: Result<(), &'static str>, secs: f64) {
-        let error_type = result.err().unwrap_or("");
-        let labels =
-            Call { gen_ai_operation_name: CHAT, gen_ai_provider_name: provider.to_owned(), error_type };
-        self.duration.get_or_create(&labels).observe(secs);
+    /// The series of `provider` (`echo`, `openai`, ...), made on its first call.
+    pub fn provider(&self, provider: &str) -> Arc<ProviderCalls> {
+        if let Some(p) = self.providers.read().unwrap_or_else(|e| e.into_inner()).get(provider) {
+            return p.clone();
+        }
+        let mut all = self.providers.write().unwrap_or_else(|e| e.into_inner());
+        all.entry(provider.to_owned()).or_insert_with(|| Arc::new(self.resolve(provider))).clone()
     }
 
-    pub fn first_chunk(&self, provider: &str, secs: f64) {
-        let labels = Provider { gen_ai_operation_name: CHAT, gen_ai_provider_name: provider.to_owned() };
-        self.first_chunk.get_or_create(&labels).observe(secs);
-    }
-
-    pub fn tokens(&self, provider: &str, input: u64, output: u64) {
-        for (kind, n) in [("input", input), ("output", output)] {
-            let labels = Tokens {
+    fn resolve(&self, provider: &str) -> ProviderCalls {
+        let name = || provider.to_owned();
+        let tokens = |kind| Tokens {
+            gen_ai_operation_name: CHAT,
+            gen_ai_provider_name: name(),
+            gen_ai_token_type: kind,
+        };
+        ProviderCalls {
+            provider: name(),
+            ok: self.duration.get_or_create_owned(&Call {
                 gen_ai_operation_name: CHAT,
-                gen_ai_provider_name: provider.to_owned(),
-                gen_ai_token_type: kind,
-            };
-            self.tokens.get_or_create(&labels).observe(n as f64);
+                gen_ai_provider_name: name(),
+                error_type: "",
+            }),
+            first_chunk: self
+                .first_chunk
+                .get_or_create_owned(&Provider { gen_ai_operation_name: CHAT, gen_ai_provider_name: name() }),
+            input_tokens: self.tokens.get_or_create_owned(&tokens("input")),
+            output_tokens: self.tokens.get_or_create_owned(&tokens("output")),
+            duration: self.duration.clone(),
         }
     }
 }

@@ -18,7 +18,7 @@ mod tasks;
 mod tools;
 mod work;
 
-pub use genai::ModelMetrics;
+pub use genai::{ModelMetrics, ProviderCalls};
 pub use requests::Requests;
 pub use tasks::Tasks;
 pub use tools::{MAX_TOOL_SERIES, ToolMetrics};

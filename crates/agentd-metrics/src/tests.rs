@@ -9,7 +9,7 @@ fn recorded_values_show_in_the_exposition() {
     m.tasks.live_add("working", "none", 2);
     m.tasks.live_add("working", "none", -1);
     m.tasks.transition("working", "completed");
-    m.model.tokens("echo", 10, 3);
+    m.model.provider("echo").ok(0.5, 10, 3);
     let text = m.encode();
     for line in [
         r#"agentd_request_duration_seconds_count{method="SendMessage",binding="jsonrpc",outcome="ok"} 2"#,

@@ -1,13 +1,16 @@
 //! The GenAI metrics of one model call (`gen_ai_client_*`): its duration
-//! and outcome, the time to its first streamed text, its tokens.
+//! and outcome, the time to its first streamed text, its tokens. The
+//! provider's series are resolved before the call, so recording it
+//! allocates nothing.
 
 use crate::model::{ModelError, ModelResponse};
 use agentd_core::TaskControl;
+use agentd_metrics::ProviderCalls;
+use std::sync::Arc;
 use std::time::Instant;
 
 pub(super) struct CallMetrics {
-    control: TaskControl,
-    provider: String,
+    calls: Arc<ProviderCalls>,
     started: Instant,
     first_chunk: bool,
     finished: bool,
@@ -15,21 +18,15 @@ pub(super) struct CallMetrics {
 
 impl CallMetrics {
     pub(super) fn start(control: &TaskControl, provider: &str) -> Self {
-        Self {
-            control: control.clone(),
-            provider: provider.to_owned(),
-            started: Instant::now(),
-            first_chunk: false,
-            finished: false,
-        }
+        let calls = control.runtime().engine().metrics().model.provider(provider);
+        Self { calls, started: Instant::now(), first_chunk: false, finished: false }
     }
 
     /// A text delta arrived: the first one times the first chunk.
     pub(super) fn chunk(&mut self) {
         if !self.first_chunk {
             self.first_chunk = true;
-            let m = self.control.runtime().engine().metrics();
-            m.model.first_chunk(&self.provider, self.started.elapsed().as_secs_f64());
+            self.calls.first_chunk(self.started.elapsed().as_secs_f64());
         }
     }
 
@@ -40,14 +37,10 @@ impl CallMetrics {
             self.chunk();
         }
         self.finished = true;
-        let m = self.control.runtime().engine().metrics();
         let secs = self.started.elapsed().as_secs_f64();
         match result {
-            Ok(r) => {
-                m.model.call(&self.provider, Ok(()), secs);
-                m.model.tokens(&self.provider, r.usage.input_tokens, r.usage.output_tokens);
-            }
-            Err(e) => m.model.call(&self.provider, Err(error_type(e)), secs),
+            Ok(r) => self.calls.ok(secs, r.usage.input_tokens, r.usage.output_tokens),
+            Err(e) => self.calls.failed(error_type(e), secs),
         }
     }
 }
@@ -57,8 +50,7 @@ impl Drop for CallMetrics {
     /// to record its text) counts as abandoned.
     fn drop(&mut self) {
         if !self.finished {
-            let m = self.control.runtime().engine().metrics();
-            m.model.call(&self.provider, Err("abandoned"), self.started.elapsed().as_secs_f64());
+            self.calls.failed("abandoned", self.started.elapsed().as_secs_f64());
         }
     }
 }
