@@ -361,9 +361,19 @@ async fn live_tasks_and_open_gates_are_counted_again_after_a_restart() {
     })
     .await;
 
+    // A reminder for the turn's next model call: injected, then emitted
+    // and expired by that one call.
+    let reminder = json!({"taskId": task_id, "reminder": {"body": "be brief", "ttlTurns": 1}});
+    s.alice().ok(Binding::JsonRpc, "InjectTaskReminder", reminder).await;
+    assert_eq!(scrape(&s.d).await.sum("agentd_reminder_events_total", &[("event", "injected")]), 1.0);
+
     answer(&s.carol(), &task_id, json!({"data": {"approve": true}})).await.expect("carol approves");
     wait_for_state(&s.alice(), &task_id, "TASK_STATE_COMPLETED", Duration::from_secs(20)).await;
     let m = scrape(&s.d).await;
+    for event in ["injected", "emitted", "expired"] {
+        assert_eq!(m.sum("agentd_reminder_events_total", &[("event", event)]), 1.0, "{event}");
+    }
+    assert_eq!(m.sum("agentd_reminder_events_total", &[("event", "deduped")]), 0.0);
     assert_eq!(m.sum("agentd_tasks", &[]), 0.0);
     assert_eq!(m.sum("agentd_gates_open", &[]), 0.0);
     assert_eq!(m.sum("agentd_task_transitions_total", &[("from", "input_required"), ("to", "working")]), 1.0);
