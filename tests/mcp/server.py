@@ -6,7 +6,9 @@ Python SDK (`mcp` on PyPI, its `MCPServer`, formerly FastMCP).
                                      (N=0: a free port); prints "PORT <n>"
 
 Its tools are what the tests need: a plain answer, structured output, an
-error result, a slow call (counted too), a call that kills the server, a name too
+error result, a slow call (counted too), a call that waits until the test
+releases it (`POST /release`), one answering the `_meta` of its request (the
+idempotency key agentd sends; `GET /metas` lists them all), a call that kills the server, a name too
 long for a model's function-name limit, a write whose calls it counts
 (`GET /calls` answers the counts as JSON: the tests of approvals), and one
 that adds a tool and says the list changed. The tools that change nothing
@@ -16,6 +18,7 @@ sessions (the tests of re-initialisation).
 
 import argparse
 import asyncio
+import json
 import os
 import socket
 import sys
@@ -58,6 +61,46 @@ async def slow(seconds: float) -> str:
     CALLS["slow"] = CALLS.get("slow", 0) + 1
     await asyncio.sleep(seconds)
     return "done"
+
+
+# Set by `POST /release`: the calls of `hold` waiting on it answer.
+RELEASED = asyncio.Event()
+
+
+@server.tool(annotations=READ_ONLY)
+async def hold() -> str:
+    """Answers once the test releases it (`POST /release`); its calls are counted."""
+    CALLS["hold"] = CALLS.get("hold", 0) + 1
+    await RELEASED.wait()
+    return "released"
+
+
+@server.custom_route("/release", methods=["POST"])
+async def release(_request: Request) -> PlainTextResponse:
+    """Lets every waiting and later call of `hold` answer."""
+    RELEASED.set()
+    return PlainTextResponse("released")
+
+
+@server.tool(annotations=READ_ONLY)
+async def meta(ctx: Context, seconds: float = 0) -> str:
+    """Answers the `_meta` of its request as JSON, after the given number of
+    seconds; each call's `_meta` is kept (`GET /metas`)."""
+    meta = dict(ctx.request_context.meta or {})
+    METAS.append(meta)
+    await asyncio.sleep(seconds)
+    return json.dumps(meta, sort_keys=True)
+
+
+# The `_meta` of each call of `meta`, in order (`GET /metas`).
+METAS: list[dict] = []
+
+
+@server.custom_route("/metas", methods=["GET"])
+async def metas(_request: Request) -> JSONResponse:
+    """The `_meta` of every call of `meta` so far, in order, even of calls
+    that never answered."""
+    return JSONResponse(METAS)
 
 
 @server.tool()

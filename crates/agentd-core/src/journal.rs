@@ -29,6 +29,9 @@ pub enum StepRecord {
     ToolStarted(ToolStart),
     /// What a tool call returned: its output, or why it failed.
     ToolResult(ToolOutcome),
+    /// A running tool call learned the id of what it started elsewhere (a
+    /// peer agent's task): a restart follows that, never starts another.
+    ToolProgress(ToolProgress),
 }
 
 /// What a model call about to be made was given besides the conversation.
@@ -82,6 +85,19 @@ pub struct ToolStart {
     /// subagent's task id), so that a retry adopts it instead of starting
     /// another.
     pub id: String,
+}
+
+/// What a running tool call started outside this daemon, committed as soon
+/// as it is known and before the call goes on waiting for it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolProgress {
+    pub step: u32,
+    /// The call's place among the step's tool calls (from 0).
+    pub call: u32,
+    /// Where it runs: the configured name of the A2A peer.
+    pub peer: String,
+    /// The id of the task the peer made for the call.
+    pub task_id: String,
 }
 
 /// A tool call's result as the model gets it.

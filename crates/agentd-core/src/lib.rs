@@ -31,9 +31,11 @@ pub use engine::{
 };
 pub use engine::{EventFeed, FeedItem};
 pub use error::{Error, FieldPath, Invalid, Naming, Segment, Violation, Violations};
-pub use events::{EventLogBounds, EventRecord, EventRetention, NewEvent};
+pub use events::{EventJson, EventLogBounds, EventRecord, EventRetention, NewEvent};
 pub use gate::{GateAnnouncement, GateBridge, GateKeeper};
-pub use journal::{JournalEntry, JournalToolCall, ModelInput, ModelStep, StepRecord, ToolOutcome, ToolStart};
+pub use journal::{
+    JournalEntry, JournalToolCall, ModelInput, ModelStep, StepRecord, ToolOutcome, ToolProgress, ToolStart,
+};
 pub use principal::{Principal, PrincipalRole};
 pub use record::{
     BridgeDelivery, BridgeTarget, LinkKind, OpenGate, OutboxItem, OutboxTarget, StatusEntry, TaskLink,

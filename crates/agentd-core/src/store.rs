@@ -244,9 +244,21 @@ pub trait Store: Send + Sync + 'static {
     /// Up to `limit` events with `seq > after`, oldest first.
     async fn read_events(&self, after: u64, limit: usize) -> Result<Vec<EventRecord>, StoreError>;
     async fn event_log_bounds(&self) -> Result<EventLogBounds, StoreError>;
-    /// Every event committed from now on, in `seq` order. A receiver that
-    /// falls behind the channel's capacity lags and reads the log instead.
     /// A task's step journal in `seq` order (empty when it has none).
     async fn journal(&self, task_id: &str) -> Result<Vec<JournalEntry>, StoreError>;
+    /// Every event committed from now on, in `seq` order. A receiver that
+    /// falls behind the channel's capacity lags and reads the log instead.
     fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<std::sync::Arc<EventRecord>>;
+    /// Returns once a commit of this store queued outbox rows (push
+    /// deliveries, bridge announcements) since the last return: one waiter
+    /// is woken per wake-up, and a wake-up with nobody waiting is kept. A
+    /// commit that queued nothing wakes nobody.
+    async fn outbox_queued(&self);
+    /// Whether a push config may exist. When it is false a commit's push
+    /// events would queue nothing, and the engine leaves them out of the
+    /// batch. A backend that cannot tell cheaply, or whose configs other
+    /// processes write, says true.
+    fn may_have_push_configs(&self) -> bool {
+        true
+    }
 }

@@ -170,11 +170,13 @@ impl Server {
         Ok(st.conn.as_ref().map(|c| c.tools.clone()).unwrap_or_default())
     }
 
-    /// Calls the server's tool `tool`, which the filter must admit.
+    /// Calls the server's tool `tool`, which the filter must admit, with
+    /// `meta` as the request's `_meta` when given.
     pub async fn call(
         &self,
         tool: &str,
         args: JsonObject,
+        meta: Option<JsonObject>,
         background: &Background,
     ) -> Result<CallToolResult, CallError> {
         let name = &self.spec.name;
@@ -191,6 +193,7 @@ impl Server {
         };
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = Some(args);
+        params.meta = meta.map(Into::into);
         let secs = self.spec.timeout.as_secs();
         match tokio::time::timeout(self.spec.timeout, peer.call_tool(params)).await {
             Err(_) => Err(CallError::Timeout(format!(

@@ -53,8 +53,10 @@ impl Tool for McpTool {
 
     /// A call a person approved running again after a restart cut it is
     /// not asked about a second time.
+    /// Every call of a turn carries its idempotency key to the server
+    /// (`_meta`, [`idempotency_meta`]), the same on a retry.
     async fn call_keyed(&self, args: Value, control: &TaskControl, key: &CallKey) -> Result<String, String> {
-        self.call_approved(args, control, key.rerun_approved).await
+        self.call_approved(args, control, key.rerun_approved, Some(key)).await
     }
 
     fn spec(&self) -> ToolSpec {
@@ -66,7 +68,7 @@ impl Tool for McpTool {
     }
 
     async fn call(&self, args: Value, control: &TaskControl) -> Result<String, String> {
-        self.call_approved(args, control, false).await
+        self.call_approved(args, control, false, None).await
     }
 }
 
@@ -79,9 +81,10 @@ impl McpTool {
         args: Value,
         control: &TaskControl,
         approved: bool,
+        key: Option<&CallKey>,
     ) -> Result<String, String> {
         let started = std::time::Instant::now();
-        let (outcome, answer) = self.invoke_with_outcome(args.clone(), Some(control), approved).await;
+        let (outcome, answer) = self.invoke_with_outcome(args.clone(), Some(control), approved, key).await;
         let (secs, label) = (started.elapsed().as_secs_f64(), outcome_label(outcome));
         control.runtime().engine().metrics().tools.call(self.server(), self.tool(), label, secs);
         let data = ToolData {
@@ -114,6 +117,23 @@ fn outcome_label(o: ToolOutcome) -> &'static str {
     }
 }
 
+/// The `_meta` member of a `tools/call` request naming who the call is:
+/// its idempotency key (`<task id>:<step>:<call>`, the same on every
+/// attempt, so a server can recognise a retry and not act twice) and the
+/// attempt (1, then 2, … after restarts). Namespaced as MCP asks of keys
+/// that are not the protocol's.
+pub fn idempotency_meta(key: &CallKey) -> serde_json::Map<String, Value> {
+    let mut meta = serde_json::Map::new();
+    meta.insert(IDEMPOTENCY_KEY.into(), Value::from(key.key.clone()));
+    meta.insert(ATTEMPT.into(), Value::from(key.attempt));
+    meta
+}
+
+/// The `_meta` key of a call's idempotency key.
+pub const IDEMPOTENCY_KEY: &str = "dev.agentd/idempotency-key";
+/// The `_meta` key of a call's attempt number.
+pub const ATTEMPT: &str = "dev.agentd/attempt";
+
 impl McpTool {
     /// Waits for a human's approval of this exact call: `None` when it was
     /// approved, else what the model is told.
@@ -139,7 +159,7 @@ impl McpTool {
     /// Outside a task, a call the policy asks about is denied: there is no
     /// task to wait on.
     pub async fn invoke(&self, args: Value) -> Result<String, String> {
-        self.invoke_with_outcome(args, None, false).await.1
+        self.invoke_with_outcome(args, None, false, None).await.1
     }
 
     async fn invoke_with_outcome(
@@ -147,6 +167,7 @@ impl McpTool {
         args: Value,
         control: Option<&TaskControl>,
         approved: bool,
+        key: Option<&CallKey>,
     ) -> (ToolOutcome, Result<String, String>) {
         let (server, tool) = (self.server(), self.tool());
         let denied = match (self.hub.policy.decide(server, &self.tool, &args), control) {
@@ -168,7 +189,8 @@ impl McpTool {
             Ok(b) => b,
             Err(e) => return (ToolOutcome::Failed, Err(e)),
         };
-        match self.hub.servers[self.server].call(tool, args, background).await {
+        let meta = key.map(idempotency_meta);
+        match self.hub.servers[self.server].call(tool, args, meta, background).await {
             Ok(result) => match render::render(&result) {
                 (text, true) => (ToolOutcome::Error, Err(format!("the tool reported an error: {text}"))),
                 (text, false) => (ToolOutcome::Ok, Ok(text)),

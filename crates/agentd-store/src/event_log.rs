@@ -1,55 +1,68 @@
 //! What both backends share about the event log: the channel committed
 //! events are announced on, and the stored form of an event.
 
-use crate::codec::err;
-use agentd_core::{EventRecord, NewEvent, StoreError};
+use agentd_core::{EventJson, EventRecord, NewEvent, StoreError};
 use agentd_proto::Timestamp;
 use agentd_proto::ext::events::EventKind;
 use std::sync::Arc;
-use tokio::sync::broadcast;
+use tokio::sync::{Notify, broadcast};
 
 /// Committed events buffered for live feeds; a feed further behind reads
 /// the log instead.
 pub(crate) const CHANNEL_CAPACITY: usize = 1024;
 
-/// The sender committed events are announced on, in `seq` order.
+/// What a backend announces after a commit: its events, in `seq` order,
+/// on a channel live feeds follow, and that outbox rows were queued, to the
+/// one delivery worker waiting for them.
 #[derive(Debug, Clone)]
-pub(crate) struct Announcer(broadcast::Sender<Arc<EventRecord>>);
+pub(crate) struct Announcer {
+    events: broadcast::Sender<Arc<EventRecord>>,
+    outbox: Arc<Notify>,
+}
 
 impl Default for Announcer {
     fn default() -> Self {
-        Self(broadcast::channel(CHANNEL_CAPACITY).0)
+        Self { events: broadcast::channel(CHANNEL_CAPACITY).0, outbox: Arc::default() }
     }
 }
 
 impl Announcer {
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<EventRecord>> {
-        self.0.subscribe()
+        self.events.subscribe()
     }
     /// Announces events that are committed (no receiver is not an error).
     pub(crate) fn announce(&self, events: impl IntoIterator<Item = EventRecord>) {
         for e in events {
-            let _ = self.0.send(Arc::new(e));
+            let _ = self.events.send(Arc::new(e));
         }
+    }
+    /// Outbox rows were committed: wakes the waiter, or the next one.
+    pub(crate) fn outbox_queued(&self) {
+        self.outbox.notify_one();
+    }
+    /// Returns once rows were queued since the last return.
+    pub(crate) async fn outbox_wait(&self) {
+        self.outbox.notified().await;
     }
 }
 
 /// An event as columns: `(ts_ms, kind, task_id, owner, data_json, annotations_json)`.
 pub(crate) type EventColumns = (i64, String, Option<String>, Option<String>, String, Option<String>);
 
-pub(crate) fn encode(e: &NewEvent) -> Result<EventColumns, StoreError> {
-    let annotations = match &e.annotations {
-        Some(a) => Some(serde_json::to_string(a).map_err(err("encode event annotations"))?),
-        None => None,
-    };
-    Ok((
+/// An event's columns for a write, borrowed from it: its JSON was
+/// serialized when the event was made and is written as it is.
+pub(crate) type EventRow<'a> =
+    (i64, &'static str, Option<&'a str>, Option<&'a str>, &'a str, Option<&'a str>);
+
+pub(crate) fn encode(e: &NewEvent) -> EventRow<'_> {
+    (
         e.ts.millis(),
-        e.kind.as_str().to_owned(),
-        e.task_id.clone(),
-        e.owner.clone(),
-        agentd_proto::exact::to_string(&e.data).map_err(err("encode event data"))?,
-        annotations,
-    ))
+        e.kind.as_str(),
+        e.task_id.as_deref(),
+        e.owner.as_deref(),
+        e.data.as_str(),
+        e.annotations.as_ref().map(EventJson::as_str),
+    )
 }
 
 pub(crate) fn decode(seq: u64, c: EventColumns) -> Result<EventRecord, StoreError> {
@@ -58,10 +71,6 @@ pub(crate) fn decode(seq: u64, c: EventColumns) -> Result<EventRecord, StoreErro
         .ok_or_else(|| StoreError::backend(format!("event {seq}: bad ts {ts_ms}")))?;
     let kind = EventKind::parse(&kind)
         .ok_or_else(|| StoreError::backend(format!("event {seq}: unknown kind {kind}")))?;
-    let annotations = match annotations {
-        Some(a) => Some(serde_json::from_str(&a).map_err(err("decode event annotations"))?),
-        None => None,
-    };
     Ok(EventRecord {
         seq,
         event: NewEvent {
@@ -69,8 +78,8 @@ pub(crate) fn decode(seq: u64, c: EventColumns) -> Result<EventRecord, StoreErro
             kind,
             task_id,
             owner,
-            data: serde_json::from_str(&data).map_err(err("decode event data"))?,
-            annotations,
+            data: EventJson::from_stored(data),
+            annotations: annotations.map(EventJson::from_stored),
         },
     })
 }

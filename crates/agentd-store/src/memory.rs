@@ -7,7 +7,7 @@
 use crate::codec::{
     decode_entry, encode_entry, journal_conflict, normalize_config, normalize_reminder, normalize_task,
 };
-use crate::event_log::{self, Announcer};
+use crate::event_log::Announcer;
 use agentd_core::{
     Batch, BridgeTarget, EventLogBounds, EventRecord, EventRetention, JournalEntry, OutboxItem, OutboxTarget,
     PushConfigRow, ReminderRecord, Store, StoreError, TaskPage, TaskQuery, TaskRecord,
@@ -239,10 +239,14 @@ impl Store for MemoryStore {
         let mut inner = self.lock()?;
         inner.check_versions(&tasks)?;
         inner.check_journal(&batch.journal)?;
+        let outbox_before = inner.next_outbox_id;
         inner.apply(tasks, upserts, reminders, journal, &batch);
         let events = inner.append_events(&batch);
         // Announced under the lock, so receivers see seq order.
         self.announcer.announce(events);
+        if inner.next_outbox_id != outbox_before {
+            self.announcer.outbox_queued();
+        }
         tracing::debug!("committed");
         Ok(())
     }
@@ -361,9 +365,8 @@ impl Store for MemoryStore {
 
     async fn read_events(&self, after: u64, limit: usize) -> Result<Vec<EventRecord>, StoreError> {
         let inner = self.lock()?;
-        // Round-trips through the stored form, as SQLite would.
-        let stored = inner.events.iter().filter(|e| e.seq > after).take(limit);
-        stored.map(|e| event_log::decode(e.seq, event_log::encode(&e.event)?)).collect()
+        // An event's stored form is its JSON text, which it keeps as made.
+        Ok(inner.events.iter().filter(|e| e.seq > after).take(limit).cloned().collect())
     }
 
     async fn event_log_bounds(&self) -> Result<EventLogBounds, StoreError> {
@@ -380,5 +383,9 @@ impl Store for MemoryStore {
 
     fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<Arc<EventRecord>> {
         self.announcer.subscribe()
+    }
+
+    async fn outbox_queued(&self) {
+        self.announcer.outbox_wait().await;
     }
 }

@@ -17,7 +17,7 @@ use agentd_runtime::commands;
 use agentd_runtime::delegate::{A2aDelegator, DelegateTool, Delegator};
 use agentd_runtime::model::ModelKind;
 use agentd_runtime::subagents::SubagentManager;
-use agentd_runtime::workflows::{FeedSink, WorkflowDeps, Workflows};
+use agentd_runtime::workflows::{FeedSink, RunWorkflowTool, WorkflowDeps, Workflows, WorkflowsHandle};
 use agentd_server::bridges::{BridgeSecrets, ChannelBridge, DeclaredChannel, SigningKey};
 use agentd_server::push::{PushWorkerConfig, SsrfGuard, spawn_push_worker};
 use agentd_server::{
@@ -113,6 +113,11 @@ impl Daemon {
             tools.push(Arc::new(t));
         }
         let instruction = crate::instruction::load(cfg.instruction.as_deref())?;
+        // Told the workflows once they exist (they are made with the engine).
+        let workflows_handle = WorkflowsHandle::default();
+        if let Some(t) = RunWorkflowTool::new(&instruction.workflows, workflows_handle.clone()) {
+            tools.push(Arc::new(t));
+        }
         let bridge_secrets = bridge_secrets(&cfg, &instruction.channels)?;
         let mcp = mcp_hub(&cfg, &instruction.mcp_servers, &instruction.workflows)?;
         let mut tools = Tools::new(tools)
@@ -169,6 +174,7 @@ impl Daemon {
                 events: Some(Arc::new(FeedSink::new(builder.runtime()))),
             },
         );
+        workflows_handle.set(&workflows);
         let runtime = workflows
             .install(builder)
             .commands(Arc::new(

@@ -90,6 +90,26 @@ impl Engine {
         }
     }
 
+    /// Waits until task `id` is terminal, through its waits for input (a
+    /// workflow run's human gates, answered by a person). A task no longer
+    /// live that is not terminal is returned as it is.
+    pub(crate) async fn terminal(&self, id: &str) -> Result<crate::record::TaskRecord, Error> {
+        loop {
+            // Subscribed before `settled` reads: a change after it is seen.
+            let changes = self.slot(id).await?.map(|s| s.tx.subscribe());
+            let rec = self.settled(id).await?;
+            match changes {
+                Some(mut changes) if !rec.state().is_terminal() => {
+                    if let Err(RecvError::Closed) = changes.recv().await {
+                        // The slot left the map: look the task up again.
+                        tokio::task::yield_now().await;
+                    }
+                }
+                _ => return Ok(rec),
+            }
+        }
+    }
+
     /// Why waiting stopped: the task ended or is gone.
     async fn ended(&self, id: &str) -> Error {
         match self.record(id).await {

@@ -63,7 +63,6 @@ impl EngineBuilder {
             slots: Slots::default(),
             conversations: Default::default(),
             claims: Arc::default(),
-            push_wakeup: Default::default(),
             push_config_writes: tokio::sync::Mutex::new(()),
             installed: OnceLock::new(),
             task_agents: Default::default(),

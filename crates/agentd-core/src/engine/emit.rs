@@ -8,7 +8,7 @@
 
 use super::Engine;
 use crate::error::Error;
-use crate::events::{EventRetention, NewEvent, TASK_EVENT_HISTORY, TASK_EVENT_HISTORY_BYTES};
+use crate::events::{EventJson, EventRetention, NewEvent, TASK_EVENT_HISTORY, TASK_EVENT_HISTORY_BYTES};
 use crate::record::{LinkKind, TaskRecord};
 use crate::store::Batch;
 use agentd_proto::ext::events::{
@@ -26,8 +26,8 @@ pub(super) fn task_event(rec: &TaskRecord, ts: Timestamp) -> NewEvent {
     if let Some(h) = task.history.as_mut() {
         keep_recent_within(h, TASK_EVENT_HISTORY_BYTES);
     }
-    let mut ev = NewEvent::for_task(EventKind::Task, rec, ts, to_value(&task));
-    ev.annotations = Some(to_value(&crate::annotations::of(rec)));
+    let mut ev = NewEvent::for_task(EventKind::Task, rec, ts, EventJson::of(&task));
+    ev.annotations = Some(EventJson::of(&crate::annotations::of(rec)));
     ev
 }
 
@@ -58,7 +58,7 @@ pub(super) fn on_create(rec: &TaskRecord, batch: &mut Batch) {
                 event: ConversationEvent::Turn,
                 task_id: Some(rec.task.id.clone()),
             };
-            batch.events.push(NewEvent::for_task(EventKind::Conversation, rec, ts, to_value(&data)));
+            batch.events.push(NewEvent::for_task(EventKind::Conversation, rec, ts, EventJson::of(&data)));
         }
         Some(LinkKind::Subagent) => batch.events.push(subagent_event(rec, SubagentEvent::Started, ts)),
         Some(LinkKind::Run) => {}
@@ -93,11 +93,7 @@ fn subagent_event(rec: &TaskRecord, event: SubagentEvent, ts: Timestamp) -> NewE
         event,
         state: rec.state(),
     };
-    NewEvent::for_task(EventKind::Subagent, rec, ts, to_value(&data))
-}
-
-fn to_value<T: serde::Serialize>(v: &T) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
+    NewEvent::for_task(EventKind::Subagent, rec, ts, EventJson::of(&data))
 }
 
 impl Engine {
@@ -107,7 +103,7 @@ impl Engine {
     /// events schema bundle describes it. TaskNotFound when no such task.
     pub(crate) async fn emit_event(&self, kind: EventKind, task_id: &str, data: Value) -> Result<(), Error> {
         let rec = self.record(task_id).await?.ok_or_else(|| Error::task_not_found(task_id))?;
-        let ev = NewEvent::for_task(kind, &rec, Timestamp::now(), data);
+        let ev = NewEvent::for_task(kind, &rec, Timestamp::now(), EventJson::of(&data));
         self.commit_events(vec![ev]).await
     }
 
@@ -123,7 +119,7 @@ impl Engine {
             kind: EventKind::Conversation,
             task_id: None,
             owner: Some(owner.to_owned()),
-            data: to_value(&data),
+            data: EventJson::of(&data),
             annotations: None,
         };
         self.commit_events(vec![ev]).await
@@ -138,7 +134,7 @@ impl Engine {
             kind: EventKind::Lifecycle,
             task_id: None,
             owner: None,
-            data: to_value(&data),
+            data: EventJson::of(&data),
             annotations: None,
         };
         self.commit_events(vec![ev]).await

@@ -147,11 +147,11 @@ impl EventFeed {
         if !visible || !wanted {
             return None;
         }
-        let mut data = ev.data.clone();
+        let mut data = ev.data.to_value();
         if let (true, Some(a), Value::Object(task)) = (self.annotate, &ev.annotations, &mut data) {
             let meta = task.entry("metadata").or_insert_with(|| Value::Object(Default::default()));
             if let Value::Object(m) = meta {
-                m.insert(task_annotations::URI.to_owned(), a.clone());
+                m.insert(task_annotations::URI.to_owned(), a.to_value());
             }
         }
         Some(Event { seq: rec.seq, ts: ev.ts, kind: ev.kind, data })

@@ -77,4 +77,12 @@ impl Store for Metered {
     fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<Arc<EventRecord>> {
         self.inner.subscribe_events()
     }
+    async fn outbox_queued(&self) {
+        self.inner.outbox_queued().await;
+    }
+    // Forwarded, not left to the default: the backend's answer spares the
+    // engine the push bodies of a daemon without push configs.
+    fn may_have_push_configs(&self) -> bool {
+        self.inner.may_have_push_configs()
+    }
 }

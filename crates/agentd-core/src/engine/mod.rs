@@ -45,7 +45,6 @@ use agentd_proto::{Message, StreamResponse, Task, TaskState, Timestamp};
 use async_trait::async_trait;
 use dashmap::{DashMap, DashSet};
 use std::sync::{Arc, OnceLock};
-use tokio::sync::Notify;
 
 /// Decides whether a webhook URL may be registered (SSRF guard lives in the
 /// server crate, which knows about DNS and sockets).
@@ -94,7 +93,6 @@ struct Inner {
     conversations: Conversations,
     /// Contexts whose first task is being created (see `claims.rs`).
     claims: Arc<ContextClaims>,
-    push_wakeup: Notify,
     /// Held by CreateTaskPushNotificationConfig from its config-id check to
     /// its commit (see `push.rs`).
     push_config_writes: tokio::sync::Mutex<()>,
@@ -436,17 +434,15 @@ impl Engine {
         mut batch: Batch,
     ) -> Result<(), Error> {
         batch.tasks.push(rec.clone());
-        if self.inner.config.push_enabled {
+        // Push bodies are left out while no config may exist; a config
+        // committed in this very batch (inline in a SendMessage) counts.
+        let configs = !batch.push_upserts.is_empty() || self.inner.store.may_have_push_configs();
+        if self.inner.config.push_enabled && configs {
             for e in events {
                 batch.push_events.push((rec.task.id.clone(), push_body(e)));
             }
         }
-        let wake = !batch.push_events.is_empty() || !batch.bridge_deliveries.is_empty();
-        self.inner.store.commit(batch).await.map_err(store_failed)?;
-        if wake {
-            self.inner.push_wakeup.notify_one();
-        }
-        Ok(())
+        self.inner.store.commit(batch).await.map_err(store_failed)
     }
 
     /// Starts an agent run for a task whose slot lock the caller holds.

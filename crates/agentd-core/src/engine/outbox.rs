@@ -41,19 +41,17 @@ impl Outbox {
         self.inner.store.commit(batch).await
     }
 
-    /// Queues a bridge announcement (committed when this returns) and wakes
-    /// the worker.
+    /// Queues a bridge announcement (committed when this returns; the
+    /// store wakes the worker).
     pub async fn queue(&self, delivery: BridgeDelivery) -> Result<(), StoreError> {
         let batch = Batch { bridge_deliveries: vec![delivery], ..Batch::default() };
-        self.inner.store.commit(batch).await?;
-        self.inner.push_wakeup.notify_one();
-        Ok(())
+        self.inner.store.commit(batch).await
     }
 
     /// Returns once a commit queued rows since the last wake-up (one
     /// waiter is woken per commit; a wake-up with nobody waiting is kept).
     pub async fn queued(&self) {
-        self.inner.push_wakeup.notified().await;
+        self.inner.store.outbox_queued().await;
     }
 
     /// Sets `agentd_outbox_depth` to the rows pending now (after a

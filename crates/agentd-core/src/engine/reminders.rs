@@ -6,7 +6,7 @@
 
 use super::{Engine, refused};
 use crate::error::{Error, FieldPath, Invalid, Violation, Violations};
-use crate::events::NewEvent;
+use crate::events::{EventJson, NewEvent};
 use crate::principal::Principal;
 use crate::record::{LinkKind, TaskRecord};
 use crate::reminder::{
@@ -429,7 +429,6 @@ fn feed_events(rec: &TaskRecord, events: &[ReminderEvent], batch: &mut Batch) {
     let now = Timestamp::now();
     for ev in events {
         let data = ReminderData { task_id: rec.task.id.clone(), event: ev.clone() };
-        let data = serde_json::to_value(&data).unwrap_or(serde_json::Value::Null);
-        batch.events.push(NewEvent::for_task(EventKind::Reminder, rec, now, data));
+        batch.events.push(NewEvent::for_task(EventKind::Reminder, rec, now, EventJson::of(&data)));
     }
 }

@@ -65,6 +65,12 @@ impl Runtime {
         self.engine.settled_past_approvals(id).await
     }
 
+    /// Waits until task `id` is terminal, through its waits for input (a
+    /// run's human gates): a person answers those.
+    pub async fn terminal(&self, id: &str) -> Result<TaskRecord, Error> {
+        self.engine.terminal(id).await
+    }
+
     /// A handle moving task `id` from outside a run (a gate's deadline).
     pub async fn control(&self, id: &str) -> Result<TaskControl, Error> {
         self.engine.control(id).await

@@ -8,6 +8,7 @@ use crate::{PrincipalRole, Turn};
 use agentd_proto::{Part, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task};
 use std::collections::HashMap;
 use std::sync::Mutex;
+use tokio::sync::Notify;
 
 /// A store that keeps the last committed version of each task, checks
 /// versions as a real store does, and counts the commits that wrote a task.
@@ -104,6 +105,9 @@ impl Store for CountingStore {
     }
     fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<Arc<crate::EventRecord>> {
         self.events.subscribe()
+    }
+    async fn outbox_queued(&self) {
+        std::future::pending().await
     }
 }
 

@@ -95,13 +95,25 @@ impl HttpServer {
 
     /// Makes it forget its sessions: the next request on one is answered 404.
     pub fn forget_sessions(&self) {
+        self.post("/forget-sessions", "forgotten");
+    }
+
+    /// Lets the calls of its `hold` tool answer (those waiting and later ones).
+    pub fn release(&self) {
+        self.post("/release", "released");
+    }
+
+    fn post(&self, path: &str, want: &str) {
         use std::io::{Read, Write};
         let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
-        write!(s, "POST /forget-sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-            .expect("send");
+        write!(
+            s,
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        .expect("send");
         let mut answer = String::new();
         s.read_to_string(&mut answer).expect("read");
-        assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("forgotten"), "{answer}");
+        assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with(want), "{answer}");
     }
 
     /// Stops it (its sessions are gone with it).

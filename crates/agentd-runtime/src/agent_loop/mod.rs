@@ -83,11 +83,11 @@ impl LoopAgent {
     /// `input` is the message that started this run (for a resumed run, the
     /// answer to an approval its tool call waited for).
     async fn turn(&self, c: &TaskControl, resumed: bool, input: &Message) -> Result<(), Stop> {
-        let mut replay = Replay::new(if resumed { c.journal().await? } else { Vec::new() });
+        let replay = Replay::new(if resumed { c.journal().await? } else { Vec::new() });
         if resumed {
             tracing::info!(
                 task = c.task_id(),
-                entries = replay.next_seq - 1,
+                entries = replay.next_seq() - 1,
                 "resuming the turn from its journal"
             );
         }
@@ -149,7 +149,7 @@ impl LoopAgent {
                     let reminders = match replay.reminders(step) {
                         Some(r) => r.clone(),
                         None => {
-                            let (r, journaled) = c.reminders_for_step(step, replay.next_seq).await;
+                            let (r, journaled) = c.reminders_for_step(step, replay.next_seq()).await;
                             if journaled {
                                 replay.take_seq();
                             }
@@ -216,27 +216,32 @@ impl LoopAgent {
                     Some(before) if awaits_approval(record.as_ref(), call) => {
                         ToolStart { attempt: before.attempt + 1, ..before.clone() }
                     }
-                    Some(before) => match uncertain::resolve(c, &offer, call, before).await? {
-                        Resolved::Again { start, approved } => {
-                            rerun_approved = approved;
-                            start
+                    Some(before) => {
+                        let progressed = replay.progress(step, index).is_some();
+                        match uncertain::resolve(c, &offer, call, before, progressed).await? {
+                            Resolved::Again { start, approved } => {
+                                rerun_approved = approved;
+                                start
+                            }
+                            // Not run again: its result is recorded at once, so
+                            // a later restart does not ask again.
+                            Resolved::Result(result) => {
+                                let outcome = ToolOutcome { step, call: index, result: result.clone() };
+                                unrecorded.push(entry(replay.take_seq(), StepRecord::ToolResult(outcome)));
+                                c.record_steps(std::mem::take(&mut unrecorded)).await?;
+                                messages.push(tool_message(call, result));
+                                continue;
+                            }
                         }
-                        // Not run again: its result is recorded at once, so
-                        // a later restart does not ask again.
-                        Resolved::Result(result) => {
-                            let outcome = ToolOutcome { step, call: index, result: result.clone() };
-                            unrecorded.push(entry(replay.take_seq(), StepRecord::ToolResult(outcome)));
-                            c.record_steps(std::mem::take(&mut unrecorded)).await?;
-                            messages.push(tool_message(call, result));
-                            continue;
-                        }
-                    },
+                    }
                 };
                 let key = CallKey {
                     key: start.key.clone(),
                     attempt: start.attempt,
                     id: start.id.clone(),
                     rerun_approved,
+                    progress: replay.progress(step, index).cloned(),
+                    journal: Some(tools::CallJournal { step, call: index, seq: replay.seq() }),
                 };
                 unrecorded.push(entry(replay.take_seq(), StepRecord::ToolStarted(start)));
                 c.record_steps(std::mem::take(&mut unrecorded)).await?;

@@ -4,8 +4,12 @@
 //! uncertain (its tool's policy decides).
 
 use crate::model::{ModelResponse, ToolCall, Usage};
-use agentd_core::{DeliveredReminder, JournalEntry, JournalToolCall, ModelStep, StepRecord, ToolStart};
+use agentd_core::{
+    DeliveredReminder, JournalEntry, JournalToolCall, ModelStep, StepRecord, ToolProgress, ToolStart,
+};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// What a turn's journal holds, by step.
 #[derive(Default)]
@@ -16,15 +20,34 @@ pub(super) struct Replay {
     /// The last start of each call: `(step, call)`.
     started: HashMap<(u32, u32), ToolStart>,
     results: HashMap<(u32, u32), Result<String, String>>,
-    /// The seq of the next entry.
-    pub next_seq: u32,
+    /// What a call started elsewhere (a peer's task), by `(step, call)`.
+    progress: HashMap<(u32, u32), ToolProgress>,
+    /// The seq of the next entry, shared with the running tool call that
+    /// journals its progress.
+    seq: Seq,
+}
+
+/// The next journal seq of a turn: the loop and its running tool call
+/// take from the same counter (calls of a step run one after another).
+#[derive(Clone, Debug, Default)]
+pub struct Seq(Arc<AtomicU32>);
+
+impl Seq {
+    pub fn take(&self) -> u32 {
+        self.0.fetch_add(1, Ordering::SeqCst)
+    }
+
+    pub fn peek(&self) -> u32 {
+        self.0.load(Ordering::SeqCst)
+    }
 }
 
 impl Replay {
     pub fn new(entries: Vec<JournalEntry>) -> Self {
-        let mut r = Replay { next_seq: 1, ..Replay::default() };
+        let mut r = Replay::default();
+        let mut next_seq = 1;
         for e in entries {
-            r.next_seq = r.next_seq.max(e.seq + 1);
+            next_seq = next_seq.max(e.seq + 1);
             match e.step {
                 StepRecord::ModelInput(i) => {
                     r.inputs.insert(i.step, i.reminders);
@@ -38,8 +61,12 @@ impl Replay {
                 StepRecord::ToolResult(o) => {
                     r.results.insert((o.step, o.call), o.result);
                 }
+                StepRecord::ToolProgress(p) => {
+                    r.progress.insert((p.step, p.call), p);
+                }
             }
         }
+        r.seq.0.store(next_seq, Ordering::SeqCst);
         r
     }
 
@@ -78,11 +105,23 @@ impl Replay {
         self.started.get(&(step, call))
     }
 
+    pub fn progress(&self, step: u32, call: u32) -> Option<&ToolProgress> {
+        self.progress.get(&(step, call))
+    }
+
     /// A seq for a new entry.
-    pub fn take_seq(&mut self) -> u32 {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        seq
+    pub fn take_seq(&self) -> u32 {
+        self.seq.take()
+    }
+
+    /// The seq the next entry gets.
+    pub fn next_seq(&self) -> u32 {
+        self.seq.peek()
+    }
+
+    /// The counter, for a tool call journaling its progress.
+    pub fn seq(&self) -> Seq {
+        self.seq.clone()
     }
 }
 

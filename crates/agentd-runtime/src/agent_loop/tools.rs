@@ -7,9 +7,10 @@
 //! a model naming a tool it was not offered gets an error, not a call.
 //! An agent's [`Narrowing`] (a subagent's tool sets) is applied to both.
 
+use super::replay::Seq;
 use crate::model::{ToolCall, ToolSpec};
 use crate::narrowing::Narrowing;
-use agentd_core::TaskControl;
+use agentd_core::{JournalEntry, StepRecord, TaskControl, ToolProgress};
 use async_trait::async_trait;
 use serde_json::Value;
 use std::sync::Arc;
@@ -48,7 +49,7 @@ pub struct UncertainGate {
 
 /// Who a tool call is: the same key on every attempt, so a tool (or the
 /// server behind it) can recognise a retry and not act twice.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct CallKey {
     /// `<task id>:<step>:<index of the call in the step>`.
     pub key: String,
@@ -60,6 +61,41 @@ pub struct CallKey {
     /// A person approved running this call again after a restart cut it:
     /// a tool that would ask for an approval of the call does not ask twice.
     pub rerun_approved: bool,
+    /// What an earlier attempt started elsewhere and journaled (a peer's
+    /// task): this attempt follows it instead of starting another.
+    pub progress: Option<ToolProgress>,
+    /// Where the call's place in the turn's journal is, for its progress.
+    pub(super) journal: Option<CallJournal>,
+}
+
+/// A running call's place in its turn's journal.
+#[derive(Clone, Debug)]
+pub(super) struct CallJournal {
+    pub step: u32,
+    pub call: u32,
+    pub seq: Seq,
+}
+
+impl CallKey {
+    /// Commits what the call started at `peer` (its task id) to the turn's
+    /// journal; returns once committed, so a restart after it follows that
+    /// task. A call outside a turn's journal records nothing.
+    pub async fn record_progress(
+        &self,
+        control: &TaskControl,
+        peer: &str,
+        task_id: &str,
+    ) -> Result<(), agentd_core::Error> {
+        let Some(j) = &self.journal else { return Ok(()) };
+        let step = StepRecord::ToolProgress(ToolProgress {
+            step: j.step,
+            call: j.call,
+            peer: peer.to_owned(),
+            task_id: task_id.to_owned(),
+        });
+        let entry = JournalEntry { task_id: control.task_id().to_owned(), seq: j.seq.take(), step };
+        control.record_steps(vec![entry]).await
+    }
 }
 
 #[async_trait]
@@ -70,6 +106,12 @@ pub trait Tool: Send + Sync + 'static {
     /// What a restart does with a call of this tool whose result is unknown.
     fn on_uncertain(&self) -> OnUncertain {
         OnUncertain::Fail
+    }
+    /// Whether a call cut by a restart after it journaled its progress
+    /// ([`CallKey::record_progress`]) is run again to follow what it
+    /// started, whatever [`Tool::on_uncertain`] says of a call without.
+    fn follows_progress(&self) -> bool {
+        false
     }
     /// Runs one call carrying its key; by default the key is not passed on.
     async fn call_keyed(&self, args: Value, control: &TaskControl, _key: &CallKey) -> Result<String, String> {
@@ -202,6 +244,12 @@ impl Offer {
             return OnUncertain::Retry;
         }
         self.tools.iter().find(|t| t.spec().name == name).map_or(OnUncertain::Retry, |t| t.on_uncertain())
+    }
+
+    /// Whether a cut call of `name` with journaled progress is run again to
+    /// follow it ([`Tool::follows_progress`]).
+    pub fn follows_progress(&self, name: &str) -> bool {
+        self.tools.iter().any(|t| t.spec().name == name && t.follows_progress())
     }
 
     /// Runs one call and returns what the model gets back: the tool's

@@ -21,17 +21,23 @@ pub(super) enum Resolved {
     Result(Result<String, String>),
 }
 
-/// Applies the tool's policy to the cut call `before`.
+/// Applies the tool's policy to the cut call `before`. A call that
+/// journaled what it started elsewhere (`progressed`) and whose tool
+/// follows that is run again: it adopts, it does not start anew.
 pub(super) async fn resolve(
     c: &TaskControl,
     offer: &Offer,
     call: &ToolCall,
     before: &ToolStart,
+    progressed: bool,
 ) -> Result<Resolved, Stop> {
     let again = |approved| Resolved::Again {
         start: ToolStart { attempt: before.attempt + 1, ..before.clone() },
         approved,
     };
+    if progressed && offer.follows_progress(&call.name) {
+        return Ok(again(false));
+    }
     match offer.on_uncertain(&call.name) {
         OnUncertain::Retry => Ok(again(false)),
         OnUncertain::Fail => Err(Stop::Fail(uncertain_failure(&call.name))),

@@ -5,7 +5,7 @@
 
 use super::client::PeerClient;
 use super::peers::{Peer, PeerConfig};
-use super::{DelegateError, DelegateRequest, Delegator};
+use super::{DelegateError, DelegateRequest, Delegator, TaskWatch};
 use agentd_proto::jsonrpc::methods;
 use agentd_proto::{
     CancelTaskRequest, GetTaskRequest, Message, Role, SendMessageConfiguration, SendMessageRequest,
@@ -65,14 +65,20 @@ impl A2aDelegator {
         Ok(Self { peers: checked, http, opts })
     }
 
-    async fn run(&self, peer: &Peer, message: Message, cancel: &CancellationToken) -> Result<Task, Failure> {
+    async fn run(
+        &self,
+        peer: &Peer,
+        begin: Begin,
+        cancel: &CancellationToken,
+        watch: &dyn TaskWatch,
+    ) -> Result<Task, Failure> {
         let client = PeerClient::connect(self.http.get()?, peer, self.opts.request_timeout).await?;
-        let mut follow = Follow { client: &client, task_id: None, poll: self.opts.poll_interval };
+        let mut follow = Follow { client: &client, task_id: None, poll: self.opts.poll_interval, watch };
         let outcome = tokio::select! {
-            r = follow.run(message) => r,
+            r = follow.begin(begin) => r,
             () = cancel.cancelled() => Err(Failure::Cancelled),
         };
-        if matches!(outcome, Err(Failure::Cancelled))
+        if matches!(outcome, Err(Failure::Cancelled | Failure::Unrecorded(_)))
             && let Some(id) = &follow.task_id
         {
             let req = CancelTaskRequest { id: id.clone(), ..Default::default() };
@@ -82,12 +88,45 @@ impl A2aDelegator {
         }
         outcome
     }
+
+    fn peer(&self, name: &str) -> Result<&Peer, DelegateError> {
+        self.peers.iter().find(|p| p.name == name).ok_or_else(|| DelegateError::UnknownPeer(name.to_owned()))
+    }
+
+    fn outcome(peer: &Peer, r: Result<Task, Failure>) -> Result<Task, DelegateError> {
+        match r {
+            Ok(task) => Ok(task),
+            Err(Failure::Cancelled) => Err(DelegateError::Cancelled),
+            Err(Failure::Peer(reason) | Failure::Unrecorded(reason)) => {
+                Err(DelegateError::Peer { peer: peer.name.clone(), reason })
+            }
+        }
+    }
+}
+
+/// How a delegation begins: sending a new message, or following the task
+/// an earlier one started (after a restart).
+enum Begin {
+    Send(Message),
+    Follow(String),
+}
+
+/// Nobody to tell of the peer's task.
+struct Unwatched;
+
+#[async_trait]
+impl TaskWatch for Unwatched {
+    async fn started(&self, _task_id: &str) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Why a delegation stopped without a task to return.
 enum Failure {
     Peer(String),
     Cancelled,
+    /// The watch could not record the peer's task: it is cancelled.
+    Unrecorded(String),
 }
 
 impl From<String> for Failure {
@@ -101,6 +140,7 @@ struct Follow<'a> {
     client: &'a PeerClient,
     task_id: Option<String>,
     poll: Duration,
+    watch: &'a dyn TaskWatch,
 }
 
 /// A state the peer's task rests in: terminal, or waiting on someone.
@@ -109,8 +149,25 @@ fn settled(s: TaskState) -> bool {
 }
 
 impl Follow<'_> {
-    async fn run(&mut self, message: Message) -> Result<Task, Failure> {
-        if self.client.streaming { self.stream(message).await } else { self.send_and_poll(message).await }
+    async fn begin(&mut self, begin: Begin) -> Result<Task, Failure> {
+        match begin {
+            Begin::Send(m) if self.client.streaming => self.stream(m).await,
+            Begin::Send(m) => self.send_and_poll(m).await,
+            Begin::Follow(id) => {
+                self.task_id = Some(id);
+                self.poll().await
+            }
+        }
+    }
+
+    /// The peer named its task, which is still running: the watch hears of
+    /// it before the delegation waits on.
+    async fn named(&mut self, id: String) -> Result<(), Failure> {
+        self.watch.started(&id).await.map_err(|e| {
+            Failure::Unrecorded(format!("its task {id} could not be recorded, so it was cancelled: {e}"))
+        })?;
+        self.task_id = Some(id);
+        Ok(())
     }
 
     async fn stream(&mut self, message: Message) -> Result<Task, Failure> {
@@ -135,11 +192,14 @@ impl Follow<'_> {
                 StreamResponse::StatusUpdate(u) => (u.task_id, u.status.state),
                 StreamResponse::ArtifactUpdate(_) => continue,
             };
-            if self.task_id.is_none() && !id.is_empty() {
-                self.task_id = Some(id);
-            }
             if settled(state) {
+                if self.task_id.is_none() && !id.is_empty() {
+                    self.task_id = Some(id);
+                }
                 break;
+            }
+            if self.task_id.is_none() && !id.is_empty() {
+                self.named(id).await?;
             }
         }
         // The full task (all artifacts and history) in one read; a stream
@@ -156,9 +216,14 @@ impl Follow<'_> {
         };
         match self.client.call::<SendMessageResponse>(methods::SEND_MESSAGE, &req).await? {
             SendMessageResponse::Message(m) => Ok(reply_as_task(sent, m)),
+            SendMessageResponse::Task(t) if settled(t.status.state) && t.artifacts.is_some() => Ok(t),
+            SendMessageResponse::Task(t) if settled(t.status.state) => {
+                self.task_id = Some(t.id);
+                self.poll().await
+            }
             SendMessageResponse::Task(t) => {
-                self.task_id = Some(t.id.clone());
-                if settled(t.status.state) && t.artifacts.is_some() { Ok(t) } else { self.poll().await }
+                self.named(t.id).await?;
+                self.poll().await
             }
         }
     }
@@ -214,9 +279,16 @@ impl Delegator for A2aDelegator {
         request: DelegateRequest,
         cancel: CancellationToken,
     ) -> Result<Task, DelegateError> {
-        let Some(peer) = self.peers.iter().find(|p| p.name == request.peer) else {
-            return Err(DelegateError::UnknownPeer(request.peer));
-        };
+        self.delegate_watched(request, cancel, &Unwatched).await
+    }
+
+    async fn delegate_watched(
+        &self,
+        request: DelegateRequest,
+        cancel: CancellationToken,
+        watch: &dyn TaskWatch,
+    ) -> Result<Task, DelegateError> {
+        let peer = self.peer(&request.peer)?;
         if cancel.is_cancelled() {
             return Err(DelegateError::Cancelled);
         }
@@ -226,10 +298,17 @@ impl Delegator for A2aDelegator {
         }
         message.role = Role::User;
         tracing::debug!(peer = %peer.name, message = %message.message_id, "delegating to an A2A peer");
-        match self.run(peer, message, &cancel).await {
-            Ok(task) => Ok(task),
-            Err(Failure::Cancelled) => Err(DelegateError::Cancelled),
-            Err(Failure::Peer(reason)) => Err(DelegateError::Peer { peer: peer.name.clone(), reason }),
-        }
+        Self::outcome(peer, self.run(peer, Begin::Send(message), &cancel, watch).await)
+    }
+
+    async fn follow(
+        &self,
+        peer: &str,
+        task_id: &str,
+        cancel: CancellationToken,
+    ) -> Result<Task, DelegateError> {
+        let peer = self.peer(peer)?;
+        tracing::debug!(peer = %peer.name, task = %task_id, "following a delegated task again");
+        Self::outcome(peer, self.run(peer, Begin::Follow(task_id.to_owned()), &cancel, &Unwatched).await)
     }
 }

@@ -37,6 +37,15 @@ pub enum DelegateError {
     Cancelled,
 }
 
+/// Told the id of the peer's task as soon as the peer names it, before
+/// the delegation goes on waiting (the `delegate` tool journals it).
+#[async_trait]
+pub trait TaskWatch: Send + Sync {
+    /// `Err` ends the delegation (and cancels the peer's task): what it
+    /// started could not be recorded.
+    async fn started(&self, task_id: &str) -> Result<(), String>;
+}
+
 /// Sends work to A2A peers.
 #[async_trait]
 pub trait Delegator: Send + Sync + 'static {
@@ -50,4 +59,27 @@ pub trait Delegator: Send + Sync + 'static {
         request: DelegateRequest,
         cancel: CancellationToken,
     ) -> Result<Task, DelegateError>;
+    /// [`Delegator::delegate`], telling `watch` the peer's task id once
+    /// known and still running. By default nobody is told.
+    async fn delegate_watched(
+        &self,
+        request: DelegateRequest,
+        cancel: CancellationToken,
+        _watch: &dyn TaskWatch,
+    ) -> Result<Task, DelegateError> {
+        self.delegate(request, cancel).await
+    }
+    /// Follows the task `task_id` an earlier delegation started at `peer`
+    /// (after a restart) to its end, sending nothing new.
+    async fn follow(
+        &self,
+        peer: &str,
+        task_id: &str,
+        _cancel: CancellationToken,
+    ) -> Result<Task, DelegateError> {
+        Err(DelegateError::Peer {
+            peer: peer.to_owned(),
+            reason: format!("this delegator cannot follow the task {task_id} again"),
+        })
+    }
 }

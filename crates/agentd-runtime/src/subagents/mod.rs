@@ -97,7 +97,7 @@ pub struct SubagentManager {
 
 /// The principal the manager acts as (cascades, bookkeeping): children
 /// belong to their parent's owner, and the cascade acts for the daemon.
-fn daemon_principal() -> Principal {
+pub(crate) fn daemon_principal() -> Principal {
     Principal::new("operator:agentd", PrincipalRole::Operator)
 }
 

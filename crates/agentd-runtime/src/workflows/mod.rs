@@ -17,6 +17,7 @@ mod ids;
 mod ops;
 mod state;
 mod steps;
+mod tool;
 
 pub mod events;
 
@@ -25,7 +26,9 @@ mod tests;
 
 pub use events::{FeedSink, RunEvent, RunEventSink};
 pub use ids::{run_id, task_id_of};
+pub use ops::RunStart;
 pub use state::RunState;
+pub use tool::{RunWorkflowTool, TOOL_NAME as RUN_WORKFLOW, WorkflowsHandle};
 
 use crate::delegate::Delegator;
 use crate::subagents::SubagentManager;

@@ -11,6 +11,17 @@ use agentd_core::{
 use agentd_proto::{Message, Part, Role, new_id};
 use serde_json::{Value, json};
 
+/// Who a new run belongs to and where it hangs.
+#[derive(Clone, Debug, Default)]
+pub struct RunStart {
+    /// The principal id owning the run's task.
+    pub owner: String,
+    /// The task that started it (a turn calling `run_workflow`), if any.
+    pub parent: Option<String>,
+    /// The run task's id; a fresh one when `None`.
+    pub id: Option<String>,
+}
+
 impl Workflows {
     /// `workflow.run {workflow, inputs}`: checks the inputs against the
     /// definition's schema and starts the run's task, owned by the caller.
@@ -18,6 +29,19 @@ impl Workflows {
         &self,
         p: &Principal,
         engine: &Runtime,
+        workflow: &str,
+        inputs: Value,
+    ) -> Result<TaskRecord, Error> {
+        let run = RunStart { owner: p.id.clone(), parent: None, id: None };
+        self.start_run(engine, run, workflow, inputs).await
+    }
+
+    /// Starts a run of `workflow` as `run` says: the one start of both the
+    /// `workflow.run` op and the `run_workflow` tool.
+    pub async fn start_run(
+        &self,
+        engine: &Runtime,
+        run: RunStart,
         workflow: &str,
         inputs: Value,
     ) -> Result<TaskRecord, Error> {
@@ -38,7 +62,8 @@ impl Workflows {
             check_with(&v, &inputs)
                 .map_err(|e| Error::Invalid(e.under(&FieldPath::default().member("inputs"))))?;
         }
-        let task_id = new_id();
+        let RunStart { owner, parent, id } = run;
+        let task_id = id.unwrap_or_else(new_id);
         let run = run_id(workflow, &task_id);
         let started = now_ms();
         let state = RunState {
@@ -62,7 +87,7 @@ impl Workflows {
             ..Message::default()
         };
         let start = StartTask {
-            owner: p.id.clone(),
+            owner,
             id: Some(task_id.clone()),
             context_id: None,
             input,
@@ -70,6 +95,7 @@ impl Workflows {
                 link: Some(TaskLink::new(LinkKind::Run, &run)),
                 command: Some("workflow.run".into()),
                 checkpoint: Some(state.to_value()),
+                parent,
                 ..TaskMeta::default()
             },
             agent: None,

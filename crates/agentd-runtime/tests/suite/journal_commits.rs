@@ -32,6 +32,7 @@ fn kind(s: &StepRecord) -> &'static str {
         StepRecord::Model(_) => "model",
         StepRecord::ToolStarted(_) => "tool_started",
         StepRecord::ToolResult(_) => "tool_result",
+        StepRecord::ToolProgress(_) => "tool_progress",
     }
 }
 

@@ -36,7 +36,7 @@ async fn flood(store: &SqliteStore, n: usize) {
         kind: EventKind::Lifecycle,
         task_id: None,
         owner: None,
-        data: json!({"event": "started", "version": i.to_string()}),
+        data: json!({"event": "started", "version": i.to_string()}).into(),
         annotations: None,
     };
     for chunk in (0..n).collect::<Vec<_>>().chunks(500) {

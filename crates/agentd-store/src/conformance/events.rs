@@ -13,8 +13,8 @@ fn event(n: i64, owner: Option<&str>) -> NewEvent {
         kind: if owner.is_some() { EventKind::Task } else { EventKind::Lifecycle },
         task_id: owner.map(|_| format!("t{n}")),
         owner: owner.map(str::to_owned),
-        data: json!({"n": n}),
-        annotations: owner.map(|o| json!({"principal": o})),
+        data: json!({"n": n}).into(),
+        annotations: owner.map(|o| json!({"principal": o}).into()),
     }
 }
 

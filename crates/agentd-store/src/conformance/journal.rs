@@ -5,7 +5,7 @@
 use super::build::{commit, record, tasks_batch};
 use agentd_core::{
     Batch, DeliveredReminder, JournalEntry, JournalToolCall, ModelInput, ModelStep, StepRecord, Store,
-    StoreError, ToolOutcome, ToolStart,
+    StoreError, ToolOutcome, ToolProgress, ToolStart,
 };
 use agentd_proto::ext::reminders::RoleHint;
 use agentd_proto::{Message, TaskState};
@@ -60,6 +60,16 @@ fn result(task: &str, seq: u32, result: Result<String, String>) -> JournalEntry 
     }
 }
 
+fn progress(task: &str, seq: u32) -> JournalEntry {
+    let step = StepRecord::ToolProgress(ToolProgress {
+        step: 1,
+        call: 0,
+        peer: "review-bot".into(),
+        task_id: "peer-task-\u{e9}".into(),
+    });
+    JournalEntry { task_id: task.into(), seq, step }
+}
+
 fn journal_batch(entries: Vec<JournalEntry>) -> Batch {
     Batch { journal: entries, ..Batch::default() }
 }
@@ -78,10 +88,10 @@ pub async fn journal_roundtrip_and_order(store: &dyn Store) {
         result("t1", 3, Ok("found".into())),
         result("t2", 1, Err("boom".into())),
     );
-    let i = input("t1", 4);
+    let (i, p) = (input("t1", 4), progress("t1", 5));
     commit(store, journal_batch(vec![m.clone(), s.clone()]), "first entries").await;
-    commit(store, journal_batch(vec![i.clone(), ok.clone(), err.clone()]), "later entries").await;
-    assert_eq!(store.journal("t1").await.unwrap(), vec![m, s, ok, i], "seq order, other tasks excluded");
+    commit(store, journal_batch(vec![p.clone(), i.clone(), ok.clone(), err.clone()]), "later entries").await;
+    assert_eq!(store.journal("t1").await.unwrap(), vec![m, s, ok, i, p], "seq order, other tasks excluded");
     assert_eq!(store.journal("t2").await.unwrap(), vec![err]);
     assert!(store.journal("t3").await.unwrap().is_empty(), "a task without a journal has an empty one");
 }

@@ -224,3 +224,42 @@ pub async fn outbox_bridge_rows(store: &dyn Store) {
     assert_eq!(ok(store.next_outbox_due().await, "next due"), Some(later));
     assert_eq!(summary(&due(store, later).await), [row("t1", "bridge:ops", "b1", 1)]);
 }
+
+/// Whether a wake-up is pending for the delivery worker (consumes it).
+async fn woken(store: &dyn Store) -> bool {
+    tokio::select! {
+        biased;
+        () = store.outbox_queued() => true,
+        () = std::future::ready(()) => false,
+    }
+}
+
+/// A commit that queued outbox rows wakes the delivery worker once, also
+/// when it was not waiting yet; push events of a task without configs
+/// queue nothing, and once a config is committed the store says configs
+/// may exist (the engine leaves push events out only while they may not).
+pub async fn outbox_wakes_the_worker(store: &dyn Store) {
+    let tasks = Batch { tasks: vec![record(("t1", "alice", "c", Working, 1_000))], ..Default::default() };
+    commit(store, tasks, "a task").await;
+    let _ = woken(store).await;
+    let config = Batch { push_upserts: vec![push_config("t1", "p1", "alice")], ..Default::default() };
+    commit(store, config, "a push config").await;
+    assert!(store.may_have_push_configs(), "a committed push config may exist");
+    let event = Batch { push_events: vec![("t1".into(), "e1".into())], ..Default::default() };
+    commit(store, event, "a push event").await;
+    assert!(woken(store).await, "rows were queued: the worker is woken");
+    assert!(!woken(store).await, "once per wake-up");
+    let bridge = BridgeDelivery {
+        task_id: "t1".into(),
+        target: BridgeTarget {
+            channel: "ops".into(),
+            kind: "webhook".into(),
+            url: "https://hooks.example.com/ops".into(),
+        },
+        body: "announce".into(),
+    };
+    commit(store, Batch { bridge_deliveries: vec![bridge], ..Default::default() }, "a bridge row").await;
+    assert!(woken(store).await, "a bridge row wakes it too");
+    commit(store, Batch { outbox_done: vec![1], ..Default::default() }, "a done row").await;
+    assert!(!woken(store).await, "a commit that queued nothing wakes nobody");
+}

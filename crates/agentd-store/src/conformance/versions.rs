@@ -65,7 +65,7 @@ fn batch_of(who: &str, rec: TaskRecord) -> Batch {
             kind: EventKind::Task,
             task_id: Some(id),
             owner: Some("alice".into()),
-            data: json!({"who": who}),
+            data: json!({"who": who}).into(),
             annotations: None,
         }],
         ..tasks_batch(vec![rec])
@@ -78,7 +78,7 @@ async fn traces(store: &dyn Store, id: &str) -> Vec<String> {
     let mut out = Vec::new();
     for e in ok(store.read_events(0, 10_000).await, "read_events") {
         if e.event.task_id.as_deref() == Some(id) {
-            out.push(format!("event {}", e.event.data["who"].as_str().unwrap_or_default()));
+            out.push(format!("event {}", e.event.data.to_value()["who"].as_str().unwrap_or_default()));
         }
     }
     for item in ok(store.due_outbox(i64::MAX, 10_000).await, "due_outbox") {
@@ -159,7 +159,7 @@ pub async fn stale_write_refuses_its_whole_batch(store: &dyn Store) {
     assert_eq!(traces(store, "t").await, traces_of(&["a"]), "no part of the stale batch is written");
     let mut whose = Vec::new();
     while let Ok(e) = announced.try_recv() {
-        whose.push(e.event.data["who"].clone());
+        whose.push(e.event.data.to_value()["who"].clone());
     }
     assert_eq!(whose, [json!("a")], "only committed events are announced");
 }
@@ -225,7 +225,7 @@ pub async fn concurrent_writers_exactly_one_wins(store: &dyn Store) {
         assert_eq!(traces(store, &id).await, expected, "round {round}: the loser's batch left no trace");
         let mut whose = Vec::new();
         while let Ok(e) = announced.try_recv() {
-            whose.push(e.event.data["who"].clone());
+            whose.push(e.event.data.to_value()["who"].clone());
         }
         assert_eq!(whose, [json!(winner)], "round {round}: only the winner's event is announced");
         assert!(ok(store.get_task(&other).await, "get_task").is_some(), "round {round}: the bystander");

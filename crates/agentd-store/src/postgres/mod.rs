@@ -184,6 +184,9 @@ impl Store for PostgresStore {
         if batch.is_empty() {
             return Ok(());
         }
+        // Whether it may queue outbox rows (the fan-out's count is not
+        // worth carrying back: a wake-up that finds nothing costs one read).
+        let queues = !batch.push_events.is_empty() || !batch.bridge_deliveries.is_empty();
         let (reply, outcome) = oneshot::channel();
         self.jobs
             .send(group::Job { batch, reply })
@@ -206,6 +209,9 @@ impl Store for PostgresStore {
             if self.wakes.send(feed::Wake::Committed(events, done)).is_ok() {
                 let _ = announced.await;
             }
+        }
+        if queues {
+            self.announcer.outbox_queued();
         }
         Ok(())
     }
@@ -276,5 +282,9 @@ impl Store for PostgresStore {
 
     fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<std::sync::Arc<EventRecord>> {
         self.announcer.subscribe()
+    }
+
+    async fn outbox_queued(&self) {
+        self.announcer.outbox_wait().await;
     }
 }

@@ -233,7 +233,7 @@ async fn append_events(tx: &Transaction<'_>, events: &[NewEvent]) -> Result<Vec<
     }
     let mut cols = EventArrays::default();
     for e in events {
-        let (ts, kind, task_id, owner, data, annotations) = event_log::encode(e)?;
+        let (ts, kind, task_id, owner, data, annotations) = event_log::encode(e);
         cols.ts.push(ts);
         cols.kind.push(kind);
         cols.task_id.push(task_id);
@@ -267,13 +267,13 @@ async fn append_events(tx: &Transaction<'_>, events: &[NewEvent]) -> Result<Vec<
 
 /// The events of one append as columns, bound as arrays (one statement).
 #[derive(Default)]
-struct EventArrays {
+struct EventArrays<'a> {
     ts: Vec<i64>,
-    kind: Vec<String>,
-    task_id: Vec<Option<String>>,
-    owner: Vec<Option<String>>,
-    data: Vec<String>,
-    annotations: Vec<Option<String>>,
+    kind: Vec<&'static str>,
+    task_id: Vec<Option<&'a str>>,
+    owner: Vec<Option<&'a str>>,
+    data: Vec<&'a str>,
+    annotations: Vec<Option<&'a str>>,
 }
 
 /// Removes the prefix of the log that retention no longer keeps (the

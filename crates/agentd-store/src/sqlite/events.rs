@@ -13,7 +13,7 @@ const APPEND: &str = "INSERT INTO events (ts_ms, kind, task_id, owner, data_json
 pub(crate) fn append(tx: &Connection, events: &[NewEvent]) -> Result<Vec<EventRecord>, StoreError> {
     let mut out = Vec::with_capacity(events.len());
     for e in events {
-        let c = event_log::encode(e)?;
+        let c = event_log::encode(e);
         tx.prepare_cached(APPEND)
             .and_then(|mut s| s.execute(params![c.0, c.1, c.2, c.3, c.4, c.5]))
             .map_err(err("append event"))?;

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::thread::JoinHandle;
 use tokio::sync::oneshot;
-use writer::Job;
+use writer::{Job, PushConfigsSeen};
 
 /// How the database is opened.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,6 +44,7 @@ pub struct SqliteStore {
     writer: Option<JoinHandle<()>>,
     reads: Arc<ReadPool>,
     announcer: Announcer,
+    push_configs: PushConfigsSeen,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -58,12 +59,14 @@ impl SqliteStore {
     pub fn open(path: &Path, options: SqliteOptions) -> Result<SqliteStore, StoreError> {
         let conn = schema::open_writer(path, options.synchronous_full)?;
         let announcer = Announcer::default();
-        let (jobs, writer) = writer::spawn(conn, announcer.clone())?;
+        let push_configs = PushConfigsSeen::look_up(&conn)?;
+        let (jobs, writer) = writer::spawn(conn, announcer.clone(), push_configs.clone())?;
         Ok(SqliteStore {
             jobs: Some(jobs),
             writer: Some(writer),
             reads: ReadPool::new(path.into()),
             announcer,
+            push_configs,
         })
     }
 
@@ -101,6 +104,13 @@ impl Store for SqliteStore {
     // caller's task, so they carry the caller's spans: a request's id.
     #[tracing::instrument(name = "store.commit", level = "debug", skip_all, fields(size = batch.size(), tasks = batch.tasks.len()))]
     async fn commit(&self, batch: Batch) -> Result<(), StoreError> {
+        if !batch.push_upserts.is_empty() {
+            // Said before the batch is queued, so that a change checking
+            // for configs after this point fans out to this one. (A change
+            // that checked just before and is queued just after is
+            // concurrent with the config's creation: it may go either way.)
+            self.push_configs.saw_one();
+        }
         let (reply, outcome) = oneshot::channel();
         let jobs = self.jobs.as_ref().ok_or_else(|| StoreError::backend("store is closed"))?;
         jobs.send(Job { batch, reply }).map_err(|_| StoreError::backend("store writer stopped"))?;
@@ -188,5 +198,13 @@ impl Store for SqliteStore {
 
     fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<std::sync::Arc<EventRecord>> {
         self.announcer.subscribe()
+    }
+
+    async fn outbox_queued(&self) {
+        self.announcer.outbox_wait().await;
+    }
+
+    fn may_have_push_configs(&self) -> bool {
+        self.push_configs.may_exist()
     }
 }

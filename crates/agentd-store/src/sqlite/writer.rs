@@ -12,7 +12,8 @@ use crate::event_log::Announcer;
 use agentd_core::{Batch, EventRecord, StoreError, TaskRecord};
 use agentd_proto::Timestamp;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
-use std::cell::Cell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 use tokio::sync::oneshot;
@@ -26,20 +27,52 @@ pub(crate) struct Job {
     pub reply: oneshot::Sender<Result<(), StoreError>>,
 }
 
+/// Whether the database may hold a push config: looked up when the store
+/// opens, set when a batch writing one is queued, never cleared (a deleted
+/// config, or a refused batch, leaves it set, which only costs the
+/// statements it saves). Until
+/// one exists a commit's push events need no fan-out statement, and the
+/// engine leaves them out: most tasks have no push config.
+#[derive(Clone, Debug)]
+pub(crate) struct PushConfigsSeen(Arc<AtomicBool>);
+
+impl PushConfigsSeen {
+    pub(crate) fn look_up(conn: &Connection) -> Result<Self, StoreError> {
+        let any: bool = conn
+            .query_row("SELECT EXISTS (SELECT 1 FROM push_configs)", [], |row| row.get(0))
+            .map_err(err("look for push configs"))?;
+        Ok(Self(Arc::new(AtomicBool::new(any))))
+    }
+    pub(crate) fn saw_one(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+    pub(crate) fn may_exist(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// What the writer thread shares with the store.
+struct Shared {
+    announcer: Announcer,
+    push_configs: PushConfigsSeen,
+}
+
 /// Starts the writer thread; it ends when every sender is dropped.
 pub(crate) fn spawn(
     conn: Connection,
     announcer: Announcer,
+    push_configs: PushConfigsSeen,
 ) -> Result<(Sender<Job>, JoinHandle<()>), StoreError> {
     let (tx, rx) = channel();
+    let shared = Shared { announcer, push_configs };
     let handle = std::thread::Builder::new()
         .name("agentd-store-writer".into())
-        .spawn(move || run(conn, rx, &announcer))
+        .spawn(move || run(conn, rx, &shared))
         .map_err(err("spawn writer thread"))?;
     Ok((tx, handle))
 }
 
-fn run(mut conn: Connection, rx: Receiver<Job>, announcer: &Announcer) {
+fn run(mut conn: Connection, rx: Receiver<Job>, shared: &Shared) {
     while let Ok(first) = rx.recv() {
         let mut jobs = vec![first];
         while jobs.len() < MAX_GROUP {
@@ -48,19 +81,24 @@ fn run(mut conn: Connection, rx: Receiver<Job>, announcer: &Announcer) {
                 Err(_) => break,
             }
         }
-        write_group(&mut conn, jobs, announcer);
+        write_group(&mut conn, jobs, shared);
     }
 }
 
 /// Commits a group; the events of what committed are announced after the
 /// COMMIT and before the callers are answered, in seq order (this one
 /// thread assigns every seq).
-fn write_group(conn: &mut Connection, jobs: Vec<Job>, announcer: &Announcer) {
-    match apply_in_tx(conn, jobs.iter().map(|j| &j.batch)) {
-        Ok(appended) => {
-            for (job, events) in jobs.into_iter().zip(appended) {
+fn write_group(conn: &mut Connection, jobs: Vec<Job>, shared: &Shared) {
+    let announcer = &shared.announcer;
+    let seen = &shared.push_configs;
+    match apply_in_tx(conn, jobs.iter().map(|j| &j.batch), seen) {
+        Ok(applied) => {
+            if applied.iter().any(|a| a.queued_outbox) {
+                announcer.outbox_queued();
+            }
+            for (job, a) in jobs.into_iter().zip(applied) {
                 // The caller may have stopped waiting; the write stands.
-                announcer.announce(events);
+                announcer.announce(a.events);
                 let _ = job.reply.send(Ok(()));
             }
         }
@@ -72,24 +110,38 @@ fn write_group(conn: &mut Connection, jobs: Vec<Job>, announcer: &Announcer) {
         Err(e) => {
             tracing::debug!(error = %e, batches = jobs.len(), "group commit failed; retrying one by one");
             for job in jobs {
-                let outcome = apply_in_tx(conn, std::iter::once(&job.batch))
-                    .map(|mut one| announcer.announce(one.pop().unwrap_or_default()));
+                let outcome = apply_in_tx(conn, std::iter::once(&job.batch), seen).map(|one| {
+                    for a in one {
+                        if a.queued_outbox {
+                            announcer.outbox_queued();
+                        }
+                        announcer.announce(a.events);
+                    }
+                });
                 let _ = job.reply.send(outcome);
             }
         }
     }
 }
 
+/// What one batch wrote that is announced once committed.
+struct Applied {
+    events: Vec<EventRecord>,
+    /// Whether it queued outbox rows (for the delivery worker).
+    queued_outbox: bool,
+}
+
 /// Applies `batches` in order in one IMMEDIATE transaction and commits.
-/// Returns the events each batch appended. On any error nothing is written.
+/// Returns what each batch wrote. On any error nothing is written.
 fn apply_in_tx<'a>(
     conn: &mut Connection,
     batches: impl Iterator<Item = &'a Batch>,
-) -> Result<Vec<Vec<EventRecord>>, StoreError> {
+    push_configs: &PushConfigsSeen,
+) -> Result<Vec<Applied>, StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err("begin"))?;
     let mut appended = Vec::new();
     for batch in batches {
-        appended.push(apply(&tx, batch)?);
+        appended.push(apply(&tx, batch, push_configs)?);
     }
     tx.commit().map_err(err("commit"))?;
     Ok(appended)
@@ -122,33 +174,6 @@ const UPSERT_REMINDER: &str = "INSERT INTO reminders (task_id, id, active, seq, 
     VALUES (?1, ?2, ?3, (SELECT COALESCE(MAX(seq), 0) + 1 FROM reminders WHERE task_id = ?1), ?4)
     ON CONFLICT (task_id, id) DO UPDATE SET active = excluded.active,
         reminder_json = excluded.reminder_json";
-
-thread_local! {
-    /// Whether the store of this writer thread may hold a push config
-    /// (`None`: not looked up yet). Until one is written, push events need
-    /// no fan-out statement: most tasks have no push config. Only this
-    /// thread writes, so once true it stays true; a rolled-back upsert
-    /// leaves it true, which only costs the statements it saves.
-    static MAY_HAVE_PUSH_CONFIGS: Cell<Option<bool>> = const { Cell::new(None) };
-}
-
-/// Whether push events of `batch` need the fan-out statement.
-fn fan_out_needed(tx: &Connection, batch: &Batch) -> Result<bool, StoreError> {
-    if !batch.push_upserts.is_empty() {
-        MAY_HAVE_PUSH_CONFIGS.set(Some(true));
-    }
-    if batch.push_events.is_empty() {
-        return Ok(false);
-    }
-    if let Some(may) = MAY_HAVE_PUSH_CONFIGS.get() {
-        return Ok(may);
-    }
-    let may = tx
-        .query_row("SELECT EXISTS (SELECT 1 FROM push_configs)", [], |row| row.get(0))
-        .map_err(err("look for push configs"))?;
-    MAY_HAVE_PUSH_CONFIGS.set(Some(may));
-    Ok(may)
-}
 
 /// The stored version of a task (0: no such task).
 fn stored_version(tx: &Connection, id: &str) -> Result<u64, StoreError> {
@@ -201,7 +226,7 @@ fn write_task(tx: &Connection, record: &TaskRecord) -> Result<(), StoreError> {
 /// deletes (their outbox rows go by cascade), push events, bridge
 /// deliveries, outbox done, outbox retry, closed conversations, reminders,
 /// journal entries, the journals of tasks that ended, events, pruning. Returns the events appended.
-fn apply(tx: &Connection, batch: &Batch) -> Result<Vec<EventRecord>, StoreError> {
+fn apply(tx: &Connection, batch: &Batch, push_configs: &PushConfigsSeen) -> Result<Applied, StoreError> {
     for record in &batch.tasks {
         write_task(tx, record)?;
     }
@@ -218,12 +243,15 @@ fn apply(tx: &Connection, batch: &Batch) -> Result<Vec<EventRecord>, StoreError>
             .map_err(err("delete push config"))?;
     }
     let now = Timestamp::now().millis();
-    let push_events = if fan_out_needed(tx, batch)? { &batch.push_events[..] } else { &[] };
+    let mut queued = 0;
+    let push_events = if push_configs.may_exist() { &batch.push_events[..] } else { &[] };
     for (task_id, body) in push_events {
-        tx.prepare_cached(FAN_OUT)
+        queued += tx
+            .prepare_cached(FAN_OUT)
             .and_then(|mut s| s.execute(params![task_id, body, now]))
             .map_err(err("fan out push event"))?;
     }
+    queued += batch.bridge_deliveries.len();
     for d in &batch.bridge_deliveries {
         let target = serde_json::to_string(&d.target).map_err(err("encode bridge target"))?;
         tx.prepare_cached(ENQUEUE_BRIDGE)
@@ -276,5 +304,5 @@ fn apply(tx: &Connection, batch: &Batch) -> Result<Vec<EventRecord>, StoreError>
     if let Some(r) = batch.prune_events {
         super::events::prune(tx, r)?;
     }
-    Ok(events)
+    Ok(Applied { events, queued_outbox: queued > 0 })
 }

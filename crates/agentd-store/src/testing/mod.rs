@@ -112,4 +112,10 @@ impl Store for FaultyStore {
     fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<Arc<EventRecord>> {
         self.inner.subscribe_events()
     }
+    async fn outbox_queued(&self) {
+        self.inner.outbox_queued().await;
+    }
+    fn may_have_push_configs(&self) -> bool {
+        self.inner.may_have_push_configs()
+    }
 }

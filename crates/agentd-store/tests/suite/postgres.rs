@@ -39,7 +39,7 @@ fn event(task_id: &str, who: &str) -> NewEvent {
         kind: EventKind::Task,
         task_id: Some(task_id.to_owned()),
         owner: Some("alice".into()),
-        data: json!({"who": who}),
+        data: json!({"who": who}).into(),
         annotations: None,
     }
 }

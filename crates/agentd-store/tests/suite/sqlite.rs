@@ -151,7 +151,7 @@ async fn stale_batches_fail_alone_in_a_group() {
                 kind: agentd_proto::ext::events::EventKind::Task,
                 task_id: Some(rec.id().to_owned()),
                 owner: None,
-                data: serde_json::json!({"writer": writer}),
+                data: serde_json::json!({"writer": writer}).into(),
                 annotations: None,
             };
             handles.push(tokio::spawn(async move {
@@ -370,7 +370,7 @@ async fn event_seqs_survive_a_reopen() {
         kind: agentd_proto::ext::events::EventKind::Lifecycle,
         task_id: None,
         owner: None,
-        data: serde_json::json!({"n": n}),
+        data: serde_json::json!({"n": n}).into(),
         annotations: None,
     };
     let store = open(&path);
@@ -383,4 +383,29 @@ async fn event_seqs_survive_a_reopen() {
     assert_eq!(rx.try_recv().expect("announced").seq, 3, "seqs continue after a reopen");
     let all = store.read_events(0, 10).await.expect("read");
     assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3]);
+}
+
+/// Until a push config exists, SQLite says none may (the engine then
+/// builds no push bodies) and push events wake no delivery worker; a
+/// reopened store remembers that one exists.
+#[tokio::test]
+async fn push_events_cost_nothing_until_a_push_config_exists() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = dir.path().join("agentd.db");
+    let store = open(&path);
+    assert!(!store.may_have_push_configs(), "a new database has no push config");
+    let mut batch = tasks_batch(vec![record(("t1", "alice", "c", Working, 1_000))]);
+    batch.push_events = vec![("t1".into(), "e1".into())];
+    store.commit(batch).await.expect("commit");
+    let woken = tokio::select! {
+        biased;
+        () = store.outbox_queued() => true,
+        () = std::future::ready(()) => false,
+    };
+    assert!(!woken, "no row was queued: nobody is woken");
+    let config = Batch { push_upserts: vec![push_config("t1", "p1", "alice")], ..Default::default() };
+    store.commit(config).await.expect("commit");
+    assert!(store.may_have_push_configs());
+    drop(store);
+    assert!(open(&path).may_have_push_configs(), "found again at open");
 }

@@ -4,8 +4,10 @@
 //! its script goes on across restarts, and a request identical to one it
 //! answered gets the same answer), the tasks the daemon holds (a subagent
 //! started twice would be a task more), and the streams a client reads. Tools are the official MCP Python SDK's test
-//! server (`py__slow`, `py__echo`) and the built-in `spawn_subagent`.
+//! server (`py__slow`, `py__echo`) and the built-in `spawn_subagent` and
+//! `delegate` (to a second real daemon, `durable_turns/adopt.rs`).
 
+mod adopt;
 mod uncertain;
 
 use crate::common::*;
@@ -24,8 +26,9 @@ struct Durable {
     _dir: tempfile::TempDir,
 }
 
-/// The daemon logs each tool call it journals as started (debug).
-const LOG: &str = "info,agentd_runtime::agent_loop=debug";
+/// The daemon logs each tool call it journals as started, and each peer
+/// task a delegation journaled or follows again (debug).
+const LOG: &str = "info,agentd_runtime::agent_loop=debug,agentd_runtime::delegate=debug";
 
 impl Durable {
     fn start(steps: Value, server: &HttpServer, yaml: &str) -> Durable {
@@ -74,9 +77,14 @@ impl Durable {
 
     /// Waits until the daemon journaled the start of `n` tool calls.
     async fn wait_tool_started(&self, n: usize) {
+        self.wait_log("tool call started", n).await;
+    }
+
+    /// Waits until the daemon's log holds `line` `n` times.
+    async fn wait_log(&self, line: &str, n: usize) {
         let deadline = Instant::now() + Duration::from_secs(60);
-        while self.d.log().matches("tool call started").count() < n {
-            assert!(Instant::now() < deadline, "tool call {n} never started; log:\n{}", self.d.log());
+        while self.d.log().matches(line).count() < n {
+            assert!(Instant::now() < deadline, "never logged {line:?} {n} time(s); log:\n{}", self.d.log());
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }

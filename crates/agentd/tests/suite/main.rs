@@ -64,4 +64,5 @@ mod workflow_checkpoint_private;
 mod workflow_delegate;
 mod workflow_events;
 mod workflow_gates;
+mod workflow_tool;
 mod workflows;

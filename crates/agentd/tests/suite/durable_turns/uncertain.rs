@@ -145,3 +145,46 @@ async fn an_approved_call_cut_by_kill_9_is_reported_to_the_model_as_interrupted_
     assert!(results[0].contains("interrupted; outcome unknown"), "{results:?}");
     assert!(!s.d.log().contains("attempt=2"), "no second attempt: {}", s.d.log());
 }
+
+/// The `_meta` of every call of the server's `meta` tool, in order.
+async fn metas(server: &HttpServer) -> Vec<Value> {
+    let url = format!("http://127.0.0.1:{}/metas", server.port);
+    let all: Value = reqwest::get(&url).await.expect("GET /metas").json().await.expect("JSON metas");
+    all.as_array().cloned().unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_call_carries_its_idempotency_key_in_meta_the_same_on_the_retry_after_kill_9() {
+    if skipped() {
+        return;
+    }
+    let server = HttpServer::start();
+    let steps = json!([
+        {"tool_calls": [{"name": "py__meta", "arguments": {"seconds": 3}}]},
+        {"text": "Keyed."}
+    ]);
+    let mut s = Durable::start(steps, &server, "durability:\n  retry_tools: [py__meta]\n");
+    let id = s.send("call it").await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while metas(&server).await.is_empty() {
+        assert!(Instant::now() < deadline, "the call never reached the server; log:\n{}", s.d.log());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    s.kill9_and_restart();
+    let t = s.wait_end(&id).await;
+    assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{t}");
+    assert_eq!(reply(&t), "Keyed.", "{t}");
+
+    let seen = metas(&server).await;
+    assert_eq!(seen.len(), 2, "the call and its retry: {seen:?}");
+    let key = format!("{id}:1:0");
+    for (i, meta) in seen.iter().enumerate() {
+        assert_eq!(meta["dev.agentd/idempotency-key"], key.as_str(), "call {i}: {meta}");
+        assert_eq!(meta["dev.agentd/attempt"], i + 1, "call {i}: {meta}");
+    }
+    // What the retried call answered is what the model got.
+    let calls = s.recorded();
+    assert_eq!(calls.len(), 2, "{calls:#?}");
+    let answered: Value = serde_json::from_str(&tool_results(&calls[1])[0]).expect("the tool answers JSON");
+    assert_eq!(answered, seen[1], "the model got the retried call's result");
+}
