@@ -1274,4 +1274,26 @@ mod tests {
         assert!(load(&[issuer]).unwrap_err().contains("auth.resource"));
         assert!(load(&[issuer, ("AGENTD_PUBLIC_URL", "https://agent.example.com")]).is_ok());
     }
+
+    /// A metrics listener nobody could scrape is refused: not loopback, not
+    /// public, and no credentials an operator could show.
+    #[test]
+    fn a_metrics_listener_nobody_could_scrape_is_refused() {
+        use super::{ServeFlags, load_from};
+        use std::collections::BTreeMap;
+        let load = |pairs: &[(&str, &str)]| {
+            let env: BTreeMap<String, String> =
+                pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            load_from(&ServeFlags::default(), &env).map_err(|e| format!("{e:#}"))
+        };
+        let public = ("AGENTD_METRICS_LISTEN", "0.0.0.0:9464");
+        let e = load(&[public]).unwrap_err();
+        assert!(e.contains("metrics.listen 0.0.0.0:9464") && e.contains("metrics.public"), "{e}");
+        assert!(load(&[public, ("AGENTD_METRICS_PUBLIC", "true")]).is_ok());
+        assert!(
+            load(&[public, ("AGENTD_AUTH_TOKENS", "[{id: 'operator:ops', role: operator, sha256: 'ab'}]")])
+                .is_ok()
+        );
+        assert!(load(&[("AGENTD_METRICS_LISTEN", "127.0.0.1:9464")]).is_ok(), "loopback: open");
+    }
 }
