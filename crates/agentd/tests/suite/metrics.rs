@@ -10,6 +10,7 @@ use crate::common::scripted::*;
 use crate::common::workflow::{answer, daemon_resuming, doc};
 use crate::common::*;
 use crate::mcp_servers::{HttpServer, python, skipped};
+use agentd_server::grpc::pb::{self, a2a_service_client::A2aServiceClient};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -149,6 +150,12 @@ async fn requests_tasks_model_calls_and_commits_move_by_exactly_the_traffic() {
     let missing = uid("no-such-task");
     let e = d.rpc("GetTask", json!({"id": missing})).await;
     assert!(e["error"].is_object(), "{e}");
+    let target = format!("http://{}", d.url.strip_prefix("http://").expect("http"));
+    let channel =
+        tonic::transport::Endpoint::from_shared(target).expect("endpoint").connect().await.expect("dial");
+    let mut grpc = A2aServiceClient::new(channel);
+    let e = grpc.get_task(pb::GetTaskRequest { id: missing.clone(), ..Default::default() }).await;
+    assert_eq!(e.expect_err("no such task").code(), tonic::Code::NotFound);
     ids.push(missing);
     let after = scrape(&d).await;
 
@@ -162,7 +169,9 @@ async fn requests_tasks_model_calls_and_commits_move_by_exactly_the_traffic() {
         "the histogram's +Inf bucket counts every request"
     );
     assert!(m("agentd_request_duration_seconds_sum", &send) > 0.0, "latencies are summed");
-    assert_eq!(m(REQUESTS, &[("method", "GetTask"), ("outcome", "task_not_found")]), 1.0);
+    let not_found = [("method", "GetTask"), ("outcome", "task_not_found")];
+    assert_eq!(m(REQUESTS, &[not_found[0], not_found[1], ("binding", "jsonrpc")]), 1.0);
+    assert_eq!(m(REQUESTS, &[not_found[0], not_found[1], ("binding", "grpc")]), 1.0);
     assert_eq!(m(REQUESTS, &[("method", "GetTask"), ("outcome", "ok")]), 0.0);
     assert_eq!(after.kind_of(REQUESTS), Some("histogram"));
 
