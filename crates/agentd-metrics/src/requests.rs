@@ -32,7 +32,7 @@ impl Requests {
         let duration: Durations = Family::new_with_constructor(latency_histogram);
         registry.register(
             "agentd_request_duration_seconds",
-            "A2A requests from their decoded operation to their answer (a stream: to its first event), \
+            "A2A requests from their decoded operation to their answer (a stream: until it is open), \
              by method, binding and outcome (ok, or the A2A error reason)",
             duration.clone(),
         );
