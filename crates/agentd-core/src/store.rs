@@ -233,6 +233,8 @@ pub trait Store: Send + Sync + 'static {
     async fn due_outbox(&self, now_ms: i64, limit: usize) -> Result<Vec<OutboxItem>, StoreError>;
     /// The earliest `not_before` of any outbox row, if any.
     async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError>;
+    /// Outbox rows pending, due or not (the `agentd_outbox_depth` gauge).
+    async fn outbox_depth(&self) -> Result<u64, StoreError>;
     /// Every closed conversation's context id (loaded once at start).
     async fn closed_contexts(&self) -> Result<Vec<String>, StoreError>;
     /// A task's reminders in the order they were first committed; only the

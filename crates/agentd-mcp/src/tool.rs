@@ -85,6 +85,8 @@ impl McpTool {
     ) -> Result<String, String> {
         let started = std::time::Instant::now();
         let (outcome, answer) = self.invoke_with_outcome(args.clone(), Some(control), approved, key).await;
+        let (secs, label) = (started.elapsed().as_secs_f64(), outcome_label(outcome));
+        control.runtime().engine().metrics().tools.call(self.server(), self.tool(), label, secs);
         let data = ToolData {
             task_id: control.task_id().to_owned(),
             server: self.server().to_owned(),
@@ -102,6 +104,16 @@ impl McpTool {
             tracing::warn!(task = control.task_id(), tool = %self.name, error = %e, "could not record the tool event");
         }
         answer
+    }
+}
+
+/// The outcome label of a call's metrics: as its `tool` event says it.
+fn outcome_label(o: ToolOutcome) -> &'static str {
+    match o {
+        ToolOutcome::Ok => "ok",
+        ToolOutcome::Error => "error",
+        ToolOutcome::Failed => "failed",
+        ToolOutcome::Denied => "denied",
     }
 }
 

@@ -6,6 +6,7 @@
 
 use crate::operation::OperationKind;
 use crate::state::ServerConfig;
+use agentd_metrics::{Gauge, Metrics};
 use agentd_proto::{A2aError, ErrorKind};
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -37,8 +38,15 @@ pub struct Admission {
 /// A share of the body budget, held until the request is answered.
 pub struct BodyShare(#[allow(dead_code)] Option<OwnedSemaphorePermit>);
 
-/// One of the stream slots, held by the open stream.
-pub struct StreamSlot(#[allow(dead_code)] OwnedSemaphorePermit);
+/// One of the stream slots, held by the open stream; it counts in its
+/// gauge (`agentd_task_streams_open` or `agentd_feed_subscribers`) while held.
+pub struct StreamSlot(#[allow(dead_code)] OwnedSemaphorePermit, Gauge);
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.1.dec();
+    }
+}
 
 impl Admission {
     pub fn new(cfg: &ServerConfig) -> Self {
@@ -65,13 +73,26 @@ impl Admission {
     }
 
     /// A stream slot for `op` if it streams; refused when all are taken.
-    pub fn stream_for(&self, op: OperationKind) -> Result<Option<StreamSlot>, A2aError> {
-        if op.is_stream() { self.stream().map(Some) } else { Ok(None) }
+    pub fn stream_for(&self, op: OperationKind, m: &Metrics) -> Result<Option<StreamSlot>, A2aError> {
+        if !op.is_stream() {
+            return Ok(None);
+        }
+        let gauge = if op == OperationKind::SubscribeEvents {
+            &m.streams.feed_subscribers
+        } else {
+            &m.streams.task_streams
+        };
+        self.stream(gauge).map(Some)
     }
 
-    /// A stream slot; Unavailable naming the limit when all are taken.
-    pub fn stream(&self) -> Result<StreamSlot, A2aError> {
-        self.streams.clone().try_acquire_owned().map(StreamSlot).map_err(|_| {
+    /// A stream slot counted in `gauge`; Unavailable naming the limit when
+    /// all are taken.
+    pub fn stream(&self, gauge: &Gauge) -> Result<StreamSlot, A2aError> {
+        let slot = |permit| {
+            gauge.inc();
+            StreamSlot(permit, gauge.clone())
+        };
+        self.streams.clone().try_acquire_owned().map(slot).map_err(|_| {
             A2aError::new(
                 ErrorKind::Unavailable,
                 format!(
@@ -120,13 +141,16 @@ mod tests {
     #[test]
     fn streams_over_the_cap_are_refused_naming_the_limit() {
         let a = admission(1024 * 1024, 1);
-        let slot = a.stream_for(OperationKind::SubscribeToTask).unwrap();
+        let m = agentd_metrics::Metrics::new();
+        let slot = a.stream_for(OperationKind::SubscribeToTask, &m).unwrap();
         assert!(slot.is_some());
-        assert!(a.stream_for(OperationKind::GetTask).unwrap().is_none(), "unary methods take no slot");
-        let e = a.stream_for(OperationKind::SendStreamingMessage).err().expect("refused");
+        assert!(a.stream_for(OperationKind::GetTask, &m).unwrap().is_none(), "unary methods take no slot");
+        let e = a.stream_for(OperationKind::SendStreamingMessage, &m).err().expect("refused");
         assert_eq!(e.kind, ErrorKind::Unavailable);
         assert!(e.message.contains("server.max_streams"), "{}", e.message);
+        assert_eq!(m.streams.task_streams.get(), 1, "an open stream is counted");
         drop(slot);
-        assert!(a.stream().is_ok(), "the slot comes back when the stream ends");
+        assert_eq!(m.streams.task_streams.get(), 0, "and no longer once it ended");
+        assert!(a.stream(&m.streams.task_streams).is_ok(), "the slot comes back when the stream ends");
     }
 }

@@ -2,6 +2,7 @@
 //! the engine. A binding decodes its request into an `Operation`, calls
 //! [`execute`] and writes the [`Outcome`] in its own form.
 
+use crate::metrics::Binding;
 use crate::operation::Operation;
 use crate::params::RequestContext;
 use crate::state::AppState;
@@ -72,10 +73,18 @@ pub enum EventSource {
 /// differ in how they name fields.
 pub async fn execute(
     state: &AppState,
+    binding: Binding,
     ctx: &RequestContext,
     op: Operation,
 ) -> Result<Outcome, agentd_core::Error> {
     crate::trace::describe(&op);
+    let (kind, started) = (op.kind(), std::time::Instant::now());
+    let result = run(state, ctx, op).await;
+    crate::metrics::record(state, kind, binding, result.as_ref().err().map(|e| e.kind()), started);
+    result
+}
+
+async fn run(state: &AppState, ctx: &RequestContext, op: Operation) -> Result<Outcome, agentd_core::Error> {
     // Tasks carry the annotations exactly when the request activated them.
     let e = &state.engine.annotating(ctx.activated.contains(task_annotations::URI));
     let p = &ctx.principal;

@@ -49,14 +49,14 @@ pub async fn handle(
         Err(e) => return jsonrpc_error(&req.id, &e),
     };
     let kind = OperationKind::from_method(&req.method);
-    let slot = match kind.map(|k| state.admission.stream_for(k)).transpose() {
+    let slot = match kind.map(|k| state.admission.stream_for(k, state.engine.metrics())).transpose() {
         Ok(s) => s.flatten(),
         Err(e) => return with_extensions(jsonrpc_error(&req.id, &e), &ctx.activated),
     };
     let params = req.params.unwrap_or_else(|| Value::Object(Default::default()));
     let outcome = async {
         let op = kind.ok_or_else(|| method_not_found(&req.method))?.decode(params, &ctx)?;
-        execute(&state, &ctx, op).await.map_err(crate::errors::json)
+        execute(&state, crate::metrics::Binding::JsonRpc, &ctx, op).await.map_err(crate::errors::json)
     };
     let response = match outcome.await {
         Ok(Outcome::Value(reply)) => {

@@ -18,6 +18,7 @@ pub mod fuzzing;
 pub mod grpc;
 mod jsonrpc;
 mod listen;
+pub mod metrics;
 mod operation;
 mod params;
 pub mod push;
@@ -36,4 +37,4 @@ pub use readiness::Readiness;
 pub use routes::app;
 pub use state::{Admission, AppState, ConnectionLimits, ServerConfig, VersionPolicy};
 
-pub use listen::{CertName, ClientIdentityRule, Tls, TlsSettings, serve};
+pub use listen::{CertName, ClientIdentityRule, Tls, TlsSettings, serve, serve_metrics};

@@ -143,7 +143,7 @@ pub async fn handle(
         Ok(c) => c,
         Err(e) => return rest_error(&e),
     };
-    let slot = match state.admission.stream_for(route.op) {
+    let slot = match state.admission.stream_for(route.op, state.engine.metrics()) {
         Ok(s) => s,
         Err(e) => return with_extensions(rest_error(&e), &ctx.activated),
     };
@@ -173,7 +173,7 @@ pub async fn handle(
         params.insert(k.to_owned(), Value::String(v));
     }
     let outcome = async {
-        execute(&state, &ctx, route.op.decode(Value::Object(params), &ctx)?)
+        execute(&state, crate::metrics::Binding::Rest, &ctx, route.op.decode(Value::Object(params), &ctx)?)
             .await
             .map_err(crate::errors::json)
     };

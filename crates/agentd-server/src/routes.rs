@@ -47,6 +47,7 @@ fn http_app(state: AppState) -> Router {
         .route(&format!("{EXT_PATH}/{{name}}/schema.json"), get(ext_docs::schema_json))
         .route(&format!("{EXT_PATH}/{{name}}/examples/{{file}}"), get(ext_docs::example))
         .merge(crate::console::routes())
+        .merge(crate::metrics::routes(state.config.metrics_open))
         .with_state(state)
 }
 

@@ -42,6 +42,9 @@ pub struct ServerConfig {
     pub readiness: crate::readiness::Readiness,
     /// TLS (and mutual TLS) on the listener; `None`: cleartext.
     pub tls: Option<crate::listen::Tls>,
+    /// `GET /metrics` on this listener needs no credentials (it is bound to
+    /// loopback, or `metrics.public`); otherwise an operator's.
+    pub metrics_open: bool,
 }
 
 /// What one client can hold of the listener.
@@ -89,6 +92,7 @@ impl Default for ServerConfig {
             max_streams: 2048,
             readiness: crate::readiness::Readiness::default(),
             tls: None,
+            metrics_open: false,
         }
     }
 }

@@ -331,6 +331,10 @@ impl Store for MemoryStore {
         Ok(items.take(limit).collect())
     }
 
+    async fn outbox_depth(&self) -> Result<u64, StoreError> {
+        Ok(self.lock()?.outbox.len() as u64)
+    }
+
     async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError> {
         Ok(self.lock()?.outbox.values().map(|o| o.not_before_ms).min())
     }

@@ -33,6 +33,9 @@ pub struct ServeFlags {
     /// Agent profile: `default` (the instruction document's agent) or `tck` (AGENTD_AGENT).
     #[arg(long, value_enum)]
     pub agent: Option<AgentProfile>,
+    /// A second listener serving only /metrics (AGENTD_METRICS_LISTEN).
+    #[arg(long)]
+    pub metrics_listen: Option<SocketAddr>,
     /// Let webhooks reach loopback and private addresses (tests, single host).
     #[arg(long)]
     pub push_allow_private: bool,
@@ -102,6 +105,8 @@ pub struct Config {
     pub durability: DurabilityConfig,
     /// Where traces are exported (`docs/observability.md`).
     pub telemetry: TelemetryConfig,
+    /// `GET /metrics` (`docs/observability.md`).
+    pub metrics: MetricsConfig,
     /// Keys of the document's `!config` that agentd does not use (logged at start).
     #[serde(skip)]
     pub ignored_document_keys: Vec<String>,
@@ -181,6 +186,17 @@ impl A2aConfig {
 }
 
 /// How a stop (SIGTERM, SIGINT) drains the daemon.
+/// Where `/metrics` is served and who may read it (`docs/observability.md`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// A second listener serving `/metrics` alone (besides the main one).
+    pub listen: Option<SocketAddr>,
+    /// Scrapes need no credentials on any listener; by default only on a
+    /// loopback one (elsewhere an operator's).
+    pub public: bool,
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ShutdownConfig {
@@ -650,6 +666,7 @@ impl Default for Config {
             mcp: agentd_mcp::McpConfig::default(),
             durability: DurabilityConfig::default(),
             telemetry: TelemetryConfig::default(),
+            metrics: MetricsConfig::default(),
             ignored_document_keys: Vec::new(),
             unknown_env: Vec::new(),
             reminders: RemindersConfig::default(),
@@ -892,6 +909,9 @@ pub fn load_from(flags: &ServeFlags, env: &BTreeMap<String, String>) -> anyhow::
     if let Some(v) = flags.listen {
         cfg.listen = v;
     }
+    if let Some(v) = flags.metrics_listen {
+        cfg.metrics.listen = Some(v);
+    }
     if let Some(v) = &flags.data_dir {
         cfg.data_dir.clone_from(v);
     }
@@ -1113,6 +1133,17 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
             cfg.listen
         );
     }
+    if let Some(m) = cfg.metrics.listen
+        && !m.ip().is_loopback()
+        && !cfg.metrics.public
+        && !credentials
+    {
+        bail!(
+            "metrics.listen {m} is not loopback and scrapes there need an operator's credentials, but none are \
+             configured: set metrics.public: true to let anyone who reaches it read the metrics, or configure \
+             auth.tokens, auth.issuers or tls.client_ca"
+        );
+    }
     Ok(())
 }
 
@@ -1249,5 +1280,27 @@ mod tests {
         let issuer = ("AGENTD_AUTH_ISSUERS", "[{issuer: 'https://idp.example.com'}]");
         assert!(load(&[issuer]).unwrap_err().contains("auth.resource"));
         assert!(load(&[issuer, ("AGENTD_PUBLIC_URL", "https://agent.example.com")]).is_ok());
+    }
+
+    /// A metrics listener nobody could scrape is refused: not loopback, not
+    /// public, and no credentials an operator could show.
+    #[test]
+    fn a_metrics_listener_nobody_could_scrape_is_refused() {
+        use super::{ServeFlags, load_from};
+        use std::collections::BTreeMap;
+        let load = |pairs: &[(&str, &str)]| {
+            let env: BTreeMap<String, String> =
+                pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            load_from(&ServeFlags::default(), &env).map_err(|e| format!("{e:#}"))
+        };
+        let public = ("AGENTD_METRICS_LISTEN", "0.0.0.0:9464");
+        let e = load(&[public]).unwrap_err();
+        assert!(e.contains("metrics.listen 0.0.0.0:9464") && e.contains("metrics.public"), "{e}");
+        assert!(load(&[public, ("AGENTD_METRICS_PUBLIC", "true")]).is_ok());
+        assert!(
+            load(&[public, ("AGENTD_AUTH_TOKENS", "[{id: 'operator:ops', role: operator, sha256: 'ab'}]")])
+                .is_ok()
+        );
+        assert!(load(&[("AGENTD_METRICS_LISTEN", "127.0.0.1:9464")]).is_ok(), "loopback: open");
     }
 }

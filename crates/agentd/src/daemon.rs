@@ -307,6 +307,7 @@ impl Daemon {
             max_streams: cfg.server.max_streams,
             readiness: readiness.clone(),
             tls,
+            metrics_open: cfg.metrics.public || local.ip().is_loopback(),
         });
         let state = AppState {
             engine: runtime.engine().clone(),
@@ -345,6 +346,20 @@ impl Daemon {
         tracing::info!(url = %base_url, agent = %cfg.agent, data = %cfg.data_dir.display(), "agentd listening on {base_url}");
         // Accepting stops at `shutdown`; open connections are asked to close
         // after what they have in flight.
+        if let Some(addr) = cfg.metrics.listen {
+            let metrics = TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr} for metrics (metrics.listen)"))?;
+            let at = metrics.local_addr()?;
+            let open = cfg.metrics.public || at.ip().is_loopback();
+            tracing::info!(%at, open, "metrics listening on {scheme}://{at}/metrics");
+            let serve = agentd_server::serve_metrics(metrics, state.clone(), open, shutdown.clone());
+            background.spawn(async move {
+                if let Err(e) = serve.await {
+                    tracing::error!(error = %e, "the metrics listener failed");
+                }
+            });
+        }
         let mut server = background.spawn(agentd_server::serve(listener, state, shutdown.clone()));
         let ended_early = tokio::select! {
             // The listener ends by itself at `shutdown` too.

@@ -53,6 +53,8 @@ impl EngineBuilder {
         push_policy: Arc<dyn PushUrlPolicy>,
         config: EngineConfig,
     ) -> Self {
+        // Every commit is timed, whichever backend is behind.
+        let store = Arc::new(super::metered::Metered { inner: store, metrics: config.metrics.clone() });
         let engine = Engine::new(Inner {
             store,
             agent,

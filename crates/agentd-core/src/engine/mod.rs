@@ -12,6 +12,8 @@ mod conversation;
 mod emit;
 mod feed;
 mod lifecycle;
+mod metered;
+mod metrics;
 mod outbox;
 mod push;
 mod read;
@@ -64,6 +66,8 @@ pub struct EngineConfig {
     /// How many events the durable log keeps, and for how long.
     pub events_retain_count: u64,
     pub events_retain: std::time::Duration,
+    /// Where the engine and everything it hands out record metrics.
+    pub metrics: Arc<agentd_metrics::Metrics>,
 }
 
 impl Default for EngineConfig {
@@ -75,6 +79,7 @@ impl Default for EngineConfig {
             reminders: crate::reminder::ReminderLimits::default(),
             events_retain_count: 100_000,
             events_retain: std::time::Duration::from_secs(7 * 24 * 3600),
+            metrics: Arc::default(),
         }
     }
 }
@@ -211,7 +216,12 @@ impl Engine {
     /// [`Engine::resumable`]) are run again; the others fail with a status
     /// message that says why. Returns how many were failed.
     pub(crate) async fn recover(&self) -> Result<usize, Error> {
-        let stale = self.inner.store.tasks_in_states(&[TaskState::Submitted, TaskState::Working]).await?;
+        let live = self.inner.store.tasks_in_states(&metrics::LIVE).await?;
+        self.count_stored(&live);
+        let stale: Vec<_> = live
+            .into_iter()
+            .filter(|r| matches!(r.state(), TaskState::Submitted | TaskState::Working))
+            .collect();
         for context_id in self.inner.store.closed_contexts().await? {
             self.inner.closed_contexts.insert(context_id);
         }
@@ -394,6 +404,7 @@ impl Engine {
             st.pending = pending;
             return Err(e);
         }
+        self.count_commit(pending.is_none().then_some(&st.record), rec);
         if pending.is_some() {
             // The creation is in the store now: the store's record of the
             // context's owner takes over from the claim.

@@ -54,6 +54,22 @@ impl Outbox {
         self.inner.store.outbox_queued().await;
     }
 
+    /// Sets `agentd_outbox_depth` to the rows pending now (after a
+    /// delivery round; a failed count leaves it as it was).
+    pub async fn count_depth(&self) {
+        match self.inner.store.outbox_depth().await {
+            Ok(n) => {
+                self.metrics().outbox.depth.set(i64::try_from(n).unwrap_or(i64::MAX));
+            }
+            Err(e) => tracing::debug!(error = %e, "could not count the outbox rows"),
+        }
+    }
+
+    /// The daemon's metrics (delivery outcomes).
+    pub fn metrics(&self) -> &agentd_metrics::Metrics {
+        &self.inner.config.metrics
+    }
+
     /// The tracker the delivery worker runs on (see [`crate::Background`]).
     pub fn background(&self) -> &crate::Background {
         &self.inner.background

@@ -122,6 +122,7 @@ impl Engine {
             displaced.iter().map(|d| lifecycle_event(ReminderEventKind::Deduped, d, None)).collect();
         feed_events(&st.record, &events, &mut batch);
         self.inner.store.commit(batch).await?;
+        self.metrics().reminders.event("injected");
         self.publish_reminder_events(slot, st, events);
         if !st.running && slot.tx.receiver_count() == 0 {
             // Loaded only to serialise this change: nothing keeps it live.
@@ -165,6 +166,13 @@ impl Engine {
     /// events in the feed are committed with the change (`feed_events`).
     fn publish_reminder_events(&self, slot: &Slot, st: &SlotState, events: Vec<ReminderEvent>) {
         let t = &st.record.task;
+        for ev in &events {
+            self.metrics().reminders.event(match ev.event {
+                ReminderEventKind::Emitted => "emitted",
+                ReminderEventKind::Deduped => "deduped",
+                ReminderEventKind::Expired => "expired",
+            });
+        }
         for ev in events {
             let _ = slot.tx.send(Arc::new(stream_event(&t.id, &t.context_id, &t.status, &ev)));
         }

@@ -313,6 +313,7 @@ impl Engine {
             st.claim = claim;
         } else {
             self.commit_record(&rec, &[], batch).await?;
+            self.count_commit(None, &rec);
             drop(claim);
         }
         if let Some(parent) = &rec.meta.parent {

@@ -79,6 +79,9 @@ impl Store for CountingStore {
     async fn due_outbox(&self, _: i64, _: usize) -> Result<Vec<OutboxItem>, StoreError> {
         Ok(Vec::new())
     }
+    async fn outbox_depth(&self) -> Result<u64, StoreError> {
+        Ok(0)
+    }
     async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError> {
         Ok(None)
     }

@@ -11,6 +11,7 @@
 //! not made again, limits count what was recorded, and a tool call started
 //! without a result goes by its tool's [`OnUncertain`] policy.
 
+mod call_metrics;
 mod history;
 mod limits;
 mod reminders;

@@ -126,12 +126,14 @@ impl ReplyStream {
         }
         self.call_has_text = false;
         let (tx, mut rx) = mpsc::channel::<String>(256);
+        let mut metrics = super::call_metrics::CallMetrics::start(&self.control, model.name());
         let call = model.complete(request, &tx, cancel);
         tokio::pin!(call);
         let mut tick = interval_at(Instant::now() + self.flush, self.flush);
         loop {
             tokio::select! {
                 result = &mut call => {
+                    metrics.finish(&result);
                     while let Ok(d) = rx.try_recv() {
                         self.push(&d);
                     }
@@ -142,6 +144,7 @@ impl ReplyStream {
                     return result.map_err(CallError::Model);
                 }
                 Some(delta) = rx.recv() => {
+                    metrics.chunk();
                     self.push(&delta);
                     // The first text goes out at once: time to first token
                     // is what a user waiting on a stream feels.

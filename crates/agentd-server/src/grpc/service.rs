@@ -10,6 +10,7 @@ use super::status::to_status;
 use crate::admission::StreamSlot;
 use crate::auth::{AuthFailure, PeerIdentity};
 use crate::dispatch::{EventSource, Outcome, Reply, execute};
+use crate::metrics::Binding;
 use crate::operation::{Operation, OperationKind as K};
 use crate::params::{RequestContext, authenticate, service_params};
 use crate::state::AppState;
@@ -57,7 +58,7 @@ impl A2aGrpc {
         let r = async {
             let op = to_op(msg)?;
             debug_assert_eq!(op.kind(), kind, "an rpc converts into its own operation");
-            U::from_outcome(execute(&self.state, &ctx, op).await.map_err(crate::errors::grpc)?)
+            U::from_outcome(execute(&self.state, Binding::Grpc, &ctx, op).await.map_err(crate::errors::grpc)?)
                 .ok_or_else(|| unexpected(kind))
         };
         finish(&ctx, r.await)
@@ -72,11 +73,12 @@ impl A2aGrpc {
         to_op: impl FnOnce(T) -> std::result::Result<Operation, A2aError> + Send,
     ) -> Result<EventStream> {
         let (ctx, msg) = self.begin(req, kind).await?;
-        let slot = self.state.admission.stream().map_err(|e| to_status(&e))?;
+        let streams = &self.state.engine.metrics().streams;
+        let slot = self.state.admission.stream(&streams.task_streams).map_err(|e| to_status(&e))?;
         let r = async {
             let op = to_op(msg)?;
             debug_assert_eq!(op.kind(), kind, "an rpc converts into its own operation");
-            match execute(&self.state, &ctx, op).await.map_err(crate::errors::grpc)? {
+            match execute(&self.state, Binding::Grpc, &ctx, op).await.map_err(crate::errors::grpc)? {
                 Outcome::Stream(src) => Ok(src),
                 Outcome::Value(_) | Outcome::Done => Err(unexpected(kind)),
             }

@@ -31,11 +31,32 @@ pub async fn serve(
     state: AppState,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
+    let router = crate::routes::app(state.clone());
+    serve_router(listener, &state, router, shutdown).await
+}
+
+/// Serves `GET /metrics` alone (`--metrics-listen`) as [`serve`] serves the
+/// bindings: same caps, timeouts and TLS; `open`: scrapes need no credentials.
+pub async fn serve_metrics(
+    listener: TcpListener,
+    state: AppState,
+    open: bool,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let router = crate::metrics::app(state.clone(), open);
+    serve_router(listener, &state, router, shutdown).await
+}
+
+async fn serve_router(
+    listener: TcpListener,
+    state: &AppState,
+    router: axum::Router,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
     let limits = state.config.connections.clone();
     let background = state.engine.background().clone();
     let stopped = state.shutdown.clone();
     let tls = state.config.tls.clone();
-    let router = crate::routes::app(state);
     let builder = Arc::new(conn::builder(&limits));
     let caps = ConnectionCaps::new(limits.max_connections, limits.max_connections_per_peer);
     let refusals = [

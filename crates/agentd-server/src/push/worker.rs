@@ -134,6 +134,7 @@ impl Worker {
             if shutdown.is_cancelled() {
                 break;
             }
+            self.outbox.count_depth().await;
             let wait = self.next_wait(horizon, read).await;
             if !wait.is_zero() {
                 tokio::select! {
@@ -214,6 +215,8 @@ impl Worker {
             let span = crate::trace::delivery(item);
             let outcome = tracing::Instrument::instrument(self.deliverer.deliver(item), span.clone()).await;
             crate::trace::delivered(&span, &outcome);
+            let label = outcome.label(item.attempts.saturating_add(1), &self.cfg);
+            self.outbox.metrics().outbox.delivery(target(item), label);
             let why = match outcome {
                 Outcome::Delivered => {
                     record(results, |r| r.done.push(item.id));
@@ -254,6 +257,25 @@ impl Worker {
             "push delivery given up; the event is dropped"
         );
         record(results, |r| r.done.push(item.id));
+    }
+}
+
+/// The target label of a row's delivery metrics.
+fn target(item: &OutboxItem) -> &'static str {
+    match item.target {
+        agentd_core::OutboxTarget::Push(_) => "push",
+        agentd_core::OutboxTarget::Bridge(_) => "bridge",
+    }
+}
+
+impl Outcome {
+    /// The outcome label of attempt number `attempt` of a row.
+    fn label(&self, attempt: u32, cfg: &PushWorkerConfig) -> &'static str {
+        match self {
+            Outcome::Delivered => "delivered",
+            Outcome::Failed(_) if attempt < cfg.max_attempts => "retry",
+            Outcome::Failed(_) | Outcome::Permanent(_) => "given_up",
+        }
     }
 }
 

@@ -100,6 +100,7 @@ pub async fn outbox_fan_out(store: &dyn Store) {
 /// Rows are due at their not_before; retry moves them; done removes them.
 pub async fn outbox_due_retry_done(store: &dyn Store) {
     assert_eq!(ok(store.next_outbox_due().await, "next_outbox_due"), None, "empty outbox");
+    assert_eq!(ok(store.outbox_depth().await, "outbox_depth"), 0, "empty outbox");
     let before = Timestamp::now().millis();
     let setup = Batch {
         tasks: vec![record(("t1", "alice", "c", Working, 1_000))],
@@ -122,6 +123,7 @@ pub async fn outbox_due_retry_done(store: &dyn Store) {
     };
     commit(store, batch, "one done, two retried").await;
     assert!(due(store, soon()).await.is_empty(), "retried rows wait for their time");
+    assert_eq!(ok(store.outbox_depth().await, "outbox_depth"), 2, "rows waiting for a retry are pending");
     assert_eq!(ok(store.next_outbox_due().await, "next_outbox_due"), Some(later));
     let got = summary(&due(store, later).await);
     assert_eq!(got, [row("t1", "p1", "e2", 1)], "only the first retry is due at `later`");
@@ -131,6 +133,7 @@ pub async fn outbox_due_retry_done(store: &dyn Store) {
     commit(store, Batch { outbox_done: ids, ..Default::default() }, "all done").await;
     assert!(due(store, i64::MAX).await.is_empty());
     assert_eq!(ok(store.next_outbox_due().await, "next_outbox_due"), None, "outbox drained");
+    assert_eq!(ok(store.outbox_depth().await, "outbox_depth"), 0, "outbox drained");
     let unknown =
         Batch { outbox_done: vec![999_999], outbox_retry: vec![(999_998, 0, 1)], ..Default::default() };
     commit(store, unknown, "done/retry of unknown rows").await;

@@ -248,6 +248,10 @@ impl Store for PostgresStore {
         read::due_outbox(&self.client().await?, now_ms, limit).await
     }
 
+    async fn outbox_depth(&self) -> Result<u64, StoreError> {
+        read::outbox_depth(&self.client().await?).await
+    }
+
     async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError> {
         read::next_outbox_due(&self.client().await?).await
     }

@@ -197,6 +197,11 @@ pub(crate) async fn due_outbox(
         .collect()
 }
 
+pub(crate) async fn outbox_depth(client: &impl GenericClient) -> Result<u64, StoreError> {
+    let row = client.query_one("SELECT COUNT(*) FROM outbox", &[]).await.map_err(db("count outbox rows"))?;
+    Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+}
+
 pub(crate) async fn next_outbox_due(client: &impl GenericClient) -> Result<Option<i64>, StoreError> {
     let row = client
         .query_one("SELECT MIN(not_before_ms) FROM outbox", &[])

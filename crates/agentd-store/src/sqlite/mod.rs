@@ -161,6 +161,10 @@ impl Store for SqliteStore {
         self.reads.run(move |conn| read::due_outbox(conn, now_ms, limit)).await
     }
 
+    async fn outbox_depth(&self) -> Result<u64, StoreError> {
+        self.reads.run(read::outbox_depth).await
+    }
+
     async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError> {
         self.reads.run(read::next_outbox_due).await
     }

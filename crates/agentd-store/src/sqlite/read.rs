@@ -243,6 +243,13 @@ pub(crate) fn due_outbox(
         .collect()
 }
 
+pub(crate) fn outbox_depth(conn: &mut Connection) -> Result<u64, StoreError> {
+    conn.prepare_cached("SELECT COUNT(*) FROM outbox")
+        .and_then(|mut s| s.query_row([], |row| row.get::<_, i64>(0)))
+        .map(|n| u64::try_from(n).unwrap_or(0))
+        .map_err(err("count outbox rows"))
+}
+
 pub(crate) fn next_outbox_due(conn: &mut Connection) -> Result<Option<i64>, StoreError> {
     conn.prepare_cached("SELECT MIN(not_before_ms) FROM outbox")
         .and_then(|mut s| s.query_row([], |row| row.get(0)))

@@ -88,6 +88,9 @@ impl Store for FaultyStore {
     async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError> {
         self.inner.next_outbox_due().await
     }
+    async fn outbox_depth(&self) -> Result<u64, StoreError> {
+        self.inner.outbox_depth().await
+    }
     async fn closed_contexts(&self) -> Result<Vec<String>, StoreError> {
         self.inner.closed_contexts().await
     }

@@ -16,6 +16,7 @@ type Sample = (&'static str, &'static str, &'static [(&'static str, &'static str
 
 const SAMPLES: &[Sample] = &[
     ("AGENTD_LISTEN", "127.0.0.1:0", &[]),
+    ("AGENTD_METRICS_LISTEN", "127.0.0.1:9464", &[]),
     ("AGENTD_DATA_DIR", "/var/lib/agentd", &[]),
     ("AGENTD_AGENT", "tck", &[]),
     (

@@ -47,6 +47,7 @@ mod identity;
 mod instruction;
 mod mcp;
 mod mcp_approvals;
+mod metrics;
 mod mtls;
 mod openai_model;
 mod operations;
