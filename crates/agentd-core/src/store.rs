@@ -257,8 +257,7 @@ pub trait Store: Send + Sync + 'static {
     /// Whether a push config may exist. When it is false a commit's push
     /// events would queue nothing, and the engine leaves them out of the
     /// batch. A backend that cannot tell cheaply, or whose configs other
-    /// processes write, says true.
-    fn may_have_push_configs(&self) -> bool {
-        true
-    }
+    /// processes write, says true. (No default: a wrapper that forgot to
+    /// forward it would make the engine build push bodies for nothing.)
+    fn may_have_push_configs(&self) -> bool;
 }

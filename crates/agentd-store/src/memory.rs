@@ -388,4 +388,8 @@ impl Store for MemoryStore {
     async fn outbox_queued(&self) {
         self.announcer.outbox_wait().await;
     }
+
+    fn may_have_push_configs(&self) -> bool {
+        self.lock().map(|inner| !inner.push.is_empty()).unwrap_or(true)
+    }
 }

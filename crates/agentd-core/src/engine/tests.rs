@@ -109,6 +109,9 @@ impl Store for CountingStore {
     async fn outbox_queued(&self) {
         std::future::pending().await
     }
+    fn may_have_push_configs(&self) -> bool {
+        true
+    }
 }
 
 struct AnyUrl;

@@ -287,4 +287,9 @@ impl Store for PostgresStore {
     async fn outbox_queued(&self) {
         self.announcer.outbox_wait().await;
     }
+
+    /// Other replicas write configs: always true.
+    fn may_have_push_configs(&self) -> bool {
+        true
+    }
 }
