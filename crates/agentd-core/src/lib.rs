@@ -15,6 +15,7 @@ pub mod error;
 pub mod events;
 pub mod gate;
 pub mod journal;
+pub mod lease;
 pub mod principal;
 pub mod record;
 pub mod reminder;
@@ -34,6 +35,7 @@ pub use error::{Error, FieldPath, Invalid, Naming, Segment, Violation, Violation
 pub use events::{EventLogBounds, EventRecord, EventRetention, NewEvent};
 pub use gate::{GateAnnouncement, GateBridge, GateKeeper};
 pub use journal::{JournalEntry, JournalToolCall, ModelInput, ModelStep, StepRecord, ToolOutcome, ToolStart};
+pub use lease::{Fence, LeaseRow, Leases, ReplicaRow, task_resource};
 pub use principal::{Principal, PrincipalRole};
 pub use record::{
     BridgeDelivery, BridgeTarget, LinkKind, OpenGate, OutboxItem, OutboxTarget, StatusEntry, TaskLink,

@@ -109,4 +109,7 @@ impl Store for FaultyStore {
     fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<Arc<EventRecord>> {
         self.inner.subscribe_events()
     }
+    fn leases(&self) -> Option<&dyn agentd_core::Leases> {
+        self.inner.leases()
+    }
 }
