@@ -149,6 +149,7 @@ impl Daemon {
             reminders: reminder_limits,
             events_retain_count: cfg.events.retain_count,
             events_retain: Duration::from_secs(cfg.events.retain_secs),
+            replica: cfg.replicas.replica(cfg.replica_id.as_deref())?,
             ..EngineConfig::default()
         };
         let input_modes = engine_cfg.input_modes.clone();
@@ -187,6 +188,8 @@ impl Daemon {
             tracing::warn!(tasks = failed, "tasks interrupted by the last shutdown were marked failed");
         }
         workflows.rearm_gates(&runtime).await.map_err(|e| anyhow::anyhow!("recovery failed: {e}"))?;
+        // On a shared store: renew this replica's leases, adopt expired ones.
+        runtime.spawn_lease_loops();
 
         let mut declared = agentd_server::ext_docs::declared();
         let mut command_params = commands::card_params();

@@ -11,6 +11,7 @@ mod commands;
 mod conversation;
 mod emit;
 mod feed;
+mod leasing;
 mod lifecycle;
 mod outbox;
 mod push;
@@ -23,6 +24,7 @@ mod stream;
 pub use builder::EngineBuilder;
 pub use commands::{CommandHandler, CommandOutcome, TaskObserver};
 pub use feed::{EventFeed, FeedItem};
+pub use leasing::ReplicaConfig;
 pub use outbox::Outbox;
 pub use runtime::Runtime;
 pub use send::{SendOutcome, StartTask};
@@ -65,6 +67,8 @@ pub struct EngineConfig {
     /// How many events the durable log keeps, and for how long.
     pub events_retain_count: u64,
     pub events_retain: std::time::Duration,
+    /// This replica's id and lease timing (used only on a store with leases).
+    pub replica: ReplicaConfig,
 }
 
 impl Default for EngineConfig {
@@ -76,6 +80,7 @@ impl Default for EngineConfig {
             reminders: crate::reminder::ReminderLimits::default(),
             events_retain_count: 100_000,
             events_retain: std::time::Duration::from_secs(7 * 24 * 3600),
+            replica: ReplicaConfig::default(),
         }
     }
 }
@@ -116,6 +121,8 @@ struct Inner {
     /// Set when the runs left after the grace were stopped: a run that
     /// ends now leaves its task as the shutdown left it.
     halted: std::sync::atomic::AtomicBool,
+    /// The task leases this replica holds (a store shared by replicas).
+    leasing: leasing::Leasing,
 }
 
 /// The A2A engine: what the bindings hold. Every operation on it takes the
@@ -213,10 +220,15 @@ impl Engine {
     /// [`Engine::resumable`]) are run again; the others fail with a status
     /// message that says why. Returns how many were failed.
     pub(crate) async fn recover(&self) -> Result<usize, Error> {
-        let stale = self.inner.store.tasks_in_states(&[TaskState::Submitted, TaskState::Working]).await?;
         for context_id in self.inner.store.closed_contexts().await? {
             self.inner.closed_contexts.insert(context_id);
         }
+        if let Some(leases) = self.inner.store.leases() {
+            // Replicas share the store: only the work nobody holds is this
+            // replica's to resume (or fail); the others' runs go on.
+            return self.adopt_unheld(leases).await;
+        }
+        let stale = self.inner.store.tasks_in_states(&[TaskState::Submitted, TaskState::Working]).await?;
         let (resumable, lost): (Vec<_>, Vec<_>) = stale.into_iter().partition(|rec| self.resumable(rec));
         // The lost ones fail first: a resumed run then finds the tasks it
         // had started (a step's subagent) already settled.
@@ -350,7 +362,12 @@ impl Engine {
         let now = Timestamp::now();
         let events = f(&mut rec, now)?;
         emit::on_change(&st.record, &rec, &events, now, &mut extra);
-        self.commit_next(st, &mut rec, &events, extra).await?;
+        if let Err(e) = self.commit_next(st, &mut rec, &events, extra).await {
+            if matches!(e, Error::Store(StoreError::Conflict { .. })) && self.inner.store.leases().is_some() {
+                self.reload_changed_elsewhere(slot, st).await;
+            }
+            return Err(e);
+        }
         st.record = rec.clone();
         for e in events {
             let _ = slot.tx.send(Arc::new(e));
@@ -367,6 +384,27 @@ impl Engine {
             self.inner.slots.remove(rec.id());
         }
         Ok(rec)
+    }
+
+    /// Another replica committed the task (a cancel, input) since this one
+    /// read it: the stored record replaces the slot's, and a task that
+    /// ended there stops its run here.
+    async fn reload_changed_elsewhere(&self, slot: &Arc<Slot>, st: &mut SlotState) {
+        let stored = match self.inner.store.get_task(st.record.id()).await {
+            Ok(Some(stored)) if stored.version > st.record.version => stored,
+            _ => return,
+        };
+        tracing::info!(task = %stored.id(), version = stored.version, "the task changed on another replica; reloaded");
+        st.record = stored;
+        if st.record.state().is_terminal() {
+            st.cancel.cancel();
+            let id = st.record.id().to_owned();
+            self.inner.task_agents.remove(&id);
+            self.notify_ended(&id, st.record.state());
+            st.detached = true;
+            self.inner.slots.remove(&id);
+            let _ = slot;
+        }
     }
 
     /// Commits `rec`, a changed copy of the slot's record, as the task's
@@ -425,6 +463,7 @@ impl Engine {
         mut batch: Batch,
     ) -> Result<(), Error> {
         batch.tasks.push(rec.clone());
+        batch.fences.extend(self.fence(rec.id()));
         if self.inner.config.push_enabled {
             for e in events {
                 batch.push_events.push((rec.task.id.clone(), push_body(e)));
@@ -462,6 +501,12 @@ impl Engine {
         let mut admission = self.inner.conversations.admit(&control.context_id);
         let run = self.inner.runs.track_future(async move {
             let id = control.task_id.clone();
+            if !engine.claim_run(&id).await {
+                // Another replica runs it; this one only committed the input.
+                engine.inner.conversations.release(admission);
+                engine.not_running_here(&id, generation).await;
+                return;
+            }
             tokio::select! {
                 () = admission.wait_turn() => {}
                 () = control.cancel.cancelled() => {}
@@ -478,6 +523,21 @@ impl Engine {
         self.inner.background.spawn(tracing::Instrument::in_current_span(run));
     }
 
+    /// A run that did not start because another replica holds the task.
+    async fn not_running_here(&self, id: &str, generation: u64) {
+        if let Some(slot) = self.inner.slots.get(id) {
+            let mut st = slot.state.lock().await;
+            if st.run_gen != generation {
+                return;
+            }
+            st.running = false;
+            if !st.detached && slot.tx.receiver_count() == 0 {
+                st.detached = true;
+                self.inner.slots.remove(id);
+            }
+        }
+    }
+
     /// After a run: a task still active with nothing running it fails.
     async fn finish_run(&self, id: &str, generation: u64) {
         if let Some(slot) = self.inner.slots.get(id) {
@@ -489,8 +549,12 @@ impl Engine {
             let state = st.record.state();
             // After a shutdown stopped the run, the task stays as the
             // shutdown left it (failed, or a workflow run for resume).
-            let orphaned =
-                !st.detached && !state.is_terminal() && !state.is_interrupted() && !self.is_halted();
+            // A run that lost its task's lease leaves it to the adopter.
+            let orphaned = !st.detached
+                && !state.is_terminal()
+                && !state.is_interrupted()
+                && !self.is_halted()
+                && self.holds(id);
             if !orphaned && !st.detached && slot.tx.receiver_count() == 0 {
                 st.detached = true;
                 self.inner.slots.remove(id);
@@ -503,6 +567,10 @@ impl Engine {
                 if let Err(e) = self.apply_change(id, change).await {
                     tracing::warn!(task = id, error = %e, "could not fail an orphaned task");
                 }
+            }
+            // Halted: the lease goes with the others once the runs ended.
+            if !self.is_halted() {
+                self.release_run(id).await;
             }
         }
     }
@@ -581,7 +649,7 @@ impl Engine {
                 self.commit_pending(id).await?;
                 continue;
             }
-            let batch = Batch { journal: entries, ..Batch::default() };
+            let batch = Batch { journal: entries, fences: self.fence(id).into_iter().collect(), ..Batch::default() };
             return self.inner.store.commit(batch).await.map_err(store_failed);
         }
     }

@@ -1,0 +1,326 @@
+//! Which replica runs a task, when several share a database
+//! (`docs/scaling.md`). A run claims its task's lease before it does
+//! anything and releases it when it ends; while it runs, every commit of
+//! the task carries the lease as a [`Fence`], so a replica that lost the
+//! lease (it stalled past the expiry and another adopted the work) has its
+//! late writes refused by the store. A renewal loop extends the held
+//! leases every ttl/3; a lease that could not be renewed in time is given
+//! up locally before it can have expired in the database (self-fencing on
+//! a monotonic deadline): its run is stopped and makes no model call. An
+//! adoption loop takes over the running tasks whose lease expired (a dead
+//! replica's) and resumes them as a restart would.
+//!
+//! On a store without leases (SQLite, memory: one process) this replica
+//! holds everything: no claim, no fence, no loop.
+
+use super::{Engine, Runtime};
+use crate::error::Error;
+use crate::lease::{Fence, Leases, task_resource};
+use agentd_proto::{Message, TaskState};
+use dashmap::DashMap;
+use std::time::{Duration, Instant};
+
+/// The tasks whose lease expired are looked for at most this many at a time.
+const ADOPT_BATCH: usize = 64;
+
+/// What a replica is called and how long its leases last.
+#[derive(Clone, Debug)]
+pub struct ReplicaConfig {
+    /// This replica's id in the lease table (unique among live replicas).
+    pub id: String,
+    /// How long a lease lasts without renewal (by the database clock).
+    pub lease_ttl: Duration,
+    /// How often expired leases are looked for and their work adopted.
+    pub poll_interval: Duration,
+}
+
+impl Default for ReplicaConfig {
+    fn default() -> Self {
+        Self {
+            id: "agentd".into(),
+            lease_ttl: Duration::from_secs(10),
+            poll_interval: Duration::from_secs(10) / 3,
+        }
+    }
+}
+
+impl ReplicaConfig {
+    /// How often held leases are renewed.
+    fn renew_every(&self) -> Duration {
+        self.lease_ttl / 3
+    }
+
+    /// A lease is given up locally this long before it could expire: room
+    /// for the clocks' drift and for the time a renewal takes to land.
+    fn margin(&self) -> Duration {
+        self.lease_ttl / 4
+    }
+}
+
+/// A lease this replica holds.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    epoch: u64,
+    /// Past this instant the lease may have expired: the run must not act.
+    act_until: Instant,
+}
+
+/// The leases this replica holds, by task id.
+#[derive(Default)]
+pub(super) struct Leasing {
+    held: DashMap<String, Held>,
+}
+
+impl Engine {
+    fn leases(&self) -> Option<&dyn Leases> {
+        self.inner.store.leases()
+    }
+
+    fn replica(&self) -> &ReplicaConfig {
+        &self.inner.config.replica
+    }
+
+    /// The fence a commit of task `id` carries while this replica holds its
+    /// lease.
+    pub(super) fn fence(&self, id: &str) -> Option<Fence> {
+        let held = self.inner.leasing.held.get(id)?;
+        Some(Fence { resource: task_resource(id), holder: self.replica().id.clone(), epoch: held.epoch })
+    }
+
+    /// Claims the lease of task `id` for a run about to start. True when
+    /// this replica holds it now (always, without leases); false when
+    /// another replica runs the task.
+    pub(super) async fn claim_run(&self, id: &str) -> bool {
+        let Some(leases) = self.leases() else { return true };
+        if self.inner.leasing.held.contains_key(id) {
+            return true;
+        }
+        let asked = Instant::now();
+        let cfg = self.replica();
+        match leases.claim(&task_resource(id), &cfg.id, cfg.lease_ttl).await {
+            Ok(Some(epoch)) => {
+                let act_until = asked + cfg.lease_ttl - cfg.margin();
+                self.inner.leasing.held.insert(id.to_owned(), Held { epoch, act_until });
+                tracing::debug!(task = id, epoch, "lease claimed");
+                true
+            }
+            Ok(None) => {
+                tracing::debug!(task = id, "another replica runs this task");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(task = id, error = %e, "could not claim the task's lease; not running it here");
+                false
+            }
+        }
+    }
+
+    /// Whether this replica holds task `id` (always, without leases).
+    pub(super) fn holds(&self, id: &str) -> bool {
+        self.leases().is_none() || self.inner.leasing.held.contains_key(id)
+    }
+
+    /// Gives up the lease of task `id` (its run ended here).
+    pub(super) async fn release_run(&self, id: &str) {
+        let Some(leases) = self.leases() else { return };
+        let Some((_, held)) = self.inner.leasing.held.remove(id) else { return };
+        if let Err(e) = leases.release(&task_resource(id), &self.replica().id, held.epoch).await {
+            // It expires on its own; another replica may adopt a task that
+            // ended (and finds nothing to do) or waits for input.
+            tracing::warn!(task = id, error = %e, "could not release the task's lease");
+        }
+    }
+
+    /// Whether the run of task `id` may still act: its lease cannot have
+    /// expired yet. Always true without leases.
+    pub(crate) fn may_act(&self, id: &str) -> Result<(), Error> {
+        if self.leases().is_none() {
+            return Ok(());
+        }
+        match self.inner.leasing.held.get(id) {
+            Some(h) if Instant::now() < h.act_until => Ok(()),
+            held => Err(Error::Store(crate::store::StoreError::Fenced {
+                resource: task_resource(id),
+                epoch: held.map_or(0, |h| h.epoch),
+            })),
+        }
+    }
+
+    /// Releases every lease held (a graceful stop: another replica picks
+    /// the work up at once rather than after the expiry).
+    pub(super) async fn release_all(&self) {
+        let ids: Vec<String> = self.inner.leasing.held.iter().map(|e| e.key().clone()).collect();
+        for id in ids {
+            self.release_run(&id).await;
+        }
+    }
+
+    /// Stops the run of a task whose lease this replica lost.
+    async fn lost(&self, id: &str, why: &str) {
+        self.inner.leasing.held.remove(id);
+        tracing::warn!(task = id, why, "lease lost; the run stops here");
+        if let Some(slot) = self.inner.slots.get(id) {
+            slot.state.lock().await.cancel.cancel();
+        }
+    }
+
+    /// Renews every held lease once; gives up those lost or past their
+    /// local deadline.
+    async fn renew_once(&self, leases: &dyn Leases) {
+        let cfg = self.replica();
+        let held: Vec<(String, u64)> = self
+            .inner
+            .leasing
+            .held
+            .iter()
+            .map(|e| (task_resource(e.key()), e.value().epoch))
+            .collect();
+        let asked = Instant::now();
+        match leases.renew(&cfg.id, &held, cfg.lease_ttl).await {
+            Ok(kept) => {
+                for (resource, epoch) in held {
+                    let id = resource.strip_prefix("task:").unwrap_or(&resource).to_owned();
+                    if kept.contains(&resource) {
+                        if let Some(mut h) = self.inner.leasing.held.get_mut(&id)
+                            && h.epoch == epoch
+                        {
+                            h.act_until = asked + cfg.lease_ttl - cfg.margin();
+                        }
+                    } else if self.inner.leasing.held.get(&id).is_some_and(|h| h.epoch == epoch) {
+                        self.lost(&id, "another replica claimed it").await;
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not renew the leases");
+                let now = Instant::now();
+                let lapsed: Vec<String> = self
+                    .inner
+                    .leasing
+                    .held
+                    .iter()
+                    .filter(|e| e.value().act_until <= now)
+                    .map(|e| e.key().clone())
+                    .collect();
+                for id in lapsed {
+                    self.lost(&id, "not renewed in time").await;
+                }
+            }
+        }
+    }
+
+    /// Adopts the running tasks nobody holds: claims each and resumes it
+    /// (or fails it when it cannot resume). Returns how many were failed.
+    pub(super) async fn adopt_unheld(&self, leases: &dyn Leases) -> Result<usize, Error> {
+        let cfg = self.replica();
+        // A task without a lease row younger than a ttl may be claimed by its
+        // creator any moment.
+        let before_ms = agentd_proto::Timestamp::now().millis() - cfg.lease_ttl.as_millis() as i64;
+        let ids = leases
+            .unheld_tasks(&[TaskState::Submitted, TaskState::Working], before_ms, ADOPT_BATCH)
+            .await?;
+        let mut failed = 0;
+        for id in ids {
+            if self.is_stopping() || !self.claim_run(&id).await {
+                continue;
+            }
+            // Read after the claim: the last holder's commits are all in.
+            let Some(rec) = self.inner.store.get_task(&id).await? else {
+                self.release_run(&id).await;
+                continue;
+            };
+            if rec.state().is_terminal() || rec.state().is_interrupted() {
+                self.release_run(&id).await;
+                continue;
+            }
+            tracing::info!(task = %id, "adopting a task whose lease expired");
+            // A slot this replica kept (a stream) holds an older record.
+            if let Some(slot) = self.inner.slots.get(&id) {
+                let mut st = slot.state.lock().await;
+                if !st.running && !st.detached {
+                    st.record = rec.clone();
+                }
+            }
+            if self.resumable(&rec) {
+                self.resume(&id).await?;
+            } else {
+                let why = "the replica running this task stopped; its work could not be resumed";
+                let change = crate::transition::Change::Status {
+                    state: TaskState::Failed,
+                    message: Some(Message::agent_text(why)),
+                };
+                self.apply_change(&id, change).await?;
+                self.release_run(&id).await;
+                failed += 1;
+            }
+        }
+        Ok(failed)
+    }
+
+    /// Starts the renewal and adoption loops when the store has leases.
+    pub(super) fn spawn_lease_loops(&self) {
+        if self.leases().is_none() {
+            return;
+        }
+        let (renew_every, poll) = (self.replica().renew_every(), self.replica().poll_interval);
+        let engine = self.clone();
+        self.inner.background.spawn_until_shutdown(async move {
+            let mut tick = tokio::time::interval(renew_every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if let Some(leases) = engine.leases() {
+                    engine.renew_once(leases).await;
+                }
+            }
+        });
+        let engine = self.clone();
+        self.inner.background.spawn_until_shutdown(async move {
+            let mut tick = tokio::time::interval(poll);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if engine.is_stopping() {
+                    continue;
+                }
+                if let Some(leases) = engine.leases()
+                    && let Err(e) = engine.adopt_unheld(leases).await
+                {
+                    tracing::warn!(error = %e, "could not adopt the work of expired leases");
+                }
+            }
+        });
+    }
+}
+
+impl Runtime {
+    /// On a store several replicas share: starts renewing this replica's
+    /// leases and adopting the work of expired ones (a dead replica's).
+    /// Nothing on a store one process uses.
+    pub fn spawn_lease_loops(&self) {
+        self.engine().spawn_lease_loops();
+    }
+
+    /// This replica's view for operators: the replicas seen lately and the
+    /// leases held, or `None` on a store one process uses.
+    pub async fn replicas(
+        &self,
+    ) -> Result<Option<(Vec<crate::lease::ReplicaRow>, Vec<crate::lease::LeaseRow>)>, Error> {
+        let Some(leases) = self.engine().leases() else { return Ok(None) };
+        let ttl = self.engine().replica().lease_ttl;
+        Ok(Some((leases.replicas(ttl * 3).await?, leases.list_leases().await?)))
+    }
+
+    /// Whether the store answers (readiness); always on a local store.
+    pub async fn store_reachable(&self) -> Result<(), Error> {
+        match self.engine().leases() {
+            Some(leases) => Ok(leases.ping().await?),
+            None => Ok(()),
+        }
+    }
+
+    /// This replica's id.
+    pub fn replica_id(&self) -> &str {
+        &self.engine().replica().id
+    }
+}
