@@ -290,6 +290,8 @@ impl Daemon {
         let background = runtime.background().clone();
         let readiness = Readiness::default();
         crate::probe::spawn(&cfg.model, readiness.clone(), &background);
+        let every = Duration::from_millis(cfg.replicas.lease_ttl_ms) / 3;
+        crate::store_probe::spawn(&runtime, every, readiness.clone());
         let config = Arc::new(ServerConfig {
             version_policy: if cfg.a2a_version == crate::config::VersionMode::Strict {
                 VersionPolicy::Strict
@@ -407,7 +409,12 @@ async fn open_store(cfg: &Config) -> anyhow::Result<Arc<dyn agentd_core::Store>>
             let store = PostgresStore::open(&options)
                 .await
                 .with_context(|| format!("cannot open the PostgreSQL store at {url}"))?;
-            tracing::info!(url, "store: PostgreSQL");
+            tracing::info!(
+                url,
+                replica = %cfg.replicas.replica(cfg.replica_id.as_deref())?.id,
+                lease_ttl_ms = cfg.replicas.lease_ttl_ms,
+                "store: PostgreSQL"
+            );
             Ok(Arc::new(store))
         }
     }

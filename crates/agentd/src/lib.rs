@@ -11,6 +11,7 @@ mod instruction;
 mod probe;
 mod reminders;
 mod serve;
+mod store_probe;
 mod workflows;
 
 pub use daemon::Daemon;

@@ -14,6 +14,8 @@
 //! holds everything: no claim, no fence, no loop.
 
 use super::{Engine, Runtime};
+use crate::slots::{Slot, SlotState};
+use std::sync::Arc;
 use crate::error::Error;
 use crate::lease::{Fence, Leases, task_resource};
 use agentd_proto::{Message, TaskState};
@@ -257,6 +259,70 @@ impl Engine {
         Ok(failed)
     }
 
+    /// Another replica committed the task (a cancel, input) since this one
+    /// read it: the stored record replaces the slot's; input committed
+    /// there becomes steering input of the run here, and a task that ended
+    /// there stops its run here.
+    pub(super) async fn reload_changed_elsewhere(&self, slot: &Arc<Slot>, st: &mut SlotState) {
+        let stored = match self.inner.store.get_task(st.record.id()).await {
+            Ok(Some(stored)) if stored.version > st.record.version => stored,
+            _ => return,
+        };
+        let id = stored.id().to_owned();
+        tracing::info!(task = %id, version = stored.version, state = ?stored.state(), "the task changed on another replica; reloaded");
+        let known: std::collections::HashSet<&str> =
+            st.record.task.history.iter().flatten().map(|m| m.message_id.as_str()).collect();
+        let arrived: Vec<Message> = stored
+            .task
+            .history
+            .iter()
+            .flatten()
+            .filter(|m| m.role == agentd_proto::Role::User && !known.contains(m.message_id.as_str()))
+            .cloned()
+            .collect();
+        st.steering.extend(arrived);
+        st.record = stored;
+        let _ = slot.tx.send(Arc::new(agentd_proto::StreamResponse::Task(self.view(&st.record, None, true))));
+        if st.record.state().is_terminal() {
+            st.cancel.cancel();
+            self.inner.task_agents.remove(&id);
+            self.notify_ended(&id, st.record.state());
+            st.detached = true;
+            self.inner.slots.remove(&id);
+        }
+    }
+
+    /// A `task` event of a task this replica runs, committed by another
+    /// replica (its status differs from the slot's): reload the task.
+    async fn on_task_event(&self, id: &str, status: &serde_json::Value) {
+        if !self.inner.leasing.held.contains_key(id) {
+            return;
+        }
+        let Some(slot) = self.inner.slots.get(id) else { return };
+        let mut st = slot.state.lock().await;
+        if st.detached {
+            return;
+        }
+        let ours = serde_json::to_value(&st.record.task.status).unwrap_or_default();
+        if &ours == status {
+            return; // this replica's own commit
+        }
+        self.reload_changed_elsewhere(&slot, &mut st).await;
+    }
+
+    /// Every held task, read again (the event channel lagged).
+    async fn reload_all_held(&self) {
+        let ids: Vec<String> = self.inner.leasing.held.iter().map(|e| e.key().clone()).collect();
+        for id in ids {
+            if let Some(slot) = self.inner.slots.get(&id) {
+                let mut st = slot.state.lock().await;
+                if !st.detached {
+                    self.reload_changed_elsewhere(&slot, &mut st).await;
+                }
+            }
+        }
+    }
+
     /// Starts the renewal and adoption loops when the store has leases.
     pub(super) fn spawn_lease_loops(&self) {
         if self.leases().is_none() {
@@ -271,6 +337,26 @@ impl Engine {
                 tick.tick().await;
                 if let Some(leases) = engine.leases() {
                     engine.renew_once(leases).await;
+                }
+            }
+        });
+        // Control sent to another replica (a cancel, input) is committed
+        // there; its `task` event, announced here by the store's follower
+        // (NOTIFY wakes it, the table is the truth), tells the holder.
+        let engine = self.clone();
+        let mut events = self.inner.store.subscribe_events();
+        self.inner.background.spawn_until_shutdown(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                match events.recv().await {
+                    Ok(e) if e.event.kind == agentd_proto::ext::events::EventKind::Task => {
+                        if let Some(id) = &e.event.task_id {
+                            engine.on_task_event(id, &e.event.data["status"]).await;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => engine.reload_all_held().await,
+                    Err(RecvError::Closed) => return,
                 }
             }
         });
@@ -317,6 +403,12 @@ impl Runtime {
             Some(leases) => Ok(leases.ping().await?),
             None => Ok(()),
         }
+    }
+
+    /// Whether the store is shared by replicas (has leases): `Some(id)` of
+    /// this replica then.
+    pub fn replicas_shared(&self) -> Option<&str> {
+        self.engine().leases().map(|_| self.replica_id())
     }
 
     /// This replica's id.

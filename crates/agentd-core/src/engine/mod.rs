@@ -386,27 +386,6 @@ impl Engine {
         Ok(rec)
     }
 
-    /// Another replica committed the task (a cancel, input) since this one
-    /// read it: the stored record replaces the slot's, and a task that
-    /// ended there stops its run here.
-    async fn reload_changed_elsewhere(&self, slot: &Arc<Slot>, st: &mut SlotState) {
-        let stored = match self.inner.store.get_task(st.record.id()).await {
-            Ok(Some(stored)) if stored.version > st.record.version => stored,
-            _ => return,
-        };
-        tracing::info!(task = %stored.id(), version = stored.version, "the task changed on another replica; reloaded");
-        st.record = stored;
-        if st.record.state().is_terminal() {
-            st.cancel.cancel();
-            let id = st.record.id().to_owned();
-            self.inner.task_agents.remove(&id);
-            self.notify_ended(&id, st.record.state());
-            st.detached = true;
-            self.inner.slots.remove(&id);
-            let _ = slot;
-        }
-    }
-
     /// Commits `rec`, a changed copy of the slot's record, as the task's
     /// next version, with its events' push deliveries, `extra`, and the
     /// task's creation if that is still pending (then this commit is the
@@ -709,6 +688,9 @@ pub(crate) fn answerer_only(p: &Principal, id: &str, what: &str) -> Error {
 /// several it is a lost race): never "not found", always a store failure,
 /// logged with the versions.
 fn store_failed(e: StoreError) -> Error {
+    if let StoreError::Fenced { resource, epoch } = &e {
+        tracing::warn!(lease = %resource, epoch, "another replica took this work over; the write is refused");
+    }
     if let StoreError::Conflict { task_id, expected, found } = &e {
         tracing::error!(
             task = %task_id,

@@ -51,6 +51,7 @@ mod mtls;
 mod openai_model;
 mod operations;
 mod postgres;
+mod replicas;
 mod push;
 mod reminders;
 mod smoke;
