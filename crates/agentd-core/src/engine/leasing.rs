@@ -259,10 +259,11 @@ impl Engine {
         Ok(failed)
     }
 
-    /// Another replica committed the task (a cancel, input) since this one
-    /// read it: the stored record replaces the slot's; input committed
-    /// there becomes steering input of the run here, and a task that ended
-    /// there stops its run here.
+    /// Another replica committed the task (a cancel, input, the holder's
+    /// progress) since this one read it: the stored record replaces the
+    /// slot's, and its streams get what changed (artifacts whole, then the
+    /// status). Input committed there becomes steering input of a run
+    /// here; a task that ended there stops its run here and leaves memory.
     pub(super) async fn reload_changed_elsewhere(&self, slot: &Arc<Slot>, st: &mut SlotState) {
         let stored = match self.inner.store.get_task(st.record.id()).await {
             Ok(Some(stored)) if stored.version > st.record.version => stored,
@@ -270,34 +271,65 @@ impl Engine {
         };
         let id = stored.id().to_owned();
         tracing::info!(task = %id, version = stored.version, state = ?stored.state(), "the task changed on another replica; reloaded");
-        let known: std::collections::HashSet<&str> =
-            st.record.task.history.iter().flatten().map(|m| m.message_id.as_str()).collect();
-        let arrived: Vec<Message> = stored
+        if st.running {
+            let known: std::collections::HashSet<&str> =
+                st.record.task.history.iter().flatten().map(|m| m.message_id.as_str()).collect();
+            let arrived: Vec<Message> = stored
+                .task
+                .history
+                .iter()
+                .flatten()
+                .filter(|m| m.role == agentd_proto::Role::User && !known.contains(m.message_id.as_str()))
+                .cloned()
+                .collect();
+            st.steering.extend(arrived);
+        }
+        let changed_artifacts: Vec<agentd_proto::Artifact> = stored
             .task
-            .history
+            .artifacts
             .iter()
             .flatten()
-            .filter(|m| m.role == agentd_proto::Role::User && !known.contains(m.message_id.as_str()))
+            .filter(|a| !st.record.task.artifacts.iter().flatten().any(|b| b == *a))
             .cloned()
             .collect();
-        st.steering.extend(arrived);
+        let status_moved = stored.task.status != st.record.task.status;
         st.record = stored;
-        let _ = slot.tx.send(Arc::new(agentd_proto::StreamResponse::Task(self.view(&st.record, None, true))));
+        let (task_id, context_id) = (id.clone(), st.record.task.context_id.clone());
+        for artifact in changed_artifacts {
+            let update = agentd_proto::TaskArtifactUpdateEvent {
+                task_id: task_id.clone(),
+                context_id: context_id.clone(),
+                artifact,
+                append: false,
+                last_chunk: true,
+                metadata: None,
+            };
+            let _ = slot.tx.send(Arc::new(agentd_proto::StreamResponse::ArtifactUpdate(update)));
+        }
+        if status_moved {
+            let update = agentd_proto::TaskStatusUpdateEvent {
+                task_id,
+                context_id,
+                status: st.record.task.status.clone(),
+                metadata: None,
+            };
+            let _ = slot.tx.send(Arc::new(agentd_proto::StreamResponse::StatusUpdate(update)));
+        }
         if st.record.state().is_terminal() {
             st.cancel.cancel();
-            self.inner.task_agents.remove(&id);
-            self.notify_ended(&id, st.record.state());
+            if self.inner.leasing.held.contains_key(&id) {
+                self.inner.task_agents.remove(&id);
+                self.notify_ended(&id, st.record.state());
+            }
             st.detached = true;
             self.inner.slots.remove(&id);
         }
     }
 
-    /// A `task` event of a task this replica runs, committed by another
-    /// replica (its status differs from the slot's): reload the task.
+    /// A `task` event of a task live here (run here, or followed by a
+    /// stream or a blocking SendMessage), committed by another replica
+    /// (its status differs from the slot's): reload the task.
     async fn on_task_event(&self, id: &str, status: &serde_json::Value) {
-        if !self.inner.leasing.held.contains_key(id) {
-            return;
-        }
         let Some(slot) = self.inner.slots.get(id) else { return };
         let mut st = slot.state.lock().await;
         if st.detached {
@@ -310,15 +342,12 @@ impl Engine {
         self.reload_changed_elsewhere(&slot, &mut st).await;
     }
 
-    /// Every held task, read again (the event channel lagged).
-    async fn reload_all_held(&self) {
-        let ids: Vec<String> = self.inner.leasing.held.iter().map(|e| e.key().clone()).collect();
-        for id in ids {
-            if let Some(slot) = self.inner.slots.get(&id) {
-                let mut st = slot.state.lock().await;
-                if !st.detached {
-                    self.reload_changed_elsewhere(&slot, &mut st).await;
-                }
+    /// Every live task, read again (the event channel lagged).
+    async fn reload_all_live(&self) {
+        for slot in self.inner.slots.all() {
+            let mut st = slot.state.lock().await;
+            if !st.detached {
+                self.reload_changed_elsewhere(&slot, &mut st).await;
             }
         }
     }
@@ -355,7 +384,7 @@ impl Engine {
                         }
                     }
                     Ok(_) => {}
-                    Err(RecvError::Lagged(_)) => engine.reload_all_held().await,
+                    Err(RecvError::Lagged(_)) => engine.reload_all_live().await,
                     Err(RecvError::Closed) => return,
                 }
             }

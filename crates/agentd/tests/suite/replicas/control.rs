@@ -44,15 +44,34 @@ async fn steering_a_reminder_and_a_cancel_sent_to_r3_reach_the_turn_running_on_r
     let Some(rs) = Replicas::start([r1, idle.clone(), idle]).await else { return };
     let id = start_turn(&rs.r[0].d, "start").await;
     rs.r[0].wait_calls(1).await;
-    // While r1's first model call runs, r3 takes input and a reminder.
-    let steer = rs.r[2].d.call("SendMessage", send_params(&uniq("m"), "also check the cache", Some(&id))).await;
-    assert_eq!(steer["task"]["id"], json!(id), "{steer}");
+    // A stream on r2 follows the turn running on r1 to its end.
+    let mut stream = rs.r[1].d.rpc_stream("SubscribeToTask", json!({"id": id})).await;
+    let followed = tokio::spawn(async move {
+        let mut out = Vec::new();
+        while let Some(f) = stream.next().await {
+            out.push(payload(&f, true));
+        }
+        out
+    });
+    // While r1's first model call runs, r3 takes input (a blocking
+    // SendMessage: answered when the turn on r1 ends) and a reminder.
+    let r3 = rs.r[2].d.as_token(None);
+    let steer_params = send_params(&uniq("m"), "also check the cache", Some(&id));
+    let steer = tokio::spawn(async move { r3.call("SendMessage", steer_params).await });
     let reminder = json!({"id": "rem-1", "body": "Mind the quota.", "ttlTurns": 1});
     let params = json!({"taskId": id, "reminder": reminder});
     let injected = rs.r[2].d.call("InjectTaskReminder", params).await;
     assert!(injected.get("code").is_none(), "{injected}");
+    let answered = tokio::time::timeout(Duration::from_secs(30), steer).await.expect("answered").expect("call");
+    assert_eq!(answered["task"]["id"], json!(id), "{answered}");
+    assert_eq!(answered["task"]["status"]["state"], "TASK_STATE_COMPLETED", "r3 answers with the end on r1: {answered}");
+    assert_eq!(reply(&answered["task"]), "Heard you.", "{answered}");
     let (done, _) = wait_end(&rs.r[2].d, &id, Duration::from_secs(30)).await;
     assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+    let seen = tokio::time::timeout(Duration::from_secs(30), followed).await.expect("ended").expect("stream");
+    assert_eq!(seen.last().and_then(state), Some("TASK_STATE_COMPLETED"), "the stream on r2: {seen:?}");
+    let reply_seen = seen.iter().any(|e| e["artifactUpdate"]["artifact"]["parts"][0]["text"] == "Heard you.");
+    assert!(reply_seen, "the reply made on r1 reached the stream on r2: {seen:?}");
     let calls = rs.r[0].recorded();
     assert_eq!(calls.len(), 2, "{calls:#?}");
     let second = calls[1].to_string();
