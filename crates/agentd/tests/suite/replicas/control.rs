@@ -20,6 +20,21 @@ async fn a_task_running_on_r1_is_read_listed_subscribed_and_canceled_on_r2() {
     assert_eq!(got["history"][0]["parts"][0]["text"], "take your time", "{got}");
     let listed = rs.r[1].d.call("ListTasks", json!({"pageSize": 10})).await;
     assert_eq!(listed["tasks"][0]["id"], json!(id), "{listed}");
+    // Operators see who holds what from any replica; every replica is ready.
+    let status = scripted::data(&rs.r[2].d.call("SendMessage", scripted::command("status", json!({}))).await);
+    let replica = &status["replica"];
+    assert_eq!(replica["id"], "r3", "{status}");
+    let lease = replica["leases"].as_array().expect("leases").iter().find(|l| l["resource"] == format!("task:{id}"));
+    let lease = lease.unwrap_or_else(|| panic!("the task's lease is listed: {status}"));
+    assert_eq!((lease["holder"].as_str(), lease["epoch"].as_u64()), (Some("r1"), Some(1)), "{status}");
+    let seen: Vec<&str> = replica["replicas"].as_array().expect("replicas").iter().filter_map(|r| r["id"].as_str()).collect();
+    assert!(seen.contains(&"r1"), "{status}");
+    for r in &rs.r {
+        let answer = reqwest::get(format!("{}/readyz", r.d.url)).await.expect("readyz");
+        let code = answer.status().as_u16();
+        let ready: Value = answer.json().await.expect("readyz body");
+        assert_eq!((code, &ready["checks"]["store"]["ok"]), (200, &json!(true)), "{ready}");
+    }
     let mut stream = rs.r[1].d.rpc_stream("SubscribeToTask", json!({"id": id})).await;
     let first = stream.next().await.expect("a first event");
     assert_eq!(payload(&first, true)["task"]["id"], json!(id), "{first}");
