@@ -24,7 +24,9 @@ pub fn spawn(runtime: &Runtime, every: Duration, readiness: Readiness) {
             match tokio::time::timeout(TIMEOUT, rt.store_reachable()).await {
                 Ok(Ok(())) => readiness.set(CHECK, true, "the database answers"),
                 Ok(Err(e)) => readiness.set(CHECK, false, format!("the database does not answer: {e}")),
-                Err(_) => readiness.set(CHECK, false, format!("the database did not answer within {TIMEOUT:?}")),
+                Err(_) => {
+                    readiness.set(CHECK, false, format!("the database did not answer within {TIMEOUT:?}"))
+                }
             }
             tokio::time::sleep(every).await;
         }

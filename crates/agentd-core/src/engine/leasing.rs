@@ -14,12 +14,12 @@
 //! holds everything: no claim, no fence, no loop.
 
 use super::{Engine, Runtime};
-use crate::slots::{Slot, SlotState};
-use std::sync::Arc;
 use crate::error::Error;
 use crate::lease::{Fence, Leases, task_resource};
+use crate::slots::{Slot, SlotState};
 use agentd_proto::{Message, TaskState};
 use dashmap::DashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The tasks whose lease expired are looked for at most this many at a time.
@@ -67,10 +67,21 @@ struct Held {
     act_until: Instant,
 }
 
-/// The leases this replica holds, by task id.
+/// The leases this replica holds: task runs by task id, and the outbox's.
 #[derive(Default)]
 pub(super) struct Leasing {
     held: DashMap<String, Held>,
+    /// The outbox lease: one replica at a time delivers the outbox rows.
+    outbox: std::sync::Mutex<Option<Held>>,
+}
+
+/// The lease resource of delivering the outbox.
+const OUTBOX: &str = "outbox";
+
+impl Leasing {
+    fn outbox(&self) -> std::sync::MutexGuard<'_, Option<Held>> {
+        self.outbox.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 impl Engine {
@@ -155,6 +166,41 @@ impl Engine {
         for id in ids {
             self.release_run(&id).await;
         }
+        let outbox = self.inner.leasing.outbox().take();
+        if let (Some(leases), Some(held)) = (self.leases(), outbox) {
+            let _ = leases.release(OUTBOX, &self.replica().id, held.epoch).await;
+        }
+    }
+
+    /// Whether this replica delivers the outbox now: it holds the outbox
+    /// lease (claimed here when free) and may still act on it. The fence
+    /// its delivery records carry, if any. Always, without leases.
+    pub(super) async fn outbox_turn(&self) -> Option<Option<Fence>> {
+        let Some(leases) = self.leases() else { return Some(None) };
+        let cfg = self.replica();
+        let held = *self.inner.leasing.outbox();
+        let held = match held {
+            Some(h) => h,
+            None => {
+                let asked = Instant::now();
+                let epoch = match leases.claim(OUTBOX, &cfg.id, cfg.lease_ttl).await {
+                    Ok(Some(epoch)) => epoch,
+                    Ok(None) => return None,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "could not claim the outbox lease");
+                        return None;
+                    }
+                };
+                tracing::debug!(epoch, "outbox lease claimed: this replica delivers");
+                let h = Held { epoch, act_until: asked + cfg.lease_ttl - cfg.margin() };
+                *self.inner.leasing.outbox() = Some(h);
+                h
+            }
+        };
+        if Instant::now() >= held.act_until {
+            return None;
+        }
+        Some(Some(Fence { resource: OUTBOX.into(), holder: cfg.id.clone(), epoch: held.epoch }))
     }
 
     /// Stops the run of a task whose lease this replica lost.
@@ -170,18 +216,30 @@ impl Engine {
     /// local deadline.
     async fn renew_once(&self, leases: &dyn Leases) {
         let cfg = self.replica();
-        let held: Vec<(String, u64)> = self
-            .inner
-            .leasing
-            .held
-            .iter()
-            .map(|e| (task_resource(e.key()), e.value().epoch))
-            .collect();
+        let mut held: Vec<(String, u64)> =
+            self.inner.leasing.held.iter().map(|e| (task_resource(e.key()), e.value().epoch)).collect();
+        let outbox = *self.inner.leasing.outbox();
+        held.extend(outbox.map(|h| (OUTBOX.to_owned(), h.epoch)));
         let asked = Instant::now();
-        match leases.renew(&cfg.id, &held, cfg.lease_ttl).await {
+        let renewed = leases.renew(&cfg.id, &held, cfg.lease_ttl).await;
+        if let Some(h) = outbox {
+            let mut slot = self.inner.leasing.outbox();
+            match &renewed {
+                Ok(kept) if kept.iter().any(|r| r == OUTBOX) => {
+                    if let Some(now) = slot.as_mut().filter(|now| now.epoch == h.epoch) {
+                        now.act_until = asked + cfg.lease_ttl - cfg.margin();
+                    }
+                }
+                Ok(_) => *slot = None,
+                Err(_) if Instant::now() >= h.act_until => *slot = None,
+                Err(_) => {}
+            }
+        }
+        match renewed {
             Ok(kept) => {
                 for (resource, epoch) in held {
-                    let id = resource.strip_prefix("task:").unwrap_or(&resource).to_owned();
+                    let Some(id) = resource.strip_prefix("task:") else { continue };
+                    let id = id.to_owned();
                     if kept.contains(&resource) {
                         if let Some(mut h) = self.inner.leasing.held.get_mut(&id)
                             && h.epoch == epoch
@@ -218,9 +276,8 @@ impl Engine {
         // A task without a lease row younger than a ttl may be claimed by its
         // creator any moment.
         let before_ms = agentd_proto::Timestamp::now().millis() - cfg.lease_ttl.as_millis() as i64;
-        let ids = leases
-            .unheld_tasks(&[TaskState::Submitted, TaskState::Working], before_ms, ADOPT_BATCH)
-            .await?;
+        let ids =
+            leases.unheld_tasks(&[TaskState::Submitted, TaskState::Working], before_ms, ADOPT_BATCH).await?;
         let mut failed = 0;
         for id in ids {
             if self.is_stopping() || !self.claim_run(&id).await {
@@ -379,6 +436,11 @@ impl Engine {
             loop {
                 match events.recv().await {
                     Ok(e) if e.event.kind == agentd_proto::ext::events::EventKind::Task => {
+                        // A status change (here or elsewhere) queues push rows
+                        // with it: the replica delivering the outbox looks.
+                        if engine.inner.leasing.outbox().is_some() {
+                            engine.inner.push_wakeup.notify_one();
+                        }
                         if let Some(id) = &e.event.task_id {
                             engine.on_task_event(id, &e.event.data["status"]).await;
                         }

@@ -628,7 +628,8 @@ impl Engine {
                 self.commit_pending(id).await?;
                 continue;
             }
-            let batch = Batch { journal: entries, fences: self.fence(id).into_iter().collect(), ..Batch::default() };
+            let batch =
+                Batch { journal: entries, fences: self.fence(id).into_iter().collect(), ..Batch::default() };
             return self.inner.store.commit(batch).await.map_err(store_failed);
         }
     }

@@ -62,7 +62,11 @@ async fn a_lease_is_exclusive_until_it_expires_and_a_stale_holder_is_fenced_off(
     late.task.status.state = Completed;
     let refused = r1.commit(fenced("r1", e1, tasks_batch(vec![late.clone()]))).await;
     assert_eq!(refused, Err(StoreError::Fenced { resource: resource.clone(), epoch: e1 }));
-    assert_eq!(r2.get_task("t1").await.expect("read").expect("there"), created, "the late write changed nothing");
+    assert_eq!(
+        r2.get_task("t1").await.expect("read").expect("there"),
+        created,
+        "the late write changed nothing"
+    );
     let still = leases(&r1).renew("r1", &[(resource.clone(), e1)], short).await.expect("renew");
     assert!(still.is_empty(), "r1's renewal says it lost the lease: {still:?}");
     r2.commit(fenced("r2", e2, tasks_batch(vec![late.clone()]))).await.expect("the new holder writes");

@@ -6,6 +6,7 @@
 
 mod control;
 mod failover;
+mod outbox;
 
 use crate::common::*;
 use agentd_store::testing::postgres;
@@ -77,7 +78,8 @@ impl Replicas {
                     "store:\n  url: {url}\n  password: file:{}\n\
                      replicas:\n  lease_ttl_ms: {}\n\
                      model:\n  kind: scripted\n  script: {}\n  record_to: {}\n\
-                     limits:\n  stream_flush_ms: 10\n",
+                     limits:\n  stream_flush_ms: 10\n\
+                     push:\n  allow_private: true\n",
                     password.display(),
                     TTL.as_millis(),
                     script_file.display(),

@@ -24,10 +24,12 @@ async fn a_task_running_on_r1_is_read_listed_subscribed_and_canceled_on_r2() {
     let status = scripted::data(&rs.r[2].d.call("SendMessage", scripted::command("status", json!({}))).await);
     let replica = &status["replica"];
     assert_eq!(replica["id"], "r3", "{status}");
-    let lease = replica["leases"].as_array().expect("leases").iter().find(|l| l["resource"] == format!("task:{id}"));
+    let lease =
+        replica["leases"].as_array().expect("leases").iter().find(|l| l["resource"] == format!("task:{id}"));
     let lease = lease.unwrap_or_else(|| panic!("the task's lease is listed: {status}"));
     assert_eq!((lease["holder"].as_str(), lease["epoch"].as_u64()), (Some("r1"), Some(1)), "{status}");
-    let seen: Vec<&str> = replica["replicas"].as_array().expect("replicas").iter().filter_map(|r| r["id"].as_str()).collect();
+    let seen: Vec<&str> =
+        replica["replicas"].as_array().expect("replicas").iter().filter_map(|r| r["id"].as_str()).collect();
     assert!(seen.contains(&"r1"), "{status}");
     for r in &rs.r {
         let answer = reqwest::get(format!("{}/readyz", r.d.url)).await.expect("readyz");
@@ -77,9 +79,13 @@ async fn steering_a_reminder_and_a_cancel_sent_to_r3_reach_the_turn_running_on_r
     let params = json!({"taskId": id, "reminder": reminder});
     let injected = rs.r[2].d.call("InjectTaskReminder", params).await;
     assert!(injected.get("code").is_none(), "{injected}");
-    let answered = tokio::time::timeout(Duration::from_secs(30), steer).await.expect("answered").expect("call");
+    let answered =
+        tokio::time::timeout(Duration::from_secs(30), steer).await.expect("answered").expect("call");
     assert_eq!(answered["task"]["id"], json!(id), "{answered}");
-    assert_eq!(answered["task"]["status"]["state"], "TASK_STATE_COMPLETED", "r3 answers with the end on r1: {answered}");
+    assert_eq!(
+        answered["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "r3 answers with the end on r1: {answered}"
+    );
     assert_eq!(reply(&answered["task"]), "Heard you.", "{answered}");
     let (done, _) = wait_end(&rs.r[2].d, &id, Duration::from_secs(30)).await;
     assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
