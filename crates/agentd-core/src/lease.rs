@@ -66,11 +66,18 @@ pub trait Leases: Send + Sync {
         held: &[(String, u64)],
         ttl: Duration,
     ) -> Result<Vec<String>, StoreError>;
-    /// Gives a lease up at once: anyone may claim it next.
+    /// Gives a lease up at once (the work ended here): anyone may claim it
+    /// next.
     async fn release(&self, resource: &str, holder: &str, epoch: u64) -> Result<(), StoreError>;
-    /// Tasks in `states` nobody runs: their lease expired or was released,
-    /// or they have none and were last changed before `unleased_before_ms`
-    /// (a replica that died between a task's creation and its claim).
+    /// Ends a lease at once, for work left unfinished (a graceful stop):
+    /// it counts as expired, so another replica adopts the work now.
+    async fn expire(&self, resource: &str, holder: &str, epoch: u64) -> Result<(), StoreError>;
+    /// Tasks in `states` nobody runs: their lease expired; or it was
+    /// released, or they have none, and they were last changed before
+    /// `unleased_before_ms` (a task just changed may be about to be
+    /// claimed by the replica that changed it: a message to a waiting task
+    /// starts a run there; and a replica may die between a task's
+    /// creation and its claim).
     async fn unheld_tasks(
         &self,
         states: &[TaskState],

@@ -164,7 +164,12 @@ impl Engine {
     pub(super) async fn release_all(&self) {
         let ids: Vec<String> = self.inner.leasing.held.iter().map(|e| e.key().clone()).collect();
         for id in ids {
-            self.release_run(&id).await;
+            let (Some(leases), Some((_, held))) = (self.leases(), self.inner.leasing.held.remove(&id)) else {
+                continue;
+            };
+            if let Err(e) = leases.expire(&task_resource(&id), &self.replica().id, held.epoch).await {
+                tracing::warn!(task = %id, error = %e, "could not hand the task's lease over");
+            }
         }
         let outbox = self.inner.leasing.outbox().take();
         if let (Some(leases), Some(held)) = (self.leases(), outbox) {
@@ -280,7 +285,12 @@ impl Engine {
             leases.unheld_tasks(&[TaskState::Submitted, TaskState::Working], before_ms, ADOPT_BATCH).await?;
         let mut failed = 0;
         for id in ids {
-            if self.is_stopping() || !self.claim_run(&id).await {
+            // A run of this replica is starting on it (it claims next).
+            let running_here = match self.inner.slots.get(&id) {
+                Some(slot) => slot.state.lock().await.running,
+                None => false,
+            };
+            if running_here || self.is_stopping() || !self.claim_run(&id).await {
                 continue;
             }
             // Read after the claim: the last holder's commits are all in.

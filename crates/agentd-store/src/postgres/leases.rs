@@ -125,6 +125,20 @@ impl Leases for PostgresStore {
         Ok(())
     }
 
+    async fn expire(&self, resource: &str, holder: &str, epoch: u64) -> Result<(), StoreError> {
+        let epoch = i64::try_from(epoch).unwrap_or(i64::MAX);
+        self.client()
+            .await?
+            .execute(
+                "UPDATE leases SET expires_at = now() - interval '1 millisecond'
+                 WHERE resource = $1 AND holder = $2 AND epoch = $3",
+                &[&resource, &holder, &epoch],
+            )
+            .await
+            .map_err(db("expire lease"))?;
+        Ok(())
+    }
+
     async fn unheld_tasks(
         &self,
         states: &[TaskState],
@@ -139,7 +153,8 @@ impl Leases for PostgresStore {
             .query(
                 "SELECT t.id FROM tasks t LEFT JOIN leases l ON l.resource = 'task:' || t.id
                  WHERE t.state = ANY($1)
-                   AND ((l.resource IS NULL AND t.updated_ms < $2) OR l.expires_at < now())
+                   AND (((l.resource IS NULL OR l.holder = '') AND t.updated_ms < $2)
+                        OR (l.holder <> '' AND l.expires_at < now()))
                  ORDER BY t.updated_ms, t.id LIMIT $3",
                 &[&states, &unleased_before_ms, &limit],
             )
