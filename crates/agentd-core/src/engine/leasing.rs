@@ -226,7 +226,16 @@ impl Engine {
         let outbox = *self.inner.leasing.outbox();
         held.extend(outbox.map(|h| (OUTBOX.to_owned(), h.epoch)));
         let asked = Instant::now();
-        let renewed = leases.renew(&cfg.id, &held, cfg.lease_ttl).await;
+        // Bounded: an unreachable database must not hold the loop past a
+        // local deadline (a pool waiting for a connection would).
+        let bound = self
+            .earliest_deadline()
+            .map_or(cfg.renew_every(), |d| d.saturating_duration_since(asked).min(cfg.renew_every()))
+            .max(Duration::from_millis(50));
+        let renewed = match tokio::time::timeout(bound, leases.renew(&cfg.id, &held, cfg.lease_ttl)).await {
+            Ok(r) => r,
+            Err(_) => Err(crate::store::StoreError::backend(format!("the renewal took over {bound:?}"))),
+        };
         if let Some(h) = outbox {
             let mut slot = self.inner.leasing.outbox();
             match &renewed {
@@ -256,22 +265,36 @@ impl Engine {
                     }
                 }
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "could not renew the leases");
-                let now = Instant::now();
-                let lapsed: Vec<String> = self
-                    .inner
-                    .leasing
-                    .held
-                    .iter()
-                    .filter(|e| e.value().act_until <= now)
-                    .map(|e| e.key().clone())
-                    .collect();
-                for id in lapsed {
-                    self.lost(&id, "not renewed in time").await;
-                }
-            }
+            Err(e) => tracing::warn!(error = %e, "could not renew the leases"),
         }
+    }
+
+    /// Gives up, here, every lease whose local deadline passed (it was not
+    /// renewed in time): its run stops before the lease can expire.
+    async fn drop_lapsed(&self) {
+        let now = Instant::now();
+        let lapsed: Vec<String> = self
+            .inner
+            .leasing
+            .held
+            .iter()
+            .filter(|e| e.value().act_until <= now)
+            .map(|e| e.key().clone())
+            .collect();
+        for id in lapsed {
+            self.lost(&id, "not renewed in time").await;
+        }
+        let mut outbox = self.inner.leasing.outbox();
+        if outbox.is_some_and(|h| h.act_until <= now) {
+            *outbox = None;
+        }
+    }
+
+    /// The earliest local deadline of a held lease.
+    fn earliest_deadline(&self) -> Option<Instant> {
+        let tasks = self.inner.leasing.held.iter().map(|e| e.value().act_until).min();
+        let outbox = self.inner.leasing.outbox().map(|h| h.act_until);
+        tasks.into_iter().chain(outbox).min()
     }
 
     /// Adopts the running tasks nobody holds: claims each and resumes it
@@ -427,12 +450,19 @@ impl Engine {
         let (renew_every, poll) = (self.replica().renew_every(), self.replica().poll_interval);
         let engine = self.clone();
         self.inner.background.spawn_until_shutdown(async move {
-            let mut tick = tokio::time::interval(renew_every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            // Wakes to renew, and at the earliest local deadline: a lease
+            // that could not be renewed is given up on time, not at the
+            // next renewal.
+            let mut next_renewal = Instant::now();
             loop {
-                tick.tick().await;
-                if let Some(leases) = engine.leases() {
-                    engine.renew_once(leases).await;
+                let wake = engine.earliest_deadline().map_or(next_renewal, |d| d.min(next_renewal));
+                tokio::time::sleep_until(wake.into()).await;
+                engine.drop_lapsed().await;
+                if Instant::now() >= next_renewal {
+                    if let Some(leases) = engine.leases() {
+                        engine.renew_once(leases).await;
+                    }
+                    next_renewal = Instant::now() + renew_every;
                 }
             }
         });

@@ -7,6 +7,7 @@
 mod control;
 mod failover;
 mod outbox;
+mod partition;
 
 use crate::common::*;
 use agentd_store::testing::postgres;
@@ -60,14 +61,24 @@ pub struct Replicas {
 impl Replicas {
     /// `None` when no PostgreSQL server binaries exist (the test is skipped).
     pub async fn start(scripts: [Value; 3]) -> Option<Replicas> {
+        Self::start_via(scripts, None).await
+    }
+
+    /// `start`, r1 reaching the database through a proxy on `r1_port`.
+    pub async fn start_via(scripts: [Value; 3], r1_port: Option<u16>) -> Option<Replicas> {
         let cluster = postgres::cluster()?;
         let url = cluster.url(&cluster.create_database().await);
+        let direct_port = format!(":{}/", cluster.port());
         let dir = tempfile::tempdir().expect("tempdir");
         let password = dir.path().join("db-password");
         std::fs::write(&password, cluster.password()).expect("write the password file");
         let mut r = Vec::new();
         for (i, script) in scripts.into_iter().enumerate() {
             let name = format!("r{}", i + 1);
+            let url = match r1_port {
+                Some(port) if i == 0 => url.replacen(&direct_port, &format!(":{port}/"), 1),
+                _ => url.clone(),
+            };
             let script_file = dir.path().join(format!("{name}-script.json"));
             std::fs::write(&script_file, serde_json::to_vec(&script).expect("script")).expect("script");
             let record = dir.path().join(format!("{name}-requests.jsonl"));
@@ -93,6 +104,11 @@ impl Replicas {
         }
         Some(Replicas { r, _dir: dir })
     }
+}
+
+/// The PostgreSQL port (for a proxy in front of it), if a cluster exists.
+pub fn database_port() -> Option<u16> {
+    postgres::cluster().map(|c| c.port())
 }
 
 /// Starts a turn on `d` without waiting for it; its task id.
