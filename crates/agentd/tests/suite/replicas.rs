@@ -6,6 +6,7 @@
 
 mod control;
 mod failover;
+mod gates;
 mod outbox;
 mod partition;
 
@@ -66,12 +67,29 @@ impl Replicas {
 
     /// `start`, r1 reaching the database through a proxy on `r1_port`.
     pub async fn start_via(scripts: [Value; 3], r1_port: Option<u16>) -> Option<Replicas> {
+        Self::start_with(scripts, r1_port, None).await
+    }
+
+    /// `start_via`, every replica serving the instruction document `doc`.
+    pub async fn start_with(
+        scripts: [Value; 3],
+        r1_port: Option<u16>,
+        doc: Option<&str>,
+    ) -> Option<Replicas> {
         let cluster = postgres::cluster()?;
         let url = cluster.url(&cluster.create_database().await);
         let direct_port = format!(":{}/", cluster.port());
         let dir = tempfile::tempdir().expect("tempdir");
         let password = dir.path().join("db-password");
         std::fs::write(&password, cluster.password()).expect("write the password file");
+        let instruction = match doc {
+            Some(text) => {
+                let path = dir.path().join("agent.md");
+                std::fs::write(&path, text).expect("write the document");
+                format!("instruction: {}\n", path.display())
+            }
+            None => String::new(),
+        };
         let mut r = Vec::new();
         for (i, script) in scripts.into_iter().enumerate() {
             let name = format!("r{}", i + 1);
@@ -86,7 +104,7 @@ impl Replicas {
             let config = write_config(
                 &dir.path().join(&name),
                 &format!(
-                    "store:\n  url: {url}\n  password: file:{}\n\
+                    "{instruction}store:\n  url: {url}\n  password: file:{}\n\
                      replicas:\n  lease_ttl_ms: {}\n\
                      model:\n  kind: scripted\n  script: {}\n  record_to: {}\n\
                      limits:\n  stream_flush_ms: 10\n\

@@ -1,0 +1,34 @@
+//! A workflow run waiting at a human gate when the replica that ran it is
+//! killed: the answer, sent to another replica, is committed there and the
+//! run goes on from its checkpoint on that replica, once.
+
+use super::*;
+use crate::common::scripted::{command, task};
+use crate::common::workflow::{REVIEW, doc, result_part};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_at_a_gate_of_a_killed_replica_finishes_on_the_replica_that_gets_the_answer() {
+    let idle = || json!([]);
+    let document = doc(&[("review", REVIEW)], "operator");
+    let Some(mut rs) = Replicas::start_with([idle(), idle(), idle()], None, Some(&document)).await else {
+        return;
+    };
+    let started = rs.r[0]
+        .d
+        .call("SendMessage", command("workflow.run", json!({"workflow": "review", "inputs": {"what": "v1"}})))
+        .await;
+    let run = task(&started);
+    assert_eq!(run["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "waits at its gate: {run}");
+    let id = run["id"].as_str().expect("id").to_owned();
+    rs.r[0].d.kill9();
+    let msg = json!({"messageId": uniq("answer"), "role": "ROLE_USER", "taskId": id, "parts": [{"data": {"ok": true}}]});
+    rs.r[1]
+        .d
+        .call("SendMessage", json!({"message": msg, "configuration": {"returnImmediately": true}}))
+        .await;
+    let (done, _) = wait_end(&rs.r[2].d, &id, Duration::from_secs(30)).await;
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+    assert_eq!(result_part(&done)["data"], json!(true), "{done}");
+    let runs_here = |i: usize| rs.r[i].d.log().matches("lease claimed task").count();
+    assert_eq!((runs_here(1), runs_here(2)), (1, 0), "the replica that got the answer ran the rest, once");
+}
