@@ -188,8 +188,21 @@ impl Daemon {
             tracing::warn!(tasks = failed, "tasks interrupted by the last shutdown were marked failed");
         }
         workflows.rearm_gates(&runtime).await.map_err(|e| anyhow::anyhow!("recovery failed: {e}"))?;
-        // On a shared store: renew this replica's leases, adopt expired ones.
+        // On a shared store: renew this replica's leases, adopt expired ones,
+        // and watch the gates nobody watches (their replica died).
         runtime.spawn_lease_loops();
+        if runtime.replicas_shared().is_some() {
+            let (wf, rt) = (workflows.clone(), runtime.clone());
+            let every = Duration::from_millis(cfg.replicas.lease_ttl_ms);
+            runtime.background().spawn_until_shutdown(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    if let Err(e) = wf.rearm_gates(&rt).await {
+                        tracing::warn!(error = %e, "could not look for gates to watch");
+                    }
+                }
+            });
+        }
 
         let mut declared = agentd_server::ext_docs::declared();
         let mut command_params = commands::card_params();

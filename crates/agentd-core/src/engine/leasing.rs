@@ -73,6 +73,8 @@ pub(super) struct Leasing {
     held: DashMap<String, Held>,
     /// The outbox lease: one replica at a time delivers the outbox rows.
     outbox: std::sync::Mutex<Option<Held>>,
+    /// Other work held by resource name (a gate's deadlines: `gate:<id>`).
+    others: DashMap<String, Held>,
 }
 
 /// The lease resource of delivering the outbox.
@@ -175,6 +177,14 @@ impl Engine {
         if let (Some(leases), Some(held)) = (self.leases(), outbox) {
             let _ = leases.release(OUTBOX, &self.replica().id, held.epoch).await;
         }
+        let others: Vec<(String, Held)> =
+            self.inner.leasing.others.iter().map(|e| (e.key().clone(), *e.value())).collect();
+        self.inner.leasing.others.clear();
+        for (resource, held) in others {
+            if let Some(leases) = self.leases() {
+                let _ = leases.expire(&resource, &self.replica().id, held.epoch).await;
+            }
+        }
     }
 
     /// Whether this replica delivers the outbox now: it holds the outbox
@@ -225,6 +235,9 @@ impl Engine {
             self.inner.leasing.held.iter().map(|e| (task_resource(e.key()), e.value().epoch)).collect();
         let outbox = *self.inner.leasing.outbox();
         held.extend(outbox.map(|h| (OUTBOX.to_owned(), h.epoch)));
+        let others: Vec<(String, u64)> =
+            self.inner.leasing.others.iter().map(|e| (e.key().clone(), e.value().epoch)).collect();
+        held.extend(others.iter().cloned());
         let asked = Instant::now();
         // Bounded: an unreachable database must not hold the loop past a
         // local deadline (a pool waiting for a connection would).
@@ -247,6 +260,20 @@ impl Engine {
                 Ok(_) => *slot = None,
                 Err(_) if Instant::now() >= h.act_until => *slot = None,
                 Err(_) => {}
+            }
+        }
+        if let Ok(kept) = &renewed {
+            for (resource, epoch) in &others {
+                let Some(mut h) = self.inner.leasing.others.get_mut(resource) else { continue };
+                if h.epoch != *epoch {
+                    continue;
+                }
+                if kept.contains(resource) {
+                    h.act_until = asked + cfg.lease_ttl - cfg.margin();
+                } else {
+                    drop(h);
+                    self.inner.leasing.others.remove(resource);
+                }
             }
         }
         match renewed {
@@ -288,13 +315,16 @@ impl Engine {
         if outbox.is_some_and(|h| h.act_until <= now) {
             *outbox = None;
         }
+        drop(outbox);
+        self.inner.leasing.others.retain(|_, h| h.act_until > now);
     }
 
     /// The earliest local deadline of a held lease.
     fn earliest_deadline(&self) -> Option<Instant> {
         let tasks = self.inner.leasing.held.iter().map(|e| e.value().act_until).min();
         let outbox = self.inner.leasing.outbox().map(|h| h.act_until);
-        tasks.into_iter().chain(outbox).min()
+        let others = self.inner.leasing.others.iter().map(|e| e.value().act_until).min();
+        tasks.into_iter().chain(outbox).chain(others).min()
     }
 
     /// Adopts the running tasks nobody holds: claims each and resumes it
@@ -540,6 +570,53 @@ impl Runtime {
     /// this replica then.
     pub fn replicas_shared(&self) -> Option<&str> {
         self.engine().leases().map(|_| self.replica_id())
+    }
+
+    /// Holds the lease of some work other than a task's run (a gate's
+    /// deadlines, `gate:<task id>`), claiming it when free: true when this
+    /// replica holds it now (always, on a store one process uses). It is
+    /// renewed with the others until [`Runtime::let_go`].
+    pub async fn hold(&self, resource: &str) -> bool {
+        let engine = self.engine();
+        let Some(leases) = engine.leases() else { return true };
+        if self.holds(resource) {
+            return true;
+        }
+        let cfg = engine.replica();
+        let asked = Instant::now();
+        match leases.claim(resource, &cfg.id, cfg.lease_ttl).await {
+            Ok(Some(epoch)) => {
+                let held = Held { epoch, act_until: asked + cfg.lease_ttl - cfg.margin() };
+                engine.inner.leasing.others.insert(resource.to_owned(), held);
+                true
+            }
+            Ok(None) => false,
+            Err(e) => {
+                tracing::warn!(lease = resource, error = %e, "could not claim a lease");
+                false
+            }
+        }
+    }
+
+    /// Whether this replica holds `resource` and may still act on it.
+    pub fn holds(&self, resource: &str) -> bool {
+        let engine = self.engine();
+        if engine.leases().is_none() {
+            return true;
+        }
+        engine.inner.leasing.others.get(resource).is_some_and(|h| Instant::now() < h.act_until)
+    }
+
+    /// Releases what [`Runtime::hold`] claimed (the work is over).
+    pub async fn let_go(&self, resource: &str) {
+        let engine = self.engine();
+        let (Some(leases), Some((_, held))) = (engine.leases(), engine.inner.leasing.others.remove(resource))
+        else {
+            return;
+        };
+        if let Err(e) = leases.release(resource, &engine.replica().id, held.epoch).await {
+            tracing::warn!(lease = resource, error = %e, "could not release a lease");
+        }
     }
 
     /// This replica's id.
