@@ -6,6 +6,7 @@
 
 mod control;
 mod failover;
+mod feed;
 mod gates;
 mod outbox;
 mod partition;
