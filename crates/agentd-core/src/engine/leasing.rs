@@ -8,7 +8,8 @@
 //! up locally before it can have expired in the database (self-fencing on
 //! a monotonic deadline): its run is stopped and makes no model call. An
 //! adoption loop takes over the running tasks whose lease expired (a dead
-//! replica's) and resumes them as a restart would.
+//! replica's) and resumes them as a restart would. What other replicas
+//! change in a task live here is followed in `follow.rs`.
 //!
 //! On a store without leases (SQLite, memory: one process) this replica
 //! holds everything: no claim, no fence, no loop.
@@ -16,10 +17,8 @@
 use super::{Engine, Runtime};
 use crate::error::Error;
 use crate::lease::{Fence, Leases, task_resource};
-use crate::slots::{Slot, SlotState};
 use agentd_proto::{Message, TaskState};
 use dashmap::DashMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The tasks whose lease expired are looked for at most this many at a time.
@@ -61,7 +60,7 @@ impl ReplicaConfig {
 
 /// A lease this replica holds.
 #[derive(Clone, Copy, Debug)]
-struct Held {
+pub(super) struct Held {
     epoch: u64,
     /// Past this instant the lease may have expired: the run must not act.
     act_until: Instant,
@@ -70,9 +69,9 @@ struct Held {
 /// The leases this replica holds: task runs by task id, and the outbox's.
 #[derive(Default)]
 pub(super) struct Leasing {
-    held: DashMap<String, Held>,
+    pub(super) held: DashMap<String, Held>,
     /// The outbox lease: one replica at a time delivers the outbox rows.
-    outbox: std::sync::Mutex<Option<Held>>,
+    pub(super) outbox: std::sync::Mutex<Option<Held>>,
     /// Other work held by resource name (a gate's deadlines: `gate:<id>`).
     others: DashMap<String, Held>,
 }
@@ -81,13 +80,13 @@ pub(super) struct Leasing {
 const OUTBOX: &str = "outbox";
 
 impl Leasing {
-    fn outbox(&self) -> std::sync::MutexGuard<'_, Option<Held>> {
+    pub(super) fn outbox(&self) -> std::sync::MutexGuard<'_, Option<Held>> {
         self.outbox.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
 impl Engine {
-    fn leases(&self) -> Option<&dyn Leases> {
+    pub(super) fn leases(&self) -> Option<&dyn Leases> {
         self.inner.store.leases()
     }
 
@@ -379,99 +378,6 @@ impl Engine {
         Ok(failed)
     }
 
-    /// Another replica committed the task (a cancel, input, the holder's
-    /// progress) since this one read it: the stored record replaces the
-    /// slot's, and its streams get what changed (artifacts whole, then the
-    /// status). Input committed there becomes steering input of a run
-    /// here; a task that ended there stops its run here and leaves memory.
-    pub(super) async fn reload_changed_elsewhere(&self, slot: &Arc<Slot>, st: &mut SlotState) {
-        let stored = match self.inner.store.get_task(st.record.id()).await {
-            Ok(Some(stored)) if stored.version > st.record.version => stored,
-            _ => return,
-        };
-        let id = stored.id().to_owned();
-        tracing::info!(task = %id, version = stored.version, state = ?stored.state(), "the task changed on another replica; reloaded");
-        if st.running {
-            let known: std::collections::HashSet<&str> =
-                st.record.task.history.iter().flatten().map(|m| m.message_id.as_str()).collect();
-            let arrived: Vec<Message> = stored
-                .task
-                .history
-                .iter()
-                .flatten()
-                .filter(|m| m.role == agentd_proto::Role::User && !known.contains(m.message_id.as_str()))
-                .cloned()
-                .collect();
-            st.steering.extend(arrived);
-        }
-        let changed_artifacts: Vec<agentd_proto::Artifact> = stored
-            .task
-            .artifacts
-            .iter()
-            .flatten()
-            .filter(|a| !st.record.task.artifacts.iter().flatten().any(|b| b == *a))
-            .cloned()
-            .collect();
-        let status_moved = stored.task.status != st.record.task.status;
-        st.record = stored;
-        let (task_id, context_id) = (id.clone(), st.record.task.context_id.clone());
-        for artifact in changed_artifacts {
-            let update = agentd_proto::TaskArtifactUpdateEvent {
-                task_id: task_id.clone(),
-                context_id: context_id.clone(),
-                artifact,
-                append: false,
-                last_chunk: true,
-                metadata: None,
-            };
-            let _ = slot.tx.send(Arc::new(agentd_proto::StreamResponse::ArtifactUpdate(update)));
-        }
-        if status_moved {
-            let update = agentd_proto::TaskStatusUpdateEvent {
-                task_id,
-                context_id,
-                status: st.record.task.status.clone(),
-                metadata: None,
-            };
-            let _ = slot.tx.send(Arc::new(agentd_proto::StreamResponse::StatusUpdate(update)));
-        }
-        if st.record.state().is_terminal() {
-            st.cancel.cancel();
-            if self.inner.leasing.held.contains_key(&id) {
-                self.inner.task_agents.remove(&id);
-                self.notify_ended(&id, st.record.state());
-            }
-            st.detached = true;
-            self.inner.slots.remove(&id);
-        }
-    }
-
-    /// A `task` event of a task live here (run here, or followed by a
-    /// stream or a blocking SendMessage), committed by another replica
-    /// (its status differs from the slot's): reload the task.
-    async fn on_task_event(&self, id: &str, status: &serde_json::Value) {
-        let Some(slot) = self.inner.slots.get(id) else { return };
-        let mut st = slot.state.lock().await;
-        if st.detached {
-            return;
-        }
-        let ours = serde_json::to_value(&st.record.task.status).unwrap_or_default();
-        if &ours == status {
-            return; // this replica's own commit
-        }
-        self.reload_changed_elsewhere(&slot, &mut st).await;
-    }
-
-    /// Every live task, read again (the event channel lagged).
-    async fn reload_all_live(&self) {
-        for slot in self.inner.slots.all() {
-            let mut st = slot.state.lock().await;
-            if !st.detached {
-                self.reload_changed_elsewhere(&slot, &mut st).await;
-            }
-        }
-    }
-
     /// Starts the renewal and adoption loops when the store has leases.
     pub(super) fn spawn_lease_loops(&self) {
         if self.leases().is_none() {
@@ -496,31 +402,7 @@ impl Engine {
                 }
             }
         });
-        // Control sent to another replica (a cancel, input) is committed
-        // there; its `task` event, announced here by the store's follower
-        // (NOTIFY wakes it, the table is the truth), tells the holder.
-        let engine = self.clone();
-        let mut events = self.inner.store.subscribe_events();
-        self.inner.background.spawn_until_shutdown(async move {
-            use tokio::sync::broadcast::error::RecvError;
-            loop {
-                match events.recv().await {
-                    Ok(e) if e.event.kind == agentd_proto::ext::events::EventKind::Task => {
-                        // A status change (here or elsewhere) queues push rows
-                        // with it: the replica delivering the outbox looks.
-                        if engine.inner.leasing.outbox().is_some() {
-                            engine.inner.push_wakeup.notify_one();
-                        }
-                        if let Some(id) = &e.event.task_id {
-                            engine.on_task_event(id, &e.event.data["status"]).await;
-                        }
-                    }
-                    Ok(_) => {}
-                    Err(RecvError::Lagged(_)) => engine.reload_all_live().await,
-                    Err(RecvError::Closed) => return,
-                }
-            }
-        });
+        self.spawn_follower();
         let engine = self.clone();
         self.inner.background.spawn_until_shutdown(async move {
             let mut tick = tokio::time::interval(poll);

@@ -11,6 +11,7 @@ mod commands;
 mod conversation;
 mod emit;
 mod feed;
+mod follow;
 mod leasing;
 mod lifecycle;
 mod outbox;

@@ -1,13 +1,14 @@
 //! A workflow run waiting at a human gate when the replica that ran it is
 //! killed: the answer, sent to another replica, is committed there and the
-//! run goes on from its checkpoint on that replica, once.
+//! run goes on from its checkpoint on one replica, once; the gate's
+//! deadline is kept by another replica.
 
 use super::*;
 use crate::common::scripted::{command, task};
 use crate::common::workflow::{REVIEW, doc, result_part};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_at_a_gate_of_a_killed_replica_finishes_on_the_replica_that_gets_the_answer() {
+async fn a_run_at_a_gate_of_a_killed_replica_finishes_once_after_its_answer_reaches_another_replica() {
     let idle = || json!([]);
     let document = doc(&[("review", REVIEW)], "operator");
     let Some(mut rs) = Replicas::start_with([idle(), idle(), idle()], None, Some(&document)).await else {
@@ -29,8 +30,10 @@ async fn a_run_at_a_gate_of_a_killed_replica_finishes_on_the_replica_that_gets_t
     let (done, _) = wait_end(&rs.r[2].d, &id, Duration::from_secs(30)).await;
     assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
     assert_eq!(result_part(&done)["data"], json!(true), "{done}");
+    // r2 runs the rest at once when r1's lease was released at the gate,
+    // or whichever replica adopts it once that lease expired.
     let runs_here = |i: usize| rs.r[i].d.log().matches("lease claimed task").count();
-    assert_eq!((runs_here(1), runs_here(2)), (1, 0), "the replica that got the answer ran the rest, once");
+    assert_eq!(runs_here(1) + runs_here(2), 1, "the rest of the run ran once");
 }
 
 /// A gate that times out after 4 s and fails its run.
