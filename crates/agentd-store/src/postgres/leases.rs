@@ -45,6 +45,21 @@ pub(crate) async fn check_fences(tx: &Transaction<'_>, fences: &[Fence]) -> Resu
 impl Leases for PostgresStore {
     async fn claim(&self, resource: &str, holder: &str, ttl: Duration) -> Result<Option<u64>, StoreError> {
         let mut client = self.client().await?;
+        // A resource never leased (a new task's run, the common case) is
+        // one statement; a row that exists goes the locking way below.
+        let s = client
+            .prepare_cached(
+                "INSERT INTO leases (resource, holder, epoch, expires_at)
+                 VALUES ($1, $2, 1, now() + $3 * interval '1 millisecond')
+                 ON CONFLICT (resource) DO NOTHING RETURNING epoch",
+            )
+            .await
+            .map_err(db("prepare claim"))?;
+        if let Some(row) =
+            client.query_opt(&s, &[&resource, &holder, &millis(ttl)]).await.map_err(db("claim new lease"))?
+        {
+            return Ok(u64::try_from(row.get::<_, i64>(0)).ok());
+        }
         let tx = client.transaction().await.map_err(db("begin claim"))?;
         // A row another claimer (or a holder's commit) has locked is skipped:
         // it is taken, or about to be.
