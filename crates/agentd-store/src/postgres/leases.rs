@@ -2,8 +2,12 @@
 //! by the database's clock (`now()`), never a replica's, so replicas whose
 //! clocks disagree still agree on who holds what. A holder's batch checks
 //! its fences in the batch's transaction (`check_fences`), locking the
-//! lease rows it reads (`FOR SHARE`): a claim cannot slip in between the
-//! check and the COMMIT.
+//! lease rows it reads `FOR KEY SHARE`: a claim of an existing row locks
+//! it `FOR UPDATE` first, which that lock excludes, so no claim slips in
+//! between the check and the COMMIT; renewals and releases (updates of
+//! non-key columns) do not conflict with it. (`FOR SHARE` did: a renewal
+//! of many rows and a group checking many fences deadlocked, and each
+//! such deadlock cost PostgreSQL's one-second deadlock timeout.)
 
 use super::write::WriteError;
 use super::{PostgresStore, db, read};
@@ -22,7 +26,7 @@ pub(crate) async fn check_fences(tx: &Transaction<'_>, fences: &[Fence]) -> Resu
     for f in fences {
         let s = tx
             .prepare_cached(
-                "SELECT 1 FROM leases WHERE resource = $1 AND holder = $2 AND epoch = $3 FOR SHARE",
+                "SELECT 1 FROM leases WHERE resource = $1 AND holder = $2 AND epoch = $3 FOR KEY SHARE",
             )
             .await
             .map_err(|e| WriteError::Db("check lease", e))?;
