@@ -203,6 +203,14 @@ impl TaskControl {
         self.runtime.engine().await_approval(&self.task_id, &self.cancel, req).await
     }
 
+    /// Fails when this replica may no longer act for the task: its lease
+    /// could have expired (it was not renewed in time) or another replica
+    /// took it over. Checked before each side effect a commit does not
+    /// precede (a model call).
+    pub fn check_lease(&self) -> Result<(), Error> {
+        self.runtime.engine().may_act(&self.task_id)
+    }
+
     /// Client messages that arrived while the task was working (steering input).
     pub async fn take_steering(&self) -> Vec<Message> {
         self.runtime.engine().take_steering(&self.task_id).await

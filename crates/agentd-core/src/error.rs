@@ -136,10 +136,15 @@ impl Error {
     }
 
     /// Whether the task is gone for whoever was changing it: not there any
-    /// more, or ended (canceled, failed) by someone else. Any other error
-    /// is a failure of the change itself.
+    /// more, or ended (canceled, failed) by someone else, or taken over by
+    /// another replica (this one's lease on it lapsed: it must not write
+    /// anything, a failure included). Any other error is a failure of the
+    /// change itself.
     pub fn task_gone(&self) -> bool {
-        matches!(self, Error::TaskNotFound { .. } | Error::Terminal { .. })
+        matches!(
+            self,
+            Error::TaskNotFound { .. } | Error::Terminal { .. } | Error::Store(StoreError::Fenced { .. })
+        )
     }
 }
 

@@ -15,6 +15,7 @@ pub mod error;
 pub mod events;
 pub mod gate;
 pub mod journal;
+pub mod lease;
 pub mod principal;
 pub mod record;
 pub mod reminder;
@@ -26,8 +27,8 @@ pub use agent::{Agent, ConversationTurn, TaskControl, Turn};
 pub use approval::{ApprovalOutcome, ApprovalRequest, PendingApproval};
 pub use background::Background;
 pub use engine::{
-    CommandHandler, CommandOutcome, Engine, EngineBuilder, EngineConfig, Outbox, PushUrlPolicy, Runtime,
-    SendOutcome, StartTask, TaskEvents, TaskObserver,
+    CommandHandler, CommandOutcome, Engine, EngineBuilder, EngineConfig, Outbox, PushUrlPolicy,
+    ReplicaConfig, Runtime, SendOutcome, StartTask, TaskEvents, TaskObserver,
 };
 pub use engine::{EventFeed, FeedItem};
 pub use error::{Error, FieldPath, Invalid, Naming, Segment, Violation, Violations};
@@ -36,6 +37,7 @@ pub use gate::{GateAnnouncement, GateBridge, GateKeeper};
 pub use journal::{
     JournalEntry, JournalToolCall, ModelInput, ModelStep, StepRecord, ToolOutcome, ToolProgress, ToolStart,
 };
+pub use lease::{Fence, LeaseRow, Leases, ReplicaRow, task_resource};
 pub use principal::{Principal, PrincipalRole};
 pub use record::{
     BridgeDelivery, BridgeTarget, LinkKind, OpenGate, OutboxItem, OutboxTarget, StatusEntry, TaskLink,

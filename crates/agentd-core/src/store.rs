@@ -30,9 +30,14 @@
 //!   cannot both record a step. `journal` reads them in `seq` order. A
 //!   batch that writes a task in a terminal state removes that task's
 //!   journal (entries of the same batch included): nothing resumes it.
+//! * A store with [`Store::leases`] commits a batch only if each of its
+//!   `fences` holds (the lease is the holder's at that epoch), else it
+//!   refuses the whole batch with [`StoreError::Fenced`]. A store without
+//!   leases (one process) ignores fences.
 
 use crate::events::{EventLogBounds, EventRecord, EventRetention, NewEvent};
 use crate::journal::JournalEntry;
+use crate::lease::{Fence, Leases};
 use crate::record::{BridgeDelivery, OutboxItem, TaskRecord};
 use crate::reminder::ReminderRecord;
 use agentd_proto::{TaskPushNotificationConfig, TaskState};
@@ -46,6 +51,10 @@ pub enum StoreError {
     /// Versions are those of [`TaskRecord::version`]; 0 means no such task.
     #[error("store conflict on task {task_id:?}: the writer read version {expected}, the store has {found}")]
     Conflict { task_id: String, expected: u64, found: u64 },
+    /// The batch was written for leased work whose lease its writer no
+    /// longer holds at `epoch`: another replica took the work over.
+    #[error("lease {resource:?} at epoch {epoch} is no longer this replica's; the write is refused")]
+    Fenced { resource: String, epoch: u64 },
     /// The backend failed: I/O, encoding, a closed or broken store.
     #[error("store: {0}")]
     Backend(String),
@@ -106,6 +115,8 @@ pub struct Batch {
     pub closed_contexts: Vec<ClosedContext>,
     /// Step-journal entries to append (see the contract above).
     pub journal: Vec<JournalEntry>,
+    /// Leases the writer must still hold for the batch to commit.
+    pub fences: Vec<Fence>,
 }
 
 /// A conversation (context) that takes no more turns.
@@ -135,6 +146,7 @@ impl Batch {
             events,
             prune_events,
             journal,
+            fences,
         } = later;
         self.tasks.extend(tasks);
         self.push_upserts.extend(push_upserts);
@@ -147,6 +159,11 @@ impl Batch {
         self.reminders.extend(reminders);
         self.events.extend(events);
         self.journal.extend(journal);
+        for f in fences {
+            if !self.fences.contains(&f) {
+                self.fences.push(f);
+            }
+        }
         if prune_events.is_some() {
             self.prune_events = prune_events;
         }
@@ -260,4 +277,8 @@ pub trait Store: Send + Sync + 'static {
     /// processes write, says true. (No default: a wrapper that forgot to
     /// forward it would make the engine build push bodies for nothing.)
     fn may_have_push_configs(&self) -> bool;
+    /// The lease operations of a store several replicas share; `None` for
+    /// a store only one process uses, whose replica holds everything. (No
+    /// default: a wrapper that forgot to forward it would turn leases off.)
+    fn leases(&self) -> Option<&dyn Leases>;
 }

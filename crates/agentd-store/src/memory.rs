@@ -392,4 +392,9 @@ impl Store for MemoryStore {
     fn may_have_push_configs(&self) -> bool {
         self.lock().map(|inner| !inner.push.is_empty()).unwrap_or(true)
     }
+
+    /// One process uses it: its replica holds everything.
+    fn leases(&self) -> Option<&dyn agentd_core::Leases> {
+        None
+    }
 }

@@ -27,6 +27,10 @@ pub struct ServeFlags {
     /// store.password (AGENTD_STORE; default: SQLite in the data directory).
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
+    /// This replica's id among the daemons sharing a PostgreSQL store
+    /// (AGENTD_REPLICA_ID; default: host name and process id).
+    #[arg(long, value_name = "ID")]
+    pub replica_id: Option<String>,
     /// YAML configuration file (AGENTD_CONFIG).
     #[arg(long, env = "AGENTD_CONFIG")]
     pub config: Option<PathBuf>,
@@ -85,6 +89,11 @@ pub struct Config {
     /// Connection timeouts and caps, and bounds on request parsing.
     pub server: ServerLimitsConfig,
     pub store: StoreConfig,
+    /// This replica's id in the lease table of a shared store; unset: the
+    /// host name and the process id.
+    pub replica_id: Option<String>,
+    /// Leases of the replicas sharing a PostgreSQL store (`docs/scaling.md`).
+    pub replicas: ReplicasConfig,
     pub model: agentd_runtime::model::ModelConfig,
     pub limits: LimitsConfig,
     pub push: PushConfig,
@@ -329,6 +338,58 @@ impl RemindersConfig {
             max_pending_per_task: self.max_pending_per_task,
         })
     }
+}
+
+/// How long a replica's leases last and how often expired ones are adopted.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReplicasConfig {
+    /// A lease not renewed for this long expires (database clock); renewed
+    /// every third of it. A dead replica's work moves on after about this.
+    pub lease_ttl_ms: u64,
+    /// How often a replica looks for expired leases to adopt their work;
+    /// unset: a third of the ttl.
+    pub poll_interval_ms: Option<u64>,
+}
+
+impl Default for ReplicasConfig {
+    fn default() -> Self {
+        Self { lease_ttl_ms: 10_000, poll_interval_ms: None }
+    }
+}
+
+impl ReplicasConfig {
+    /// The engine's replica settings, with `id` (or host and pid).
+    pub fn replica(&self, id: Option<&str>) -> anyhow::Result<agentd_core::ReplicaConfig> {
+        if self.lease_ttl_ms < 300 {
+            bail!("replicas.lease_ttl_ms must be at least 300");
+        }
+        if self.poll_interval_ms == Some(0) {
+            bail!("replicas.poll_interval_ms must be at least 1");
+        }
+        let ttl = std::time::Duration::from_millis(self.lease_ttl_ms);
+        let id = match id {
+            Some(id) if id.trim().is_empty() => bail!("replica_id must not be empty"),
+            Some(id) => id.to_owned(),
+            None => default_replica_id(),
+        };
+        Ok(agentd_core::ReplicaConfig {
+            id,
+            lease_ttl: ttl,
+            poll_interval: self.poll_interval_ms.map_or(ttl / 3, std::time::Duration::from_millis),
+        })
+    }
+}
+
+/// `host:pid`: unique among live processes of a host, readable in `status`.
+fn default_replica_id() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok().map(|h| h.trim().to_owned()))
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{host}:{}", std::process::id())
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -651,6 +712,8 @@ impl Default for Config {
             sse_keep_alive_secs: 15,
             server: ServerLimitsConfig::default(),
             store: StoreConfig::default(),
+            replica_id: None,
+            replicas: ReplicasConfig::default(),
             model: agentd_runtime::model::ModelConfig::default(),
             limits: LimitsConfig::default(),
             push: PushConfig::default(),
@@ -917,6 +980,9 @@ pub fn load_from(flags: &ServeFlags, env: &BTreeMap<String, String>) -> anyhow::
     }
     if let Some(v) = &flags.store {
         cfg.store.url = Some(v.clone());
+    }
+    if let Some(v) = &flags.replica_id {
+        cfg.replica_id = Some(v.clone());
     }
     if let Some(v) = flags.agent {
         cfg.agent = v;

@@ -154,6 +154,7 @@ impl Daemon {
             reminders: reminder_limits,
             events_retain_count: cfg.events.retain_count,
             events_retain: Duration::from_secs(cfg.events.retain_secs),
+            replica: cfg.replicas.replica(cfg.replica_id.as_deref())?,
             ..EngineConfig::default()
         };
         let input_modes = engine_cfg.input_modes.clone();
@@ -193,6 +194,21 @@ impl Daemon {
             tracing::warn!(tasks = failed, "tasks interrupted by the last shutdown were marked failed");
         }
         workflows.rearm_gates(&runtime).await.map_err(|e| anyhow::anyhow!("recovery failed: {e}"))?;
+        // On a shared store: renew this replica's leases, adopt expired ones,
+        // and watch the gates nobody watches (their replica died).
+        runtime.spawn_lease_loops();
+        if runtime.replicas_shared().is_some() {
+            let (wf, rt) = (workflows.clone(), runtime.clone());
+            let every = Duration::from_millis(cfg.replicas.lease_ttl_ms);
+            runtime.background().spawn_until_shutdown(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    if let Err(e) = wf.rearm_gates(&rt).await {
+                        tracing::warn!(error = %e, "could not look for gates to watch");
+                    }
+                }
+            });
+        }
 
         let mut declared = agentd_server::ext_docs::declared();
         let mut command_params = commands::card_params();
@@ -293,6 +309,8 @@ impl Daemon {
         let background = runtime.background().clone();
         let readiness = Readiness::default();
         crate::probe::spawn(&cfg.model, readiness.clone(), &background);
+        let every = Duration::from_millis(cfg.replicas.lease_ttl_ms) / 3;
+        crate::store_probe::spawn(&runtime, every, readiness.clone());
         let config = Arc::new(ServerConfig {
             version_policy: if cfg.a2a_version == crate::config::VersionMode::Strict {
                 VersionPolicy::Strict
@@ -425,7 +443,12 @@ async fn open_store(cfg: &Config) -> anyhow::Result<Arc<dyn agentd_core::Store>>
             let store = PostgresStore::open(&options)
                 .await
                 .with_context(|| format!("cannot open the PostgreSQL store at {url}"))?;
-            tracing::info!(url, "store: PostgreSQL");
+            tracing::info!(
+                url,
+                replica = %cfg.replicas.replica(cfg.replica_id.as_deref())?.id,
+                lease_ttl_ms = cfg.replicas.lease_ttl_ms,
+                "store: PostgreSQL"
+            );
             Ok(Arc::new(store))
         }
     }

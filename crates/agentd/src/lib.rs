@@ -12,6 +12,7 @@ mod probe;
 mod reminders;
 mod serve;
 mod telemetry;
+mod store_probe;
 mod workflows;
 
 pub use daemon::Daemon;

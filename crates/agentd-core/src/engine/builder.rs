@@ -72,6 +72,7 @@ impl EngineBuilder {
             runs: tokio_util::task::TaskTracker::new(),
             stopping: Default::default(),
             halted: Default::default(),
+            leasing: Default::default(),
         });
         Self { engine, installed: Installed::default() }
     }

@@ -94,6 +94,8 @@ impl Engine {
         if tokio::time::timeout(within, self.inner.runs.wait()).await.is_err() {
             tracing::warn!(runs = self.inner.runs.len(), "runs still going after they were stopped");
         }
+        // What is left resumes on another replica at once (a shared store).
+        self.release_all().await;
         failed
     }
 }

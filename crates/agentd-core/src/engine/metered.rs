@@ -85,4 +85,7 @@ impl Store for Metered {
     fn may_have_push_configs(&self) -> bool {
         self.inner.may_have_push_configs()
     }
+    fn leases(&self) -> Option<&dyn crate::Leases> {
+        self.inner.leases()
+    }
 }

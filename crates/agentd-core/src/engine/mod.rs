@@ -11,6 +11,8 @@ mod commands;
 mod conversation;
 mod emit;
 mod feed;
+mod follow;
+mod leasing;
 mod lifecycle;
 mod metered;
 mod metrics;
@@ -25,6 +27,7 @@ mod stream;
 pub use builder::EngineBuilder;
 pub use commands::{CommandHandler, CommandOutcome, TaskObserver};
 pub use feed::{EventFeed, FeedItem};
+pub use leasing::ReplicaConfig;
 pub use outbox::Outbox;
 pub use runtime::Runtime;
 pub use send::{SendOutcome, StartTask};
@@ -68,6 +71,8 @@ pub struct EngineConfig {
     pub events_retain: std::time::Duration,
     /// Where the engine and everything it hands out record metrics.
     pub metrics: Arc<agentd_metrics::Metrics>,
+    /// This replica's id and lease timing (used only on a store with leases).
+    pub replica: ReplicaConfig,
 }
 
 impl Default for EngineConfig {
@@ -80,6 +85,7 @@ impl Default for EngineConfig {
             events_retain_count: 100_000,
             events_retain: std::time::Duration::from_secs(7 * 24 * 3600),
             metrics: Arc::default(),
+            replica: ReplicaConfig::default(),
         }
     }
 }
@@ -119,6 +125,8 @@ struct Inner {
     /// Set when the runs left after the grace were stopped: a run that
     /// ends now leaves its task as the shutdown left it.
     halted: std::sync::atomic::AtomicBool,
+    /// The task leases this replica holds (a store shared by replicas).
+    leasing: leasing::Leasing,
 }
 
 /// The A2A engine: what the bindings hold. Every operation on it takes the
@@ -218,13 +226,18 @@ impl Engine {
     pub(crate) async fn recover(&self) -> Result<usize, Error> {
         let live = self.inner.store.tasks_in_states(&metrics::LIVE).await?;
         self.count_stored(&live);
+        for context_id in self.inner.store.closed_contexts().await? {
+            self.inner.closed_contexts.insert(context_id);
+        }
+        if let Some(leases) = self.inner.store.leases() {
+            // Replicas share the store: only the work nobody holds is this
+            // replica's to resume (or fail); the others' runs go on.
+            return self.adopt_unheld(leases).await;
+        }
         let stale: Vec<_> = live
             .into_iter()
             .filter(|r| matches!(r.state(), TaskState::Submitted | TaskState::Working))
             .collect();
-        for context_id in self.inner.store.closed_contexts().await? {
-            self.inner.closed_contexts.insert(context_id);
-        }
         let (resumable, lost): (Vec<_>, Vec<_>) = stale.into_iter().partition(|rec| self.resumable(rec));
         // The lost ones fail first: a resumed run then finds the tasks it
         // had started (a step's subagent) already settled.
@@ -358,7 +371,12 @@ impl Engine {
         let now = Timestamp::now();
         let events = f(&mut rec, now)?;
         emit::on_change(&st.record, &rec, &events, now, &mut extra);
-        self.commit_next(st, &mut rec, &events, extra).await?;
+        if let Err(e) = self.commit_next(st, &mut rec, &events, extra).await {
+            if matches!(e, Error::Store(StoreError::Conflict { .. })) && self.inner.store.leases().is_some() {
+                self.reload_changed_elsewhere(slot, st).await;
+            }
+            return Err(e);
+        }
         st.record = rec.clone();
         for e in events {
             let _ = slot.tx.send(Arc::new(e));
@@ -434,6 +452,7 @@ impl Engine {
         mut batch: Batch,
     ) -> Result<(), Error> {
         batch.tasks.push(rec.clone());
+        batch.fences.extend(self.fence(rec.id()));
         // Push bodies are left out while no config may exist; a config
         // committed in this very batch (inline in a SendMessage) counts.
         let configs = !batch.push_upserts.is_empty() || self.inner.store.may_have_push_configs();
@@ -469,6 +488,12 @@ impl Engine {
         let mut admission = self.inner.conversations.admit(&control.context_id);
         let run = self.inner.runs.track_future(async move {
             let id = control.task_id.clone();
+            if !engine.claim_run(&id).await {
+                // Another replica runs it; this one only committed the input.
+                engine.inner.conversations.release(admission);
+                engine.not_running_here(&id, generation).await;
+                return;
+            }
             tokio::select! {
                 () = admission.wait_turn() => {}
                 () = control.cancel.cancelled() => {}
@@ -485,6 +510,21 @@ impl Engine {
         self.inner.background.spawn(tracing::Instrument::in_current_span(run));
     }
 
+    /// A run that did not start because another replica holds the task.
+    async fn not_running_here(&self, id: &str, generation: u64) {
+        if let Some(slot) = self.inner.slots.get(id) {
+            let mut st = slot.state.lock().await;
+            if st.run_gen != generation {
+                return;
+            }
+            st.running = false;
+            if !st.detached && slot.tx.receiver_count() == 0 {
+                st.detached = true;
+                self.inner.slots.remove(id);
+            }
+        }
+    }
+
     /// After a run: a task still active with nothing running it fails.
     async fn finish_run(&self, id: &str, generation: u64) {
         if let Some(slot) = self.inner.slots.get(id) {
@@ -496,8 +536,12 @@ impl Engine {
             let state = st.record.state();
             // After a shutdown stopped the run, the task stays as the
             // shutdown left it (failed, or a workflow run for resume).
-            let orphaned =
-                !st.detached && !state.is_terminal() && !state.is_interrupted() && !self.is_halted();
+            // A run that lost its task's lease leaves it to the adopter.
+            let orphaned = !st.detached
+                && !state.is_terminal()
+                && !state.is_interrupted()
+                && !self.is_halted()
+                && self.holds(id);
             if !orphaned && !st.detached && slot.tx.receiver_count() == 0 {
                 st.detached = true;
                 self.inner.slots.remove(id);
@@ -510,6 +554,10 @@ impl Engine {
                 if let Err(e) = self.apply_change(id, change).await {
                     tracing::warn!(task = id, error = %e, "could not fail an orphaned task");
                 }
+            }
+            // Halted: the lease goes with the others once the runs ended.
+            if !self.is_halted() {
+                self.release_run(id).await;
             }
         }
     }
@@ -588,7 +636,8 @@ impl Engine {
                 self.commit_pending(id).await?;
                 continue;
             }
-            let batch = Batch { journal: entries, ..Batch::default() };
+            let batch =
+                Batch { journal: entries, fences: self.fence(id).into_iter().collect(), ..Batch::default() };
             return self.inner.store.commit(batch).await.map_err(store_failed);
         }
     }
@@ -648,6 +697,9 @@ pub(crate) fn answerer_only(p: &Principal, id: &str, what: &str) -> Error {
 /// several it is a lost race): never "not found", always a store failure,
 /// logged with the versions.
 fn store_failed(e: StoreError) -> Error {
+    if let StoreError::Fenced { resource, epoch } = &e {
+        tracing::warn!(lease = %resource, epoch, "another replica took this work over; the write is refused");
+    }
     if let StoreError::Conflict { task_id, expected, found } = &e {
         tracing::error!(
             task = %task_id,

@@ -19,9 +19,19 @@ impl Outbox {
         Self { inner }
     }
 
+    /// The engine these rows belong to (for the outbox lease).
+    fn engine(&self) -> super::Engine {
+        super::Engine { inner: self.inner.clone(), annotate: false }
+    }
+
     /// Up to `limit` pending rows due at `horizon_ms` (`i64::MAX`: all),
     /// oldest first, each with where it goes (its push config or channel).
+    /// On a store replicas share, only the replica holding the outbox
+    /// lease gets rows (it claims the lease when free); the others none.
     pub async fn due(&self, horizon_ms: i64, limit: usize) -> Result<Vec<OutboxItem>, StoreError> {
+        if self.engine().outbox_turn().await.is_none() {
+            return Ok(Vec::new());
+        }
         self.inner.store.due_outbox(horizon_ms, limit).await
     }
 
@@ -33,11 +43,16 @@ impl Outbox {
     /// Records a delivery round in one commit: rows `done` (delivered or
     /// given up) are removed, rows to `retry` get `(id, not_before_ms,
     /// attempts)`.
+    /// Refused (`Fenced`) when another replica took the outbox over since.
     pub async fn record(&self, done: Vec<i64>, retry: Vec<(i64, i64, u32)>) -> Result<(), StoreError> {
-        let batch = Batch { outbox_done: done, outbox_retry: retry, ..Batch::default() };
+        let mut batch = Batch { outbox_done: done, outbox_retry: retry, ..Batch::default() };
         if batch.is_empty() {
             return Ok(());
         }
+        let Some(fence) = self.engine().outbox_turn().await else {
+            return Err(StoreError::Fenced { resource: "outbox".into(), epoch: 0 });
+        };
+        batch.fences.extend(fence);
         self.inner.store.commit(batch).await
     }
 

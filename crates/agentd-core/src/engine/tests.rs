@@ -112,6 +112,9 @@ impl Store for CountingStore {
     fn may_have_push_configs(&self) -> bool {
         true
     }
+    fn leases(&self) -> Option<&dyn crate::Leases> {
+        None
+    }
 }
 
 struct AnyUrl;

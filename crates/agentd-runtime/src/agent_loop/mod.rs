@@ -165,6 +165,8 @@ impl LoopAgent {
                         tools: offer.specs(),
                         max_output_tokens: self.limits.max_output_tokens,
                     };
+                    // No model call on a lease that may be another replica's now.
+                    c.check_lease()?;
                     let response = self.call_model(c, &mut reply, &request, deadline, step).await?;
                     let model = ModelStep {
                         step,

@@ -157,9 +157,9 @@ impl Commands {
         self.schemas.check(op, args)
     }
 
-    fn status(&self, p: &Principal, engine: &Runtime) -> Value {
+    async fn status(&self, p: &Principal, engine: &Runtime) -> Result<Value, Error> {
         let l = self.subagents.limits();
-        json!({
+        let mut status = json!({
             "version": env!("CARGO_PKG_VERSION"),
             "uptimeSecs": self.started.elapsed().as_secs(),
             "liveTasks": engine.live_tasks(),
@@ -171,7 +171,23 @@ impl Commands {
                 "maxTokens": l.max_tokens,
             },
             "principal": {"id": p.id, "role": role_name(p.role)},
-        })
+        });
+        // Replicas on a shared store, for operators: who is alive, who
+        // holds which task's run.
+        if p.role == PrincipalRole::Operator
+            && let Some((replicas, leases)) = engine.replicas().await?
+        {
+            let replicas: Vec<Value> =
+                replicas.iter().map(|r| json!({"id": r.id, "seenMsAgo": r.seen_ms_ago})).collect();
+            let leases: Vec<Value> = leases
+                .iter()
+                .map(|l| {
+                    json!({"resource": l.resource, "holder": l.holder, "epoch": l.epoch, "expiresInMs": l.expires_in_ms})
+                })
+                .collect();
+            status["replica"] = json!({"id": engine.replica_id(), "replicas": replicas, "leases": leases});
+        }
+        Ok(status)
     }
 
     /// The subagent a handle (or task id) names, if the caller may see it.
@@ -299,7 +315,7 @@ impl CommandHandler for Commands {
     ) -> Result<CommandOutcome, Error> {
         self.check(p, op, &args)?;
         let reply = match op {
-            "status" => self.status(p, engine),
+            "status" => self.status(p, engine).await?,
             "subagent.spawn" => {
                 let spawn = Spawn {
                     id: None,

@@ -76,7 +76,7 @@ pub fn all() -> Vec<OpSpec> {
     vec![
         OpSpec {
             op: "status",
-            description: "The daemon's status: version, uptime, live tasks, model kind, subagents.",
+            description: "The daemon's status: version, uptime, live tasks, model kind, subagents; for operators on a shared PostgreSQL store, the replicas and their leases.",
             starts_work: false,
             schema: closed(json!({}), &[]),
         },

@@ -167,7 +167,8 @@ impl Workflows {
     }
 
     /// Arms the deadlines of the gates open now, and announces those the
-    /// bridge had not taken (at startup).
+    /// bridge had not taken (at startup; with replicas on one store also
+    /// every lease ttl, for the gates of a replica that died).
     pub async fn rearm_gates(self: &Arc<Self>, engine: &Runtime) -> Result<usize, Error> {
         let waiting = engine.tasks_in_states(&[TaskState::InputRequired]).await?;
         let mut n = 0;
@@ -175,6 +176,7 @@ impl Workflows {
             if rec.meta.link.as_ref().is_some_and(|l| l.kind == LinkKind::Run) && rec.meta.gate.is_some() {
                 let Some((st, gate)) = open_gate_of(&rec) else { continue };
                 if !gate.announced
+                    && engine.hold(&gate_lease(rec.id())).await
                     && let Ok(c) = engine.control(rec.id()).await
                 {
                     let schema = rec.meta.gate.as_ref().and_then(|g| g.ask_schema.clone());
@@ -197,10 +199,16 @@ impl Workflows {
             return;
         }
         let this = self.me.upgrade();
-        // Dropped at shutdown: a restart arms the gates again.
+        // Dropped at shutdown: a restart arms the gates again. With replicas
+        // on one store, one at a time watches a gate (its lease): another
+        // arms it again when this one dies (`rearm_gates` runs periodically).
         engine.background().clone().spawn_until_shutdown(async move {
             let Some(this) = this else { return };
-            this.watch(engine, key.0.clone()).await;
+            let lease = gate_lease(&key.0);
+            if engine.hold(&lease).await {
+                this.watch(engine.clone(), key.0.clone()).await;
+                engine.let_go(&lease).await;
+            }
             this.watching.remove(&key);
         });
     }
@@ -221,6 +229,9 @@ impl Workflows {
             };
             let wait = Duration::from_millis((at - now_ms()).max(0) as u64);
             tokio::time::sleep(wait).await;
+            if !engine.holds(&gate_lease(&task_id)) {
+                return; // another replica watches the gate now
+            }
             let Ok(rec) = c.record().await else { return };
             match open_gate_of(&rec) {
                 Some((_, now)) if now.step == gate.step && now.opened_ms == gate.opened_ms => {}
@@ -397,4 +408,9 @@ fn announcement(
         escalation,
         answer_hint: format!("agentd answer {task_id} '<answer as JSON>'"),
     }
+}
+
+/// The lease of watching the gate of run task `task_id` (replicas).
+fn gate_lease(task_id: &str) -> String {
+    format!("gate:{task_id}")
 }

@@ -157,6 +157,11 @@ impl Follower {
                     break;
                 }
                 self.next = e.seq + 1;
+                if e.event.kind == agentd_proto::ext::events::EventKind::Task {
+                    // Another replica's status change queues push rows with
+                    // it: the replica delivering the outbox looks.
+                    self.announcer.outbox_queued();
+                }
                 self.announcer.announce([e]);
             }
             if self.next == from && !self.in_flight.contains(from) {

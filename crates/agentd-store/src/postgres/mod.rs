@@ -7,10 +7,12 @@
 //! queries would bring a second SQL toolkit beside rusqlite for little).
 //! Commits are grouped by one writer task (`group`) that writes each batch
 //! (`write`); reads are in `read`, the schema in `schema`, the ordered
-//! announcement of committed events in `feed`.
+//! announcement of committed events in `feed`, the leases of replicas
+//! sharing the database in `leases`.
 
 mod feed;
 mod group;
+mod leases;
 mod read;
 mod schema;
 mod write;
@@ -291,5 +293,9 @@ impl Store for PostgresStore {
     /// Other replicas write configs: always true.
     fn may_have_push_configs(&self) -> bool {
         true
+    }
+
+    fn leases(&self) -> Option<&dyn agentd_core::Leases> {
+        Some(self)
     }
 }

@@ -31,7 +31,7 @@ async fn query_tasks(
     decode_rows(&rows)
 }
 
-fn state_param(state: TaskState) -> i32 {
+pub(crate) fn state_param(state: TaskState) -> i32 {
     // State numbers are small enum tags: they always fit.
     i32::try_from(state_number(state)).unwrap_or(i32::MAX)
 }

@@ -2,11 +2,10 @@
 //! (the number applied), run at open under an advisory lock so that
 //! replicas starting together apply each migration once.
 //!
-//! Room for what several replicas need next: the event log's counter row
-//! (`event_log.last_seq`) already orders appends across processes; leases
-//! with an epoch fit as a table of their own (`resource`, `holder`, `epoch`,
-//! `expires_at` by the database clock), checked by a holder's writes in
-//! the same transaction as the task version guard.
+//! Several replicas share the schema: the event log's counter row
+//! (`event_log.last_seq`) orders appends across processes, and `leases`
+//! (`resource`, `holder`, `epoch`, `expires_at` by the database clock) say
+//! which replica runs what (`leases.rs`).
 
 use super::db;
 use agentd_core::StoreError;
@@ -92,6 +91,20 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         seq BIGINT NOT NULL,
         body TEXT NOT NULL,
         PRIMARY KEY (task_id, seq)
+    );",
+    // 3: leases of running work and the replicas holding them
+    // (`agentd_core::lease`). A released lease keeps its row and epoch
+    // (holder '' and expired), so epochs never repeat for a resource.
+    "CREATE TABLE leases (
+        resource TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        epoch BIGINT NOT NULL,
+        expires_at TIMESTAMPTZ NOT NULL
+    );
+    CREATE INDEX leases_expiry ON leases (expires_at);
+    CREATE TABLE replicas (
+        id TEXT PRIMARY KEY,
+        seen_at TIMESTAMPTZ NOT NULL
     );",
 ];
 

@@ -92,11 +92,13 @@ const APPEND_EVENTS: &str = "WITH taken AS (
     )
     SELECT last_seq, pg_notify($7, last_seq::TEXT)::TEXT FROM taken";
 
-/// Writes one batch inside `tx`, in the SQLite writer's order: tasks, push
+/// Writes one batch inside `tx`, after checking its fences, in the SQLite writer's order: tasks, push
 /// upserts, push deletes (their outbox rows go by cascade), push events,
 /// bridge deliveries, outbox done, outbox retry, closed conversations,
 /// reminders, events, pruning. Returns the events appended.
 pub(crate) async fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<Vec<EventRecord>, WriteError> {
+    // First: a fenced-off holder's batch writes nothing at all.
+    super::leases::check_fences(tx, &batch.fences).await?;
     for record in &batch.tasks {
         write_task(tx, record).await?;
     }

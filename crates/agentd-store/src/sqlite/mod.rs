@@ -207,4 +207,9 @@ impl Store for SqliteStore {
     fn may_have_push_configs(&self) -> bool {
         self.push_configs.may_exist()
     }
+
+    /// One process uses it: its replica holds everything.
+    fn leases(&self) -> Option<&dyn agentd_core::Leases> {
+        None
+    }
 }

@@ -118,4 +118,7 @@ impl Store for FaultyStore {
     fn may_have_push_configs(&self) -> bool {
         self.inner.may_have_push_configs()
     }
+    fn leases(&self) -> Option<&dyn agentd_core::Leases> {
+        self.inner.leases()
+    }
 }

@@ -34,6 +34,8 @@ const SAMPLES: &[Sample] = &[
         "env:AGENTD_DB_PASSWORD",
         &[("AGENTD_STORE_URL", "postgres://agentd@db.example.com/agentd")],
     ),
+    ("AGENTD_REPLICA_ID", "r1", &[]),
+    ("AGENTD_REPLICAS_POLL_INTERVAL_MS", "500", &[]),
     ("AGENTD_MODEL", "scripted", &[]),
     ("AGENTD_MODEL_KIND", "scripted", &[]),
     ("AGENTD_MODEL_SCRIPT", "/etc/agentd/script.yaml", &[]),

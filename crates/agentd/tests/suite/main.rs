@@ -54,6 +54,7 @@ mod operations;
 mod postgres;
 mod push;
 mod reminders;
+mod replicas;
 mod smoke;
 mod streams;
 mod subagents;

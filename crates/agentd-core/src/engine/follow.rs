@@ -1,0 +1,135 @@
+//! Following, on one replica, the changes other replicas commit to the
+//! tasks live here (`docs/scaling.md`): the store announces every
+//! committed event, whoever committed it (NOTIFY wakes its follower, the
+//! table is the truth, and after a lost connection it reads what it
+//! missed). A `task` event whose status differs from the slot's is another
+//! replica's change: the task is read again. For the holder of a run that
+//! is how a cancel or input sent elsewhere reaches the run; for a replica
+//! that only follows the task (a stream, a blocking SendMessage) it is how
+//! the holder's progress reaches it.
+
+use super::Engine;
+use crate::slots::{Slot, SlotState};
+use agentd_proto::Message;
+use std::sync::Arc;
+
+impl Engine {
+    /// Another replica committed the task (a cancel, input, the holder's
+    /// progress) since this one read it: the stored record replaces the
+    /// slot's, and its streams get what changed (artifacts whole, then the
+    /// status). Input committed there becomes steering input of a run
+    /// here; a task that ended there stops its run here and leaves memory.
+    pub(super) async fn reload_changed_elsewhere(&self, slot: &Arc<Slot>, st: &mut SlotState) {
+        let stored = match self.inner.store.get_task(st.record.id()).await {
+            Ok(Some(stored)) if stored.version > st.record.version => stored,
+            _ => return,
+        };
+        let id = stored.id().to_owned();
+        tracing::info!(task = %id, version = stored.version, state = ?stored.state(), "the task changed on another replica; reloaded");
+        if st.running {
+            let known: std::collections::HashSet<&str> =
+                st.record.task.history.iter().flatten().map(|m| m.message_id.as_str()).collect();
+            let arrived: Vec<Message> = stored
+                .task
+                .history
+                .iter()
+                .flatten()
+                .filter(|m| m.role == agentd_proto::Role::User && !known.contains(m.message_id.as_str()))
+                .cloned()
+                .collect();
+            st.steering.extend(arrived);
+        }
+        let changed_artifacts: Vec<agentd_proto::Artifact> = stored
+            .task
+            .artifacts
+            .iter()
+            .flatten()
+            .filter(|a| !st.record.task.artifacts.iter().flatten().any(|b| b == *a))
+            .cloned()
+            .collect();
+        let status_moved = stored.task.status != st.record.task.status;
+        st.record = stored;
+        let (task_id, context_id) = (id.clone(), st.record.task.context_id.clone());
+        for artifact in changed_artifacts {
+            let update = agentd_proto::TaskArtifactUpdateEvent {
+                task_id: task_id.clone(),
+                context_id: context_id.clone(),
+                artifact,
+                append: false,
+                last_chunk: true,
+                metadata: None,
+            };
+            let _ = slot.tx.send(Arc::new(agentd_proto::StreamResponse::ArtifactUpdate(update)));
+        }
+        if status_moved {
+            let update = agentd_proto::TaskStatusUpdateEvent {
+                task_id,
+                context_id,
+                status: st.record.task.status.clone(),
+                metadata: None,
+            };
+            let _ = slot.tx.send(Arc::new(agentd_proto::StreamResponse::StatusUpdate(update)));
+        }
+        if st.record.state().is_terminal() {
+            st.cancel.cancel();
+            if self.inner.leasing.held.contains_key(&id) {
+                self.inner.task_agents.remove(&id);
+                self.notify_ended(&id, st.record.state());
+            }
+            st.detached = true;
+            self.inner.slots.remove(&id);
+        }
+    }
+
+    /// A `task` event of a task live here (run here, or followed by a
+    /// stream or a blocking SendMessage), committed by another replica
+    /// (its status differs from the slot's): reload the task.
+    async fn on_task_event(&self, id: &str, status: &serde_json::Value) {
+        let Some(slot) = self.inner.slots.get(id) else { return };
+        let mut st = slot.state.lock().await;
+        if st.detached {
+            return;
+        }
+        let ours = serde_json::to_value(&st.record.task.status).unwrap_or_default();
+        if &ours == status {
+            return; // this replica's own commit
+        }
+        self.reload_changed_elsewhere(&slot, &mut st).await;
+    }
+
+    /// Every live task, read again (the event channel lagged).
+    async fn reload_all_live(&self) {
+        for slot in self.inner.slots.all() {
+            let mut st = slot.state.lock().await;
+            if !st.detached {
+                self.reload_changed_elsewhere(&slot, &mut st).await;
+            }
+        }
+    }
+
+    /// Starts following the committed events (a store with leases).
+    pub(super) fn spawn_follower(&self) {
+        // Control sent to another replica (a cancel, input) is committed
+        // there; its `task` event, announced here by the store's follower
+        // (NOTIFY wakes it, the table is the truth), tells the holder.
+        let engine = self.clone();
+        let mut events = self.inner.store.subscribe_events();
+        self.inner.background.spawn_until_shutdown(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                match events.recv().await {
+                    Ok(e) if e.event.kind == agentd_proto::ext::events::EventKind::Task => {
+                        // (The store wakes the outbox worker on these: a
+                        // status change elsewhere queues push rows with it.)
+                        if let Some(id) = &e.event.task_id {
+                            engine.on_task_event(id, &e.event.data.to_value()["status"]).await;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => engine.reload_all_live().await,
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        });
+    }
+}
