@@ -11,8 +11,8 @@ mod instruction;
 mod probe;
 mod reminders;
 mod serve;
-mod telemetry;
 mod store_probe;
+mod telemetry;
 mod workflows;
 
 pub use daemon::Daemon;
