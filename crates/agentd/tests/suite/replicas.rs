@@ -7,6 +7,7 @@
 mod chaos;
 mod control;
 mod failover;
+mod failover_time;
 mod feed;
 mod gates;
 mod outbox;
