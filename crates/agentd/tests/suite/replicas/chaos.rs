@@ -42,32 +42,42 @@ fn script(name: &str, generation: usize) -> Value {
     Value::Array((0..1000).map(step).collect())
 }
 
-/// The history: one JSON line per operation or fault, with its time.
+/// The history: one JSON line per operation or fault, with its time. A
+/// thread of its own writes the file, so that a slow disk stalls no client.
 struct History {
     path: PathBuf,
-    file: Mutex<std::fs::File>,
+    entries: Mutex<Vec<Value>>,
+    lines: Mutex<std::sync::mpsc::Sender<String>>,
     t0: Instant,
 }
 
 impl History {
     fn create() -> History {
         let path = std::env::temp_dir().join(format!("{}.jsonl", uniq("agentd-chaos-history")));
-        let file = Mutex::new(std::fs::File::create(&path).expect("create the history"));
-        History { path, file, t0: Instant::now() }
+        let mut file = std::fs::File::create(&path).expect("create the history");
+        let (lines, rx) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in rx {
+                let _ = writeln!(file, "{line}");
+            }
+        });
+        History { path, entries: Mutex::default(), lines: Mutex::new(lines), t0: Instant::now() }
     }
 
     fn record(&self, mut entry: Value) {
         entry["atMs"] = json!(self.t0.elapsed().as_millis() as u64);
-        writeln!(self.file.lock().unwrap(), "{entry}").expect("write the history");
+        let _ = self.lines.lock().unwrap().send(entry.to_string());
+        self.entries.lock().unwrap().push(entry);
     }
 
     fn entries(&self) -> Vec<Value> {
-        let text = std::fs::read_to_string(&self.path).expect("read the history");
-        text.lines().map(|l| serde_json::from_str(l).expect("a history line")).collect()
+        self.entries.lock().unwrap().clone()
     }
 
-    /// Panics with `what` and where the history is.
+    /// Panics with `what` and where the history is, written whole first.
     fn fail(&self, what: String) -> ! {
+        let lines: Vec<String> = self.entries().iter().map(|e| format!("{e}\n")).collect();
+        let _ = std::fs::write(&self.path, lines.concat());
         panic!("{what}\n(history: {})", self.path.display())
     }
 }
@@ -223,7 +233,10 @@ async fn three_replicas_take_300_tasks_through_kill_9s_losing_none_running_none_
         history.record(json!({"op": "restart", "replica": i, "generation": generation + 1}));
     }
     for cl in clients {
-        tokio::time::timeout(Duration::from_secs(60), cl).await.expect("the clients end").expect("client");
+        match tokio::time::timeout(Duration::from_secs(60), cl).await {
+            Ok(ended) => ended.expect("a client"),
+            Err(_) => history.fail("the clients did not end within 60 s".into()),
+        }
     }
     let entries = history.entries();
     let sends: Vec<&Value> = entries.iter().filter(|e| e["op"] == "send").collect();
