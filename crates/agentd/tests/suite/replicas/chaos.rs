@@ -6,8 +6,8 @@
 //! path is in every failure message, and the file is kept then), checked
 //! afterwards through the A2A API and the models' recorded requests: no
 //! acknowledged write lost, no step of a turn made twice by one holder (a
-//! lease epoch: one replica process), no stuck task, every push delivered
-//! at least once. `AGENTD_CHAOS_SEED` replays a run's random choices.
+//! lease epoch: one replica process, whose log shows it claimed the task's
+//! lease once), no stuck task, every push delivered at least once. `AGENTD_CHAOS_SEED` replays a run's random choices.
 
 use super::*;
 use crate::common::receiver::Receiver;
@@ -142,6 +142,22 @@ async fn client(c: Arc<Clients>, seed: u64) {
     }
 }
 
+/// The task leases a replica process's log says it claimed: task id →
+/// epochs.
+fn claims(log: &str) -> HashMap<String, Vec<u64>> {
+    let mut claimed: HashMap<String, Vec<u64>> = HashMap::new();
+    for line in log.lines().filter(|l| l.contains("lease claimed")) {
+        let field = |name: &str| {
+            let after = line.rsplit(&format!(" {name}=")).next().filter(|a| a.len() < line.len())?;
+            Some(after.split_whitespace().next()?.trim_matches('"').to_owned())
+        };
+        if let (Some(task), Some(epoch)) = (field("task"), field("epoch").and_then(|e| e.parse().ok())) {
+            claimed.entry(task).or_default().push(epoch);
+        }
+    }
+    claimed
+}
+
 /// Waits until `n` sends were acknowledged.
 async fn acked(c: &Clients, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(40);
@@ -154,9 +170,9 @@ async fn acked(c: &Clients, n: usize) {
     }
 }
 
-/// How many tasks the replica at `url` lists, and those not ended.
-async fn list_tasks(http: &reqwest::Client, url: &str, history: &History) -> (usize, Vec<Value>) {
-    let (mut listed, mut running) = (0, Vec::new());
+/// The tasks the replica at `url` lists, and those not ended.
+async fn list_tasks(http: &reqwest::Client, url: &str, history: &History) -> (Vec<Value>, Vec<Value>) {
+    let (mut listed, mut running) = (Vec::new(), Vec::new());
     let mut token = String::new();
     loop {
         let mut params = json!({"pageSize": 100});
@@ -166,7 +182,7 @@ async fn list_tasks(http: &reqwest::Client, url: &str, history: &History) -> (us
         let got = rpc(http, url, "ListTasks", &params).await.unwrap_or_else(|e| history.fail(e));
         let tasks =
             got["result"]["tasks"].as_array().unwrap_or_else(|| history.fail(format!("ListTasks: {got}")));
-        listed += tasks.len();
+        listed.extend(tasks.iter().cloned());
         let ended = |t: &&Value| TERMINAL.contains(&t["status"]["state"].as_str().unwrap_or_default());
         running.extend(tasks.iter().filter(|t| !ended(t)).cloned());
         token = got["result"]["nextPageToken"].as_str().unwrap_or_default().to_owned();
@@ -216,6 +232,8 @@ async fn three_replicas_take_300_tasks_through_kill_9s_losing_none_running_none_
     // Per replica, how many model calls its model had recorded at each kill:
     // the recorded calls of each process (generation).
     let mut killed_at: [Vec<usize>; 3] = Default::default();
+    // Per replica, each process's log (its reader may still be appending).
+    let mut logs: [Vec<Arc<Mutex<String>>>; 3] = Default::default();
     let mut last_kill = Instant::now();
     for at in KILL_AT {
         acked(&c, at).await;
@@ -226,6 +244,7 @@ async fn three_replicas_take_300_tasks_through_kill_9s_losing_none_running_none_
         let calls = rs.r[i].recorded().len();
         let generation = killed_at[i].len();
         killed_at[i].push(calls);
+        logs[i].push(rs.r[i].d.log.clone());
         history.record(json!({"op": "kill", "replica": i, "generation": generation, "modelCalls": calls}));
         acked(&c, at + DOWN_FOR).await;
         tokio::task::block_in_place(|| rs.r[i].restart(&script(NAMES[i], generation + 1)));
@@ -290,7 +309,7 @@ async fn three_replicas_take_300_tasks_through_kill_9s_losing_none_running_none_
     // Every task any replica has ended, also those of sends left unanswered
     // (created on a replica killed before it claimed them: adopted a ttl
     // after their last change).
-    let listed = loop {
+    let tasks = loop {
         let (listed, running) = list_tasks(&http, &url, &history).await;
         if running.is_empty() {
             break listed;
@@ -301,6 +320,7 @@ async fn three_replicas_take_300_tasks_through_kill_9s_losing_none_running_none_
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     let all_ended = last_kill.elapsed();
+    let listed = tasks.len();
     if listed < acks.len() || listed > sends.len() {
         history.fail(format!("{listed} tasks listed for {} sends, {} acknowledged", sends.len(), acks.len()));
     }
@@ -327,6 +347,35 @@ async fn three_replicas_take_300_tasks_through_kill_9s_losing_none_running_none_
     }
     let again = made.values().filter(|by| by.len() > 1).count();
 
+    // Each of those processes held the task's lease: its log says it
+    // claimed it, once (one epoch).
+    for (i, r) in rs.r.iter().enumerate() {
+        logs[i].push(r.d.log.clone());
+    }
+    let claimed: Vec<Vec<HashMap<String, Vec<u64>>>> =
+        logs.iter().map(|l| l.iter().map(|log| claims(&log.lock().unwrap())).collect()).collect();
+    let ids: HashMap<&str, &str> = tasks
+        .iter()
+        .filter_map(|t| Some((t["history"][0]["parts"][0]["text"].as_str()?, t["id"].as_str()?)))
+        .collect();
+    let mut epochs: HashMap<&str, usize> = HashMap::new();
+    for process in claimed.iter().flatten() {
+        for (id, e) in process {
+            *epochs.entry(id.as_str()).or_default() += e.len();
+        }
+    }
+    let adopted = epochs.values().filter(|&&n| n > 1).count();
+    for ((task, step), by) in &made {
+        let id = ids.get(task.as_str()).unwrap_or_else(|| history.fail(format!("{task} is not listed")));
+        for &(i, g) in by {
+            let epochs = claimed[i][g].get(*id);
+            if epochs.map(Vec::len) != Some(1) {
+                history
+                    .fail(format!("{task} ({id}), step {step}: replica {i} process {g} claimed {epochs:?}"));
+            }
+        }
+    }
+
     // Every push delivered at least once: the receiver saw each pushed
     // task's end.
     let want: Vec<&str> =
@@ -345,7 +394,7 @@ async fn three_replicas_take_300_tasks_through_kill_9s_losing_none_running_none_
     collector.abort();
     eprintln!(
         "chaos (seed {seed}): {} sends, {} acknowledged, {listed} tasks, {} kills, {} pushed tasks, \
-         {again} steps made again after a kill; all ended {all_ended:?} after the last kill",
+         {adopted} tasks run under several epochs, {again} steps made again after a kill; all ended {all_ended:?} after the last kill",
         sends.len(),
         acks.len(),
         killed.len(),
