@@ -4,8 +4,10 @@
 //! which replica made which model call) and a lease ttl of 2 s. Every test
 //! waits for what it needs with a deadline; none sleeps to synchronise.
 
+mod chaos;
 mod control;
 mod failover;
+mod failover_time;
 mod feed;
 mod gates;
 mod outbox;
@@ -14,7 +16,7 @@ mod partition;
 use crate::common::*;
 use agentd_store::testing::postgres;
 use serde_json::{Value, json};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The lease ttl of the replicas under test.
@@ -24,9 +26,26 @@ pub const TTL: Duration = Duration::from_millis(2000);
 pub struct Replica {
     pub d: Daemon,
     pub record: PathBuf,
+    /// Its model's script, data directory and `serve` arguments: what
+    /// starting it again takes.
+    script: PathBuf,
+    data: PathBuf,
+    args: Vec<String>,
 }
 
 impl Replica {
+    fn spawn(data: &Path, args: &[String]) -> Daemon {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Daemon::start_with_env(data, &args, &[("AGENTD_LOG", "info,agentd_core=debug")])
+    }
+
+    /// Starts the replica again (after `d.kill9()`) on its data and config,
+    /// its model replaying `script` from its first step.
+    pub fn restart(&mut self, script: &Value) {
+        std::fs::write(&self.script, serde_json::to_vec(script).expect("script")).expect("script");
+        self.d = Replica::spawn(&self.data, &self.args);
+    }
+
     pub fn recorded(&self) -> Vec<Value> {
         scripted::recorded(&self.record)
     }
@@ -117,9 +136,10 @@ impl Replicas {
                 ),
             );
             let data = dir.path().join(&name).join("data");
-            let args = ["--config", config.to_str().expect("utf-8"), "--replica-id", name.as_str()];
-            let d = Daemon::start_with_env(&data, &args, &[("AGENTD_LOG", "info,agentd_core=debug")]);
-            r.push(Replica { d, record });
+            let config = config.to_str().expect("utf-8");
+            let args = ["--config", config, "--replica-id", &name].map(str::to_owned).to_vec();
+            let d = Replica::spawn(&data, &args);
+            r.push(Replica { d, record, script: script_file, data, args });
         }
         Some(Replicas { r, _dir: dir })
     }
