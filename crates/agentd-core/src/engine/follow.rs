@@ -84,14 +84,21 @@ impl Engine {
     /// A `task` event of a task live here (run here, or followed by a
     /// stream or a blocking SendMessage), committed by another replica
     /// (its status differs from the slot's): reload the task.
-    async fn on_task_event(&self, id: &str, status: &serde_json::Value) {
+    async fn on_task_event(&self, id: &str, task: &crate::EventJson) {
         let Some(slot) = self.inner.slots.get(id) else { return };
         let mut st = slot.state.lock().await;
         if st.detached {
             return;
         }
+        // Only a live task's event is read, and only its status member.
+        #[derive(serde::Deserialize)]
+        struct StatusOf {
+            #[serde(default)]
+            status: serde_json::Value,
+        }
+        let theirs = serde_json::from_str::<StatusOf>(task.as_str()).map(|t| t.status).unwrap_or_default();
         let ours = serde_json::to_value(&st.record.task.status).unwrap_or_default();
-        if &ours == status {
+        if ours == theirs {
             return; // this replica's own commit
         }
         self.reload_changed_elsewhere(&slot, &mut st).await;
@@ -122,7 +129,7 @@ impl Engine {
                         // (The store wakes the outbox worker on these: a
                         // status change elsewhere queues push rows with it.)
                         if let Some(id) = &e.event.task_id {
-                            engine.on_task_event(id, &e.event.data.to_value()["status"]).await;
+                            engine.on_task_event(id, &e.event.data).await;
                         }
                     }
                     Ok(_) => {}
