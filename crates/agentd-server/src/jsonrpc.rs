@@ -12,26 +12,23 @@ use crate::routes::{read_body, with_extensions};
 use crate::sse::{self, Framing};
 use crate::state::AppState;
 use agentd_proto::jsonrpc::{self as rpc};
-use axum::Extension;
-use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::response::Response;
-use http::{HeaderMap, StatusCode, Uri};
+use http::StatusCode;
 use serde_json::Value;
 
-pub async fn handle(
-    State(state): State<AppState>,
-    peer: Option<Extension<PeerIdentity>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let principal = match authenticate(&state, &headers, peer.as_ref().map(|p| &p.0)).await {
+/// Takes the request whole rather than through the `HeaderMap` and `Uri`
+/// extractors, which clone them, on every request.
+pub async fn handle(State(state): State<AppState>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let (headers, uri) = (&parts.headers, &parts.uri);
+    let peer = parts.extensions.get::<PeerIdentity>();
+    let principal = match authenticate(&state, headers, peer).await {
         Ok(p) => p,
         Err(f) => return unauthenticated(&state.auth, &f),
     };
     // The share of the body budget is held until the answer is built.
-    let (bytes, _share) = match read_body(&state, &headers, body).await {
+    let (bytes, _share) = match read_body(&state, headers, body).await {
         Ok(b) => b,
         Err(e) => {
             let mut r = jsonrpc_error(&Value::Null, &e);
@@ -44,7 +41,7 @@ pub async fn handle(
         Err(env) => return jsonrpc_error(&env.id, &env.error),
     };
     drop(bytes);
-    let ctx = match service_params(&state, principal, &headers, uri.query(), &req.method) {
+    let ctx = match service_params(&state, principal, headers, uri.query(), &req.method) {
         Ok(c) => c,
         Err(e) => return jsonrpc_error(&req.id, &e),
     };

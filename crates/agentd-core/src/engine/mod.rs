@@ -164,6 +164,16 @@ impl Engine {
         t
     }
 
+    /// [`Engine::view`] of a record the caller owns (see [`read::into_view`]).
+    pub(crate) fn into_view(&self, rec: TaskRecord, history_length: Option<i32>, artifacts: bool) -> Task {
+        let annotations = self.annotate.then(|| crate::annotations::of(&rec));
+        let mut t = read::into_view(rec, history_length, artifacts);
+        if let Some(a) = annotations {
+            a.attach(&mut t);
+        }
+        t
+    }
+
     /// What the builder installed (nothing before `build`).
     fn installed(&self) -> &builder::Installed {
         self.inner.installed.get().unwrap_or(&builder::NOTHING_INSTALLED)

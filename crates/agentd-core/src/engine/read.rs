@@ -41,6 +41,29 @@ pub fn view(rec: &TaskRecord, history_length: Option<i32>, artifacts: bool) -> T
     }
 }
 
+/// [`view`] of a record the caller owns: what the view keeps is moved out
+/// of it instead of cloned (a read from the store, a settled answer).
+pub fn into_view(rec: TaskRecord, history_length: Option<i32>, artifacts: bool) -> Task {
+    let t = rec.task;
+    let history = match (t.history, history_length) {
+        (Some(h), None) if !h.is_empty() => Some(h),
+        (Some(mut h), Some(n)) if n > 0 && !h.is_empty() => {
+            let keep = usize::try_from(n).unwrap_or(usize::MAX).min(h.len());
+            h.drain(..h.len() - keep);
+            Some(h)
+        }
+        _ => None,
+    };
+    Task {
+        id: t.id,
+        context_id: t.context_id,
+        status: t.status,
+        artifacts: artifacts.then(|| t.artifacts.unwrap_or_default()),
+        history,
+        metadata: t.metadata,
+    }
+}
+
 impl Engine {
     #[tracing::instrument(name = "get_task", level = "debug", skip_all, fields(task_id = %req.id))]
     pub async fn get_task(&self, p: &Principal, req: GetTaskRequest) -> Result<Task, Error> {
@@ -51,7 +74,7 @@ impl Engine {
         v.history_length(FieldPath::of("historyLength"), req.history_length);
         v.finish()?;
         let rec = self.visible_record(p, &req.id).await?;
-        let mut t = self.view(&rec, req.history_length, true);
+        let mut t = self.into_view(rec, req.history_length, true);
         if t.artifacts.as_ref().is_some_and(Vec::is_empty) {
             t.artifacts = None;
         }
@@ -95,7 +118,7 @@ impl Engine {
             _ => String::new(),
         };
         Ok(ListTasksResponse {
-            tasks: page.tasks.iter().map(|r| self.view(r, req.history_length, include)).collect(),
+            tasks: page.tasks.into_iter().map(|r| self.into_view(r, req.history_length, include)).collect(),
             next_page_token,
             page_size,
             total_size: i32::try_from(page.total).unwrap_or(i32::MAX),
@@ -166,7 +189,7 @@ impl Engine {
             .mutate(id, |r, now| transition::apply(r, change, now).map_err(|why| refused(id, why)))
             .await
         {
-            Ok(rec) => Ok(self.view(&rec, None, true)),
+            Ok(rec) => Ok(self.into_view(rec, None, true)),
             // Became terminal between the read and the change.
             Err(Error::Terminal { .. }) => {
                 let rec = self.visible_record(p, id).await?;

@@ -370,3 +370,30 @@ async fn a_halt_fails_a_running_task_with_the_stop_reason() {
     assert!(why.contains(super::lifecycle::STOPPED), "{why}");
     assert!(engine.drain_runs(std::time::Duration::ZERO).await, "the run ended");
 }
+
+#[test]
+fn a_view_moved_out_of_a_record_equals_the_view_cloned_from_it() {
+    let msg = |id: &str| Message {
+        message_id: id.into(),
+        role: Role::User,
+        parts: vec![Part::text(id)],
+        ..Message::default()
+    };
+    let three = Some(vec![msg("a"), msg("b"), msg("c")]);
+    for history in [three, Some(vec![]), None] {
+        let rec = TaskRecord {
+            task: Task { id: "t".into(), context_id: "c".into(), history, ..Task::default() },
+            owner: "user:a".into(),
+            created_at: agentd_proto::Timestamp::now(),
+            status_history: vec![],
+            meta: Default::default(),
+            version: 1,
+        };
+        for n in [None, Some(0), Some(1), Some(2), Some(3), Some(9)] {
+            for artifacts in [false, true] {
+                let cloned = super::read::view(&rec, n, artifacts);
+                assert_eq!(super::read::into_view(rec.clone(), n, artifacts), cloned, "{n:?} {artifacts}");
+            }
+        }
+    }
+}

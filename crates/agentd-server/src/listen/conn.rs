@@ -22,10 +22,11 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::watch;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tower::Service;
 
@@ -41,43 +42,75 @@ pub fn builder(limits: &ConnectionLimits) -> auto::Builder<TokioExecutor> {
 }
 
 /// Requests in flight on one connection (a response counts until its body
-/// is done or dropped).
+/// is done or dropped), and when that count last changed.
+///
+/// Atomics rather than a channel the idle wait listens on: a request's
+/// start and end only count and stamp the time, and the idle wait re-arms
+/// its one timer when it fires and finds the connection was used since,
+/// instead of every request waking it to arm a fresh timer.
 #[derive(Clone)]
-struct InFlight(Arc<watch::Sender<usize>>);
+struct InFlight(Arc<Activity>);
+
+struct Activity {
+    /// Requests in flight.
+    n: AtomicUsize,
+    /// Whether a request was ever made on the connection.
+    served: AtomicBool,
+    /// When `n` last changed, in microseconds since `epoch`.
+    changed_us: AtomicU64,
+    epoch: Instant,
+}
 
 struct Busy(InFlight);
 
 impl InFlight {
+    fn new() -> Self {
+        let a = Activity {
+            n: AtomicUsize::new(0),
+            served: AtomicBool::new(false),
+            changed_us: AtomicU64::new(0),
+            epoch: Instant::now(),
+        };
+        Self(Arc::new(a))
+    }
+
+    fn stamp(&self) {
+        let us = u64::try_from(self.0.epoch.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.0.changed_us.store(us, Ordering::Relaxed);
+    }
+
     fn enter(&self) -> Busy {
-        self.0.send_modify(|n| *n += 1);
+        self.0.served.store(true, Ordering::Relaxed);
+        self.0.n.fetch_add(1, Ordering::AcqRel);
+        self.stamp();
         Busy(self.clone())
     }
 
     /// Resolves after `first` (if nothing was ever in flight) or `idle`
     /// with nothing in flight; any request start or end restarts the wait.
     async fn quiet_for(&self, first: Duration, idle: Duration) {
-        let mut rx = self.0.subscribe();
-        let mut served = false;
+        let a = &self.0;
         loop {
-            let n = *rx.borrow_and_update();
-            served |= n > 0;
-            if n == 0 {
-                let wait = if served { idle } else { first };
-                tokio::select! {
-                    () = tokio::time::sleep(wait) => return,
-                    _ = rx.changed() => {}
-                }
-            } else {
-                // The sender lives as long as `self`: changed() cannot fail.
-                let _ = rx.changed().await;
+            let wait = if a.served.load(Ordering::Relaxed) { idle } else { first };
+            // Busy now: look again a whole period later.
+            if a.n.load(Ordering::Acquire) > 0 {
+                tokio::time::sleep(wait).await;
+                continue;
             }
+            // Read after the count: the stamp of the request that ended last.
+            let quiet_at = a.epoch + Duration::from_micros(a.changed_us.load(Ordering::Relaxed)) + wait;
+            if Instant::now() >= quiet_at {
+                return;
+            }
+            tokio::time::sleep_until(quiet_at).await;
         }
     }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        (self.0).0.send_modify(|n| *n -= 1);
+        self.0.stamp();
+        (self.0).0.n.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -121,7 +154,7 @@ pub async fn serve<S>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let in_flight = InFlight(Arc::new(watch::Sender::new(0)));
+    let in_flight = InFlight::new();
     let counter = in_flight.clone();
     let body_limit = limits.body_read_timeout;
     let svc = hyper::service::service_fn(move |req: http::Request<Incoming>| {
