@@ -33,7 +33,21 @@ async fn pushes_of_tasks_run_on_every_replica_go_out_from_the_one_outbox_holder(
     }
     let claimed: Vec<usize> =
         (0..3).filter(|&i| rs.r[i].d.log().contains("outbox lease claimed: this replica delivers")).collect();
-    assert_eq!(claimed.len(), 1, "one replica delivers the outbox: {claimed:?}");
+    let leases = |i: usize| -> Vec<String> {
+        rs.r[i]
+            .d
+            .log()
+            .lines()
+            .filter(|l| l.contains("lease") || l.contains("renew"))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(
+        claimed.len(),
+        1,
+        "one replica delivers the outbox: {claimed:?}; their lease lines: {:#?}",
+        claimed.iter().map(|&i| leases(i)).collect::<Vec<_>>()
+    );
 }
 
 /// A turn whose one model call streams its reply in two pieces ten
