@@ -35,7 +35,7 @@ run() { # $1 = sqlite|N
   local pids=() urls=() n; db=$((db+1))
   if [ "$1" = sqlite ]; then n=1; else n=$1; runuser -u postgres -- $PGB/createdb -h 127.0.0.1 -p $PORT -U postgres b$db; fi
   for i in $(seq 1 $n); do
-    local p=$((7600+i)) dd=$(mktemp -d /tmp/rb-XXXX)
+    local p=$((7600+i)) dd=$(mktemp -d $D/rb-XXXX)
     if [ "$1" = sqlite ]; then $BIN/agentd serve --listen 127.0.0.1:$p --data-dir $dd --agent tck >/dev/null 2>&1 &
     else $BIN/agentd serve --listen 127.0.0.1:$p --data-dir $dd --agent tck --store postgres://postgres@127.0.0.1:$PORT/b$db --replica-id r$i >/dev/null 2>&1 & fi
     pids+=($!); urls+=(http://127.0.0.1:$p)
@@ -62,7 +62,7 @@ latency() { # $1 = rounds, $2 = rounds in flight
   local pids=() urls=(); db=$((db+1))
   runuser -u postgres -- $PGB/createdb -h 127.0.0.1 -p $PORT -U postgres b$db
   for i in 1 2 3; do
-    local p=$((7600+i)) dd=$(mktemp -d /tmp/rb-XXXX)
+    local p=$((7600+i)) dd=$(mktemp -d $D/rb-XXXX)
     $BIN/agentd serve --listen 127.0.0.1:$p --data-dir $dd --agent tck --store postgres://postgres@127.0.0.1:$PORT/b$db --replica-id r$i >/dev/null 2>&1 &
     pids+=($!); urls+=(http://127.0.0.1:$p)
     $BIN/agentd-bench wait --url http://127.0.0.1:$p >/dev/null 2>&1
