@@ -4,7 +4,8 @@
 //! Scenarios: `send` (blocking SendMessage that completes at once), `get`
 //! (GetTask on random ids of tasks created first), `fanout` (S concurrent
 //! SubscribeToTask streams on an INPUT_REQUIRED task, then the message that
-//! completes it), `coldstart` (exec a server, poll its card), `wait` (poll a
+//! completes it), `xreplica` (the latency of events from one replica to
+//! another on a shared PostgreSQL store), `coldstart` (exec a server, poll its card), `wait` (poll a
 //! card until it answers), the hostile-client scenarios `conns` (idle
 //! sockets from one peer) and `bigbody` (max-size bodies), and `report`
 //! (tables and ratios from JSON lines).
@@ -21,6 +22,7 @@ mod hostile;
 mod load;
 mod report;
 mod stats;
+mod xreplica;
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
@@ -46,6 +48,10 @@ enum Command {
     /// K rounds: an INPUT_REQUIRED task, S SubscribeToTask streams, then the
     /// completing message; time until every stream saw the terminal event.
     Fanout(FanoutArgs),
+    /// Two replicas of one store: tasks run on `--url`, SubscribeToTask
+    /// streams and the events feed on both; how much later each event
+    /// reaches the `--second` replica's clients.
+    Xreplica(XreplicaArgs),
     /// Execs a server and times exec → first 200 on its agent card, then
     /// reads its idle RSS; `{run}` in the command is replaced by the run number.
     Coldstart(ColdstartArgs),
@@ -148,6 +154,25 @@ pub struct FanoutArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct XreplicaArgs {
+    /// Where the tasks run (and the first replica's clients).
+    #[command(flatten)]
+    pub target: Target,
+    /// Base URL of the second replica (loopback only).
+    #[arg(long)]
+    pub second: String,
+    /// Timed rounds (one task each).
+    #[arg(short = 'k', long, default_value_t = 2000)]
+    pub rounds: usize,
+    /// Rounds in flight at once.
+    #[arg(short = 'c', long, default_value_t = 4)]
+    pub concurrency: usize,
+    /// Rounds run first and not counted.
+    #[arg(long, default_value_t = 20)]
+    pub warmup_rounds: usize,
+}
+
+#[derive(Args, Debug)]
 pub struct ColdstartArgs {
     /// Base URL the started server will listen on (loopback only).
     #[arg(long)]
@@ -233,6 +258,11 @@ fn main() -> anyhow::Result<()> {
         Command::Fanout(a) => {
             check_loopback(&a.target.url)?;
             runtime(a.target.threads)?.block_on(fanout::run(&a))
+        }
+        Command::Xreplica(a) => {
+            check_loopback(&a.target.url)?;
+            check_loopback(&a.second)?;
+            runtime(a.target.threads)?.block_on(xreplica::run(&a))
         }
         Command::Coldstart(a) => {
             check_loopback(&a.url)?;

@@ -126,8 +126,6 @@ impl Engine {
             loop {
                 match events.recv().await {
                     Ok(e) if e.event.kind == agentd_proto::ext::events::EventKind::Task => {
-                        // (The store wakes the outbox worker on these: a
-                        // status change elsewhere queues push rows with it.)
                         if let Some(id) = &e.event.task_id {
                             engine.on_task_event(id, &e.event.data).await;
                         }

@@ -10,6 +10,8 @@
 //! follower reads up to `n` with no gap to wait for. A listener task holds
 //! a connection of its own for LISTEN, and after losing it connects again
 //! and rescans from the table (notifications sent meanwhile are lost).
+//! The listener also hears `agentd_outbox`, sent by any commit that queued
+//! outbox rows, and wakes the outbox worker with it.
 
 use super::read;
 use crate::event_log::Announcer;
@@ -35,6 +37,8 @@ pub(crate) enum Wake {
     Notified(u64),
     /// The listener (re)connected: whatever was committed meanwhile is due.
     Rescan,
+    /// Some process committed outbox rows.
+    OutboxQueued,
 }
 
 /// The seqs this store took in transactions not yet handed to the
@@ -96,7 +100,13 @@ impl Follower {
                 }
                 Wake::GaveBack => {}
                 Wake::Notified(through) => self.committed_through = self.committed_through.max(through),
+                Wake::OutboxQueued => {
+                    self.announcer.outbox_queued();
+                    continue;
+                }
                 Wake::Rescan => {
+                    // Outbox notifications sent while disconnected are lost too.
+                    self.announcer.outbox_queued();
                     if let Some(through) = self.last_committed().await {
                         self.committed_through = self.committed_through.max(through);
                     }
@@ -157,11 +167,6 @@ impl Follower {
                     break;
                 }
                 self.next = e.seq + 1;
-                if e.event.kind == agentd_proto::ext::events::EventKind::Task {
-                    // Another replica's status change queues push rows with
-                    // it: the replica delivering the outbox looks.
-                    self.announcer.outbox_queued();
-                }
                 self.announcer.announce([e]);
             }
             if self.next == from && !self.in_flight.contains(from) {
@@ -192,8 +197,13 @@ pub(crate) async fn listen(config: tokio_postgres::Config, wakes: mpsc::Unbounde
                 let drive = async move {
                     loop {
                         match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                            Some(Ok(AsyncMessage::Notification(n)))
+                                if n.channel() == super::OUTBOX_CHANNEL =>
+                            {
+                                let _ = notes.send(None);
+                            }
                             Some(Ok(AsyncMessage::Notification(n))) => {
-                                let _ = notes.send(n.payload().to_owned());
+                                let _ = notes.send(Some(n.payload().to_owned()));
                             }
                             Some(Ok(_)) => {}
                             Some(Err(e)) => {
@@ -204,12 +214,18 @@ pub(crate) async fn listen(config: tokio_postgres::Config, wakes: mpsc::Unbounde
                     }
                 };
                 let forward = async {
-                    if let Err(e) = client.batch_execute(&format!("LISTEN {}", super::EVENTS_CHANNEL)).await {
+                    let listen =
+                        format!("LISTEN {}; LISTEN {}", super::EVENTS_CHANNEL, super::OUTBOX_CHANNEL);
+                    if let Err(e) = client.batch_execute(&listen).await {
                         tracing::warn!(error = %e, "event feed: LISTEN failed");
                         return;
                     }
                     let _ = wakes.send(Wake::Rescan);
-                    while let Some(payload) = noted.recv().await {
+                    while let Some(note) = noted.recv().await {
+                        let Some(payload) = note else {
+                            let _ = wakes.send(Wake::OutboxQueued);
+                            continue;
+                        };
                         match payload.parse() {
                             Ok(seq) => {
                                 let _ = wakes.send(Wake::Notified(seq));

@@ -35,6 +35,11 @@ use tokio_postgres::NoTls;
 /// The channel committed events are notified on.
 pub(crate) const EVENTS_CHANNEL: &str = "agentd_events";
 
+/// The channel a commit that queued outbox rows notifies, whatever events
+/// it carries (an artifact-only change, a gate's escalation carry none):
+/// the replica delivering the outbox looks.
+pub(crate) const OUTBOX_CHANNEL: &str = "agentd_outbox";
+
 /// Connections the pool holds at most.
 const POOL_SIZE: usize = 16;
 

@@ -5,7 +5,7 @@
 //! row (another process) waits for the first to commit and then finds the
 //! guard false: a conflict.
 
-use super::{EVENTS_CHANNEL, db};
+use super::{EVENTS_CHANNEL, OUTBOX_CHANNEL, db};
 use crate::codec::{encode_config, encode_entry, encode_reminder, encode_task, journal_conflict};
 use crate::event_log;
 use agentd_core::{Batch, EventRecord, EventRetention, NewEvent, StoreError, TaskRecord};
@@ -69,6 +69,9 @@ const FAN_OUT: &str = "INSERT INTO outbox (task_id, config_id, body, attempts, n
 const ENQUEUE_BRIDGE: &str = "INSERT INTO outbox (task_id, bridge_json, body, attempts, not_before_ms)
     VALUES ($1, $2, $3, 0, $4)";
 
+/// Wakes the replica delivering the outbox, in whatever process it runs.
+const NOTIFY_OUTBOX: &str = "SELECT pg_notify($1, '')::TEXT";
+
 const UPSERT_REMINDER: &str = "INSERT INTO reminders (task_id, id, active, reminder_json)
     VALUES ($1, $2, $3, $4)
     ON CONFLICT (task_id, id) DO UPDATE SET active = excluded.active, reminder_json = excluded.reminder_json";
@@ -116,17 +119,27 @@ pub(crate) async fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<Vec<Eve
         tx.execute(&s, &[task_id, id]).await.map_err(pg("delete push config"))?;
     }
     let now = Timestamp::now().millis();
+    let mut queued = 0;
     if !batch.push_events.is_empty() {
         let (tasks, bodies): (Vec<&str>, Vec<&str>) =
             batch.push_events.iter().map(|(t, b)| (t.as_str(), b.as_str())).unzip();
         let s = tx.prepare_cached(FAN_OUT).await.map_err(pg("fan out push events"))?;
-        tx.execute(&s, &[&tasks, &bodies, &now]).await.map_err(pg("fan out push events"))?;
+        queued += tx.execute(&s, &[&tasks, &bodies, &now]).await.map_err(pg("fan out push events"))?;
     }
     for d in &batch.bridge_deliveries {
         let target = serde_json::to_string(&d.target)
             .map_err(|e| StoreError::backend(format!("encode bridge target: {e}")))?;
         let s = tx.prepare_cached(ENQUEUE_BRIDGE).await.map_err(pg("enqueue bridge delivery"))?;
-        tx.execute(&s, &[&d.task_id, &target, &d.body, &now]).await.map_err(pg("enqueue bridge delivery"))?;
+        queued += tx
+            .execute(&s, &[&d.task_id, &target, &d.body, &now])
+            .await
+            .map_err(pg("enqueue bridge delivery"))?;
+    }
+    if queued > 0 {
+        // Delivered only if this transaction commits; several in one
+        // transaction are folded into one by PostgreSQL.
+        let s = tx.prepare_cached(NOTIFY_OUTBOX).await.map_err(pg("notify outbox"))?;
+        tx.execute(&s, &[&OUTBOX_CHANNEL]).await.map_err(pg("notify outbox"))?;
     }
     for id in &batch.outbox_done {
         let s =

@@ -2,7 +2,8 @@
 //! (`agentd_store::testing::postgres`): the shared conformance suite, then
 //! what only a database shared by processes shows: two store instances on
 //! one database (as two replicas) racing on the same tasks, the events
-//! feed gap-free across them and seen by both, a lost LISTEN connection,
+//! feed gap-free across them and seen by both, outbox rows queued on one
+//! waking the other's delivery worker, a lost LISTEN connection,
 //! reopening and migrations, and credentials.
 
 use agentd_core::{Batch, EventRecord, NewEvent, Store, StoreError, TaskRecord};
@@ -297,4 +298,39 @@ async fn a_bad_batch_fails_alone_in_a_group() {
     assert_eq!(page.total, 199, "every good batch landed, the poisoned one did not");
     let seqs: Vec<u64> = store.read_events(0, 1_000).await.expect("events").iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (1..=199).collect::<Vec<u64>>(), "the poisoned batch's seq was given back: no gap");
+}
+
+/// A commit on one instance that queues outbox rows and carries no event
+/// (an artifact's push, a bridge announcement) wakes the delivery worker
+/// of the other instance too.
+#[tokio::test]
+async fn outbox_rows_queued_on_one_instance_wake_the_others_worker_whatever_events_they_carry() {
+    let Some((a, b)) = two_replicas().await else { return };
+    let setup = Batch {
+        tasks: vec![record(("t1", "alice", "c", Working, 1_000))],
+        push_upserts: vec![push_config("t1", "p1", "alice")],
+        events: vec![event("t1", "a")],
+        ..Default::default()
+    };
+    let mut seen = b.subscribe_events();
+    a.commit(setup).await.expect("a task, its push config and an event");
+    // b's listener is up (it announced a's event), and the wake it gives
+    // when it connects is consumed.
+    assert_eq!(receive_through(&mut seen, 1).await, [1]);
+    let within = Duration::from_secs(10);
+    let _ = tokio::time::timeout(Duration::from_millis(1), b.outbox_queued()).await;
+    let push = Batch { push_events: vec![("t1".into(), "an artifact".into())], ..Default::default() };
+    a.commit(push).await.expect("a push event, no feed event");
+    assert!(tokio::time::timeout(within, b.outbox_queued()).await.is_ok(), "woken by the push row");
+    let bridge = agentd_core::BridgeDelivery {
+        task_id: "t1".into(),
+        target: agentd_core::BridgeTarget {
+            channel: "ops".into(),
+            kind: "webhook".into(),
+            url: "https://hooks.example.com/ops".into(),
+        },
+        body: "announce".into(),
+    };
+    a.commit(Batch { bridge_deliveries: vec![bridge], ..Default::default() }).await.expect("a bridge row");
+    assert!(tokio::time::timeout(within, b.outbox_queued()).await.is_ok(), "woken by the bridge row");
 }

@@ -96,6 +96,16 @@ impl Replicas {
         r1_port: Option<u16>,
         doc: Option<&str>,
     ) -> Option<Replicas> {
+        Self::start_ttl(scripts, r1_port, doc, TTL).await
+    }
+
+    /// `start_with`, the replicas' lease ttl being `ttl`.
+    pub async fn start_ttl(
+        scripts: [Value; 3],
+        r1_port: Option<u16>,
+        doc: Option<&str>,
+        ttl: Duration,
+    ) -> Option<Replicas> {
         let cluster = postgres::cluster()?;
         let url = cluster.url(&cluster.create_database().await);
         let direct_port = format!(":{}/", cluster.port());
@@ -130,7 +140,7 @@ impl Replicas {
                      limits:\n  stream_flush_ms: 10\n\
                      push:\n  allow_private: true\n",
                     password.display(),
-                    TTL.as_millis(),
+                    ttl.as_millis(),
                     script_file.display(),
                     record.display(),
                 ),
