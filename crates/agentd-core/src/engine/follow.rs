@@ -128,6 +128,7 @@ impl Engine {
                     Ok(e) if e.event.kind == agentd_proto::ext::events::EventKind::Task => {
                         // (The store wakes the outbox worker on these: a
                         // status change elsewhere queues push rows with it.)
+                        engine.inner.context_waiters.on_task_event(&e.event.data);
                         if let Some(id) = &e.event.task_id {
                             engine.on_task_event(id, &e.event.data).await;
                         }

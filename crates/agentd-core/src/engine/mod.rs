@@ -22,6 +22,7 @@ mod read;
 mod reminders;
 mod runtime;
 mod send;
+mod serial;
 mod stream;
 
 pub use builder::EngineBuilder;
@@ -127,6 +128,8 @@ struct Inner {
     halted: std::sync::atomic::AtomicBool,
     /// The task leases this replica holds (a store shared by replicas).
     leasing: leasing::Leasing,
+    /// Runs waiting for their conversation's turn on another replica.
+    context_waiters: serial::ContextWaiters,
 }
 
 /// The A2A engine: what the bindings hold. Every operation on it takes the
@@ -499,7 +502,12 @@ impl Engine {
                 () = control.cancel.cancelled() => {}
             }
             if !control.cancel.is_cancelled() {
-                agent.run(Turn { input, control, resumed }).await;
+                // Across replicas too: the context's previous turn ended.
+                let context_id = control.context_id.clone();
+                if engine.take_context_turn(&context_id, &control.cancel).await {
+                    agent.run(Turn { input, control, resumed }).await;
+                }
+                engine.end_context_turn(&context_id).await;
             }
             engine.inner.conversations.release(admission);
             engine.finish_run(&id, generation).await;
@@ -571,12 +579,20 @@ impl Engine {
         // The task itself must be in the store for the turns to end at it.
         self.commit_pending(task_id).await?;
         let tasks = self.inner.store.context_tasks(context_id).await?;
+        // Replicas take a context's turns in the order they get its lease
+        // (`serial.rs`), which may differ from the order of creation: a
+        // turn created after this one that already ended ran before it.
+        let shared = self.leases().is_some();
         let mut out = Vec::new();
+        let mut past = false;
         for rec in tasks {
             if rec.id() == task_id {
+                past = true;
+            } else if !past || (shared && (rec.state().is_terminal() || rec.state().is_interrupted())) {
+                out.push(turn_of(&rec));
+            } else if !shared {
                 break;
             }
-            out.push(turn_of(&rec));
         }
         // The live record, read under the task's lock together with the
         // steering queue: input already in this history is not handed out

@@ -12,6 +12,7 @@ mod feed;
 mod gates;
 mod outbox;
 mod partition;
+mod serial;
 
 use crate::common::*;
 use agentd_store::testing::postgres;
