@@ -92,7 +92,10 @@ impl Engine {
                 break true;
             }
             if !told {
-                tracing::info!(context = context_id, "waiting for the conversation's turn on another replica");
+                tracing::info!(
+                    context = context_id,
+                    "waiting for the conversation's turn on another replica"
+                );
                 told = true;
             }
             tokio::select! {

@@ -49,7 +49,8 @@ async fn two_turns_of_one_context_sent_at_once_to_r1_and_r2_run_one_after_the_ot
     let Some(rs) = Replicas::start(scripts.clone()).await else { return };
     let context = uniq("ctx");
     let (r1, r2) = (rs.r[0].d.as_token(None), rs.r[1].d.as_token(None));
-    let (p1, p2) = (turn_params(&context, "first words", false), turn_params(&context, "second words", false));
+    let (p1, p2) =
+        (turn_params(&context, "first words", false), turn_params(&context, "second words", false));
     let sent1 = tokio::spawn(async move { r1.call("SendMessage", p1).await });
     let sent2 = tokio::spawn(async move { r2.call("SendMessage", p2).await });
     for sent in [sent1, sent2] {
