@@ -4,6 +4,7 @@
 //! which replica made which model call) and a lease ttl of 2 s. Every test
 //! waits for what it needs with a deadline; none sleeps to synchronise.
 
+mod approvals;
 mod chaos;
 mod control;
 mod failover;
@@ -97,6 +98,16 @@ impl Replicas {
         r1_port: Option<u16>,
         doc: Option<&str>,
     ) -> Option<Replicas> {
+        Self::start_configured(scripts, r1_port, doc, "").await
+    }
+
+    /// `start_with`, `extra` appended to every replica's config.
+    pub async fn start_configured(
+        scripts: [Value; 3],
+        r1_port: Option<u16>,
+        doc: Option<&str>,
+        extra: &str,
+    ) -> Option<Replicas> {
         let cluster = postgres::cluster()?;
         let url = cluster.url(&cluster.create_database().await);
         let direct_port = format!(":{}/", cluster.port());
@@ -129,7 +140,7 @@ impl Replicas {
                      replicas:\n  lease_ttl_ms: {}\n\
                      model:\n  kind: scripted\n  script: {}\n  record_to: {}\n\
                      limits:\n  stream_flush_ms: 10\n\
-                     push:\n  allow_private: true\n",
+                     push:\n  allow_private: true\n{extra}",
                     password.display(),
                     TTL.as_millis(),
                     script_file.display(),
