@@ -109,7 +109,7 @@ impl TaskControl {
     /// when `status` is given, its state, in one commit.
     pub async fn commit(
         &self,
-        meta: impl FnOnce(&mut crate::record::TaskMeta) + Send,
+        meta: impl FnMut(&mut crate::record::TaskMeta) + Send,
         status: Option<(TaskState, Option<Message>)>,
     ) -> Result<crate::record::TaskRecord, Error> {
         self.commit_with(meta, status, crate::store::Batch::default()).await
@@ -117,7 +117,7 @@ impl TaskControl {
     /// `commit`, with `extra` (an outbox row, say) in the same store batch.
     pub async fn commit_with(
         &self,
-        meta: impl FnOnce(&mut crate::record::TaskMeta) + Send,
+        mut meta: impl FnMut(&mut crate::record::TaskMeta) + Send,
         status: Option<(TaskState, Option<Message>)>,
         extra: crate::store::Batch,
     ) -> Result<crate::record::TaskRecord, Error> {
@@ -125,7 +125,7 @@ impl TaskControl {
             .engine()
             .mutate_with(&self.task_id, extra, |rec, now| {
                 meta(&mut rec.meta);
-                match status {
+                match status.clone() {
                     Some((state, message)) => {
                         crate::transition::apply(rec, Change::Status { state, message }, now)
                             .map_err(|r| crate::engine::refused(&self.task_id, r))

@@ -221,6 +221,11 @@ pub(crate) fn accept(rec: &mut TaskRecord, answer: &Message, by: &str, now_ms: i
     Ok(())
 }
 
+/// Whether `m` is a valid answer to an approval (what [`accept`] takes).
+pub(crate) fn is_answer(m: &Message) -> bool {
+    answer_value(m, Some(&ask_schema())).is_ok_and(|v| check(&v).is_ok())
+}
+
 /// `{approve: boolean, note?: string}` and nothing else, every violation
 /// listed (as a JSON Schema validator would name them).
 fn check(value: &Value) -> Result<(bool, Option<String>), Error> {

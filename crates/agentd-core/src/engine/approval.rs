@@ -160,9 +160,9 @@ impl Engine {
         }
         let question = approval::status_message(req);
         self.mutate_with(id, batch, |rec, now| {
-            rec.meta.approval = Some(pending);
-            rec.meta.gate = Some(gate);
-            let change = Change::Status { state: TaskState::InputRequired, message: Some(question) };
+            rec.meta.approval = Some(pending.clone());
+            rec.meta.gate = Some(gate.clone());
+            let change = Change::Status { state: TaskState::InputRequired, message: Some(question.clone()) };
             transition::apply(rec, change, now).map_err(|r| refused(id, r))
         })
         .await?;

@@ -73,6 +73,7 @@ impl EngineBuilder {
             stopping: Default::default(),
             halted: Default::default(),
             leasing: Default::default(),
+            context_waiters: Default::default(),
         });
         Self { engine, installed: Installed::default() }
     }

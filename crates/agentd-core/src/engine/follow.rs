@@ -27,6 +27,12 @@ impl Engine {
         let id = stored.id().to_owned();
         tracing::info!(task = %id, version = stored.version, state = ?stored.state(), "the task changed on another replica; reloaded");
         if st.running {
+            // The answer to a tool call's approval is for the waiting call
+            // (it reads the decision from the record), not the model's input.
+            let undecided = |r: &crate::record::TaskRecord| {
+                r.meta.approval.as_ref().is_some_and(|a| a.decision.is_none())
+            };
+            let answered = undecided(&st.record) && !undecided(&stored);
             let known: std::collections::HashSet<&str> =
                 st.record.task.history.iter().flatten().map(|m| m.message_id.as_str()).collect();
             let arrived: Vec<Message> = stored
@@ -35,6 +41,7 @@ impl Engine {
                 .iter()
                 .flatten()
                 .filter(|m| m.role == agentd_proto::Role::User && !known.contains(m.message_id.as_str()))
+                .filter(|m| !(answered && crate::approval::is_answer(m)))
                 .cloned()
                 .collect();
             st.steering.extend(arrived);
@@ -126,6 +133,7 @@ impl Engine {
             loop {
                 match events.recv().await {
                     Ok(e) if e.event.kind == agentd_proto::ext::events::EventKind::Task => {
+                        engine.inner.context_waiters.on_task_event(&e.event.data);
                         if let Some(id) = &e.event.task_id {
                             engine.on_task_event(id, &e.event.data).await;
                         }

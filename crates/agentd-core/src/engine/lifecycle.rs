@@ -83,7 +83,8 @@ impl Engine {
             let change =
                 Change::Status { state: TaskState::Failed, message: Some(Message::agent_text(STOPPED)) };
             let id = st.record.id().to_owned();
-            let fail = |rec: &mut _, now| transition::apply(rec, change, now).map_err(|r| refused(&id, r));
+            let fail =
+                |rec: &mut _, now| transition::apply(rec, change.clone(), now).map_err(|r| refused(&id, r));
             match self.commit_locked(&slot, &mut st, fail, Batch::default()).await {
                 Ok(_) => failed += 1,
                 Err(e) => {

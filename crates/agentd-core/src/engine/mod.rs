@@ -22,6 +22,7 @@ mod read;
 mod reminders;
 mod runtime;
 mod send;
+mod serial;
 mod stream;
 
 pub use builder::EngineBuilder;
@@ -48,6 +49,10 @@ use agentd_proto::{Message, StreamResponse, Task, TaskState, Timestamp};
 use async_trait::async_trait;
 use dashmap::{DashMap, DashSet};
 use std::sync::{Arc, OnceLock};
+
+/// How many times a change is made when other replicas keep committing
+/// the task in between (each a version conflict).
+const CONFLICT_ATTEMPTS: usize = 5;
 
 /// Decides whether a webhook URL may be registered (SSRF guard lives in the
 /// server crate, which knows about DNS and sockets).
@@ -127,6 +132,8 @@ struct Inner {
     halted: std::sync::atomic::AtomicBool,
     /// The task leases this replica holds (a store shared by replicas).
     leasing: leasing::Leasing,
+    /// Runs waiting for their conversation's turn on another replica.
+    context_waiters: serial::ContextWaiters,
 }
 
 /// The A2A engine: what the bindings hold. Every operation on it takes the
@@ -330,7 +337,7 @@ impl Engine {
 
     /// Applies one change to a live task (used by agent runs).
     pub(crate) async fn apply_change(&self, id: &str, change: Change) -> Result<(), Error> {
-        self.mutate(id, |rec, now| transition::apply(rec, change, now).map_err(|r| refused(id, r)))
+        self.mutate(id, |rec, now| transition::apply(rec, change.clone(), now).map_err(|r| refused(id, r)))
             .await
             .map(|_| ())
     }
@@ -339,7 +346,7 @@ impl Engine {
     /// [`Engine::commit_locked`]. Returns the committed record.
     pub(crate) async fn mutate<F>(&self, id: &str, f: F) -> Result<TaskRecord, Error>
     where
-        F: FnOnce(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, Error>,
+        F: FnMut(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, Error>,
     {
         self.mutate_with(id, Batch::default(), f).await
     }
@@ -347,7 +354,7 @@ impl Engine {
     /// `mutate`, committing `extra` in the same batch.
     pub(crate) async fn mutate_with<F>(&self, id: &str, extra: Batch, f: F) -> Result<TaskRecord, Error>
     where
-        F: FnOnce(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, Error>,
+        F: FnMut(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, Error>,
     {
         loop {
             let Some(slot) = self.slot(id).await? else {
@@ -367,26 +374,56 @@ impl Engine {
     /// Changes a copy of the record, commits it with its push deliveries and
     /// `extra`, then (and only then) adopts it and publishes its events.
     /// The caller holds the slot lock, which orders all changes of a task.
+    ///
+    /// On a store replicas share, another replica may have committed the
+    /// task meanwhile (input, a cancel, an answer): the commit is refused
+    /// as a conflict, the task is read again and `f` applied again to the
+    /// new version, so neither change is lost (a few times at most; a task
+    /// that ended meanwhile refuses the change).
     pub(crate) async fn commit_locked<F>(
         &self,
         slot: &Arc<Slot>,
         st: &mut SlotState,
-        f: F,
-        mut extra: Batch,
+        mut f: F,
+        extra: Batch,
     ) -> Result<TaskRecord, Error>
     where
-        F: FnOnce(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, Error>,
+        F: FnMut(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, Error>,
     {
-        let mut rec = st.record.clone();
-        let now = Timestamp::now();
-        let events = f(&mut rec, now)?;
-        emit::on_change(&st.record, &rec, &events, now, &mut extra);
-        if let Err(e) = self.commit_next(st, &mut rec, &events, extra).await {
-            if matches!(e, Error::Store(StoreError::Conflict { .. })) && self.inner.store.leases().is_some() {
-                self.reload_changed_elsewhere(slot, st).await;
+        let shared = self.inner.store.leases().is_some();
+        let mut extra = Some(extra);
+        let mut attempt = 1;
+        let (rec, events) = loop {
+            let mut rec = st.record.clone();
+            let now = Timestamp::now();
+            let events = f(&mut rec, now)?;
+            // A copy is kept while the change may have to be made again.
+            let retry_left = shared && attempt < CONFLICT_ATTEMPTS;
+            let mut batch = if retry_left { extra.clone() } else { extra.take() }.unwrap_or_default();
+            emit::on_change(&st.record, &rec, &events, now, &mut batch);
+            match self.commit_next(st, &mut rec, &events, batch).await {
+                Ok(()) => break (rec, events),
+                Err(e @ Error::Store(StoreError::Conflict { .. })) if shared => {
+                    self.reload_changed_elsewhere(slot, st).await;
+                    if st.record.state().is_terminal() {
+                        return Err(refused(st.record.id(), Refused::Terminal(st.record.state())));
+                    }
+                    if !retry_left {
+                        tracing::error!(task = %st.record.id(), attempt, error = %e, "the task kept changing on other replicas; the change is not committed");
+                        return Err(e);
+                    }
+                    tracing::info!(task = %st.record.id(), version = st.record.version, "the task changed on another replica meanwhile; making the change again on its new version");
+                    attempt += 1;
+                }
+                Err(e) => {
+                    if let Error::Store(StoreError::Conflict { .. }) = &e {
+                        // One process: another writer of the task is a bug.
+                        tracing::error!(error = %e, "the task changed under its lock; the change is not committed");
+                    }
+                    return Err(e);
+                }
             }
-            return Err(e);
-        }
+        };
         st.record = rec.clone();
         for e in events {
             let _ = slot.tx.send(Arc::new(e));
@@ -509,7 +546,12 @@ impl Engine {
                 () = control.cancel.cancelled() => {}
             }
             if !control.cancel.is_cancelled() {
-                agent.run(Turn { input, control, resumed }).await;
+                // Across replicas too: the context's previous turn ended.
+                let context_id = control.context_id.clone();
+                if engine.take_context_turn(&context_id, &control.cancel).await {
+                    agent.run(Turn { input, control, resumed }).await;
+                }
+                engine.end_context_turn(&context_id).await;
             }
             engine.inner.conversations.release(admission);
             engine.finish_run(&id, generation).await;
@@ -581,12 +623,20 @@ impl Engine {
         // The task itself must be in the store for the turns to end at it.
         self.commit_pending(task_id).await?;
         let tasks = self.inner.store.context_tasks(context_id).await?;
+        // Replicas take a context's turns in the order they get its lease
+        // (`serial.rs`), which may differ from the order of creation: a
+        // turn created after this one that already ended ran before it.
+        let shared = self.leases().is_some();
         let mut out = Vec::new();
+        let mut past = false;
         for rec in tasks {
             if rec.id() == task_id {
+                past = true;
+            } else if !past || (shared && (rec.state().is_terminal() || rec.state().is_interrupted())) {
+                out.push(turn_of(&rec));
+            } else if !shared {
                 break;
             }
-            out.push(turn_of(&rec));
         }
         // The live record, read under the task's lock together with the
         // steering queue: input already in this history is not handed out
@@ -704,19 +754,14 @@ pub(crate) fn answerer_only(p: &Principal, id: &str, what: &str) -> Error {
 
 /// A failed commit of a task. A conflict means another writer committed
 /// the task while this one held its lock (in one process that is a bug, with
-/// several it is a lost race): never "not found", always a store failure,
-/// logged with the versions.
+/// several it is a lost race, made again by `commit_locked`): never "not
+/// found", always a store failure.
 fn store_failed(e: StoreError) -> Error {
     if let StoreError::Fenced { resource, epoch } = &e {
         tracing::warn!(lease = %resource, epoch, "another replica took this work over; the write is refused");
     }
     if let StoreError::Conflict { task_id, expected, found } = &e {
-        tracing::error!(
-            task = %task_id,
-            expected,
-            found,
-            "task changed by another writer since it was read; the change is not committed"
-        );
+        tracing::debug!(task = %task_id, expected, found, "task changed by another writer since it was read");
     }
     Error::Store(e)
 }

@@ -186,7 +186,7 @@ impl Engine {
         }
         let change = Change::Status { state: TaskState::Canceled, message };
         match self
-            .mutate(id, |r, now| transition::apply(r, change, now).map_err(|why| refused(id, why)))
+            .mutate(id, |r, now| transition::apply(r, change.clone(), now).map_err(|why| refused(id, why)))
             .await
         {
             Ok(rec) => Ok(self.into_view(rec, None, true)),

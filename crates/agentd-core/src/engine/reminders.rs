@@ -261,9 +261,29 @@ impl Engine {
         batch.journal = journal(&out);
         let journaled = !batch.journal.is_empty();
         let mut rec = st.record.clone();
-        if let Err(e) = self.commit_next(&mut st, &mut rec, &[], batch).await {
-            tracing::warn!(task = task_id, error = %e, "cannot commit reminder delivery; this model call gets none");
-            return (Vec::new(), parent, false);
+        let shared = self.leases().is_some();
+        let mut attempt = 1;
+        loop {
+            let retry_left = shared && attempt < super::CONFLICT_ATTEMPTS;
+            let this_try = if retry_left { batch.clone() } else { std::mem::take(&mut batch) };
+            match self.commit_next(&mut st, &mut rec, &[], this_try).await {
+                Ok(()) => break,
+                // Another replica committed the task (input, say): the
+                // delivery is committed on its new version.
+                Err(Error::Store(crate::store::StoreError::Conflict { .. })) if retry_left => {
+                    self.reload_changed_elsewhere(&slot, &mut st).await;
+                    if st.detached {
+                        return (Vec::new(), parent, false);
+                    }
+                    st.record.meta.model_calls = st.record.meta.model_calls.max(turn);
+                    rec = st.record.clone();
+                    attempt += 1;
+                }
+                Err(e) => {
+                    tracing::warn!(task = task_id, error = %e, "cannot commit reminder delivery; this model call gets none");
+                    return (Vec::new(), parent, false);
+                }
+            }
         }
         st.record.version = rec.version;
         self.publish_reminder_events(&slot, &st, events);

@@ -413,8 +413,8 @@ impl Engine {
                                 None => rec.meta.gate = None,
                             }
                         }
-                        let mut ev =
-                            transition::apply(rec, Change::Input(input), now).map_err(|r| refused(&id, r))?;
+                        let mut ev = transition::apply(rec, Change::Input(input.clone()), now)
+                            .map_err(|r| refused(&id, r))?;
                         if !running || approval {
                             // A waiting task resumes: INPUT_REQUIRED → WORKING.
                             let resume = Change::Status { state: TaskState::Working, message: None };

@@ -35,7 +35,7 @@ impl From<agentd_core::Error> for Stop {
 /// an optional state change; returns the run state as committed.
 pub(super) async fn update(
     c: &TaskControl,
-    f: impl FnOnce(&mut RunState, &mut TaskMeta) + Send,
+    f: impl FnMut(&mut RunState, &mut TaskMeta) + Send,
     status: Option<(TaskState, Option<Message>)>,
 ) -> Result<RunState, Stop> {
     update_with(c, f, status, Batch::default()).await
@@ -44,7 +44,7 @@ pub(super) async fn update(
 /// `update`, committing `extra` (a gate's announcement) in the same batch.
 pub(super) async fn update_with(
     c: &TaskControl,
-    f: impl FnOnce(&mut RunState, &mut TaskMeta) + Send,
+    mut f: impl FnMut(&mut RunState, &mut TaskMeta) + Send,
     status: Option<(TaskState, Option<Message>)>,
     extra: Batch,
 ) -> Result<RunState, Stop> {
@@ -298,8 +298,8 @@ impl Workflows {
                 move |s, _| {
                     let step = s.step_mut(&sid);
                     step.status = status;
-                    step.output = output;
-                    step.error = err;
+                    step.output = output.clone();
+                    step.error = err.clone();
                 },
                 None,
             )

@@ -57,7 +57,7 @@ impl Workflows {
             move |s, meta| {
                 let step = s.step_mut(&sid);
                 step.status = StepStatus::Done;
-                step.output = output;
+                step.output = output.clone();
                 meta.gate = None;
             },
             Some((state, Some(Message::agent_text(text.clone())))),

@@ -82,8 +82,8 @@ impl Workflows {
             c,
             move |s, meta| {
                 s.step_mut(&sid).status = StepStatus::Waiting;
-                s.gate = Some(gate);
-                meta.gate = Some(open);
+                s.gate = Some(gate.clone());
+                meta.gate = Some(open.clone());
             },
             Some((TaskState::InputRequired, Some(Message::agent_text(question)))),
             row.into_batch(),
@@ -342,7 +342,7 @@ impl Workflows {
                     move |s, meta| {
                         let step = s.step_mut(&sid);
                         step.status = StepStatus::Failed;
-                        step.error = Some(err);
+                        step.error = Some(err.clone());
                         s.gate = None;
                         meta.gate = None;
                     },

@@ -183,7 +183,7 @@ impl Workflows {
         c.commit(
             move |meta| {
                 if let Ok(mut s) = RunState::from_checkpoint(meta.checkpoint.as_ref()) {
-                    s.signals.insert(name, data);
+                    s.signals.insert(name.clone(), data.clone());
                     meta.checkpoint = Some(s.to_value());
                 }
             },

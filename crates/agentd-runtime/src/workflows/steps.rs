@@ -113,12 +113,12 @@ impl Workflows {
                 };
                 let rec = self.deps.subagents.spawn(engine, spawn).await.map_err(|e| e.to_string())?;
                 let (sid, cid) = (step.to_owned(), rec.id().to_owned());
-                update(c, move |s, _| s.step_mut(&sid).child = Some(cid), None).await.map_err(|stop| {
-                    match stop {
+                update(c, move |s, _| s.step_mut(&sid).child = Some(cid.clone()), None).await.map_err(
+                    |stop| match stop {
                         Stop::Gone => "the run ended".to_owned(),
                         Stop::Fail(why) => why,
-                    }
-                })?;
+                    },
+                )?;
                 rec.id().to_owned()
             }
         };

@@ -19,4 +19,5 @@ mod model_openai;
 mod model_openai_failures;
 mod model_scripted;
 mod reminders_waiting_task;
+mod replica_conflicts;
 mod store_failures;

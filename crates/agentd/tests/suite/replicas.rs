@@ -4,6 +4,7 @@
 //! which replica made which model call) and a lease ttl of 2 s. Every test
 //! waits for what it needs with a deadline; none sleeps to synchronise.
 
+mod approvals;
 mod chaos;
 mod control;
 mod failover;
@@ -12,6 +13,7 @@ mod feed;
 mod gates;
 mod outbox;
 mod partition;
+mod serial;
 
 use crate::common::*;
 use agentd_store::testing::postgres;
@@ -96,7 +98,7 @@ impl Replicas {
         r1_port: Option<u16>,
         doc: Option<&str>,
     ) -> Option<Replicas> {
-        Self::start_ttl(scripts, r1_port, doc, TTL).await
+        Self::start_configured(scripts, r1_port, doc, TTL, "").await
     }
 
     /// `start_with`, the replicas' lease ttl being `ttl`.
@@ -105,6 +107,18 @@ impl Replicas {
         r1_port: Option<u16>,
         doc: Option<&str>,
         ttl: Duration,
+    ) -> Option<Replicas> {
+        Self::start_configured(scripts, r1_port, doc, ttl, "").await
+    }
+
+    /// `start_with`, the lease ttl being `ttl` and `extra` appended to
+    /// every replica's config.
+    pub async fn start_configured(
+        scripts: [Value; 3],
+        r1_port: Option<u16>,
+        doc: Option<&str>,
+        ttl: Duration,
+        extra: &str,
     ) -> Option<Replicas> {
         let cluster = postgres::cluster()?;
         let url = cluster.url(&cluster.create_database().await);
@@ -138,7 +152,7 @@ impl Replicas {
                      replicas:\n  lease_ttl_ms: {}\n\
                      model:\n  kind: scripted\n  script: {}\n  record_to: {}\n\
                      limits:\n  stream_flush_ms: 10\n\
-                     push:\n  allow_private: true\n",
+                     push:\n  allow_private: true\n{extra}",
                     password.display(),
                     ttl.as_millis(),
                     script_file.display(),
