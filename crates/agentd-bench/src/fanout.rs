@@ -4,8 +4,8 @@
 //! completes it (`tck-complete-task-…`). Measured: the time from sending
 //! that message until every stream has delivered the terminal event.
 
-use crate::load::{contains, post, task_field};
 use crate::load::read_meter;
+use crate::load::{contains, post, task_field};
 use crate::stats::{self, put_rss, put_spent, put_summary};
 use crate::{FanoutArgs, client, client_from};
 use agentd_client::{Client, jsonrpc};

@@ -147,7 +147,10 @@ pub fn put_spent(obj: &mut Map<String, Value>, unit: &str, a: Spent, b: Spent, n
     }
     if let (Some(x), Some(y)) = (a.allocations, b.allocations) {
         obj.insert("allocations".into(), json!(y.saturating_sub(x)));
-        obj.insert(format!("allocs_per_{unit}"), json!((10.0 * y.saturating_sub(x) as f64 / n as f64).round() / 10.0));
+        obj.insert(
+            format!("allocs_per_{unit}"),
+            json!((10.0 * y.saturating_sub(x) as f64 / n as f64).round() / 10.0),
+        );
     }
 }
 
@@ -252,7 +255,11 @@ mod tests {
     #[test]
     fn allocation_lines_are_read_from_a_log() {
         let dir = std::env::temp_dir().join(format!("agentd-bench-alloc-{}", std::process::id()));
-        std::fs::write(&dir, "INFO x\nagentd-allocations: 12 bytes 300\nnoise\nagentd-allocations: 40 bytes 900\n").unwrap();
+        std::fs::write(
+            &dir,
+            "INFO x\nagentd-allocations: 12 bytes 300\nnoise\nagentd-allocations: 40 bytes 900\n",
+        )
+        .unwrap();
         assert_eq!(alloc_lines(&dir), vec![12, 40]);
         std::fs::remove_file(&dir).unwrap();
     }
