@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # agentd side by side with the official Python SDK reference peer (a2a-sdk
-# 1.3.0) and the bare-axum floor, on this machine, in one run, alternating
-# servers, a fresh server (and for agentd a fresh data directory) per run.
+# 1.3.0), the official Rust SDK server (a2a-server-lf 0.5.3, in-memory task
+# store; bench/rustsdk) and the bare-axum floor, on this machine, in one run,
+# alternating servers, a fresh server (and for agentd a fresh data directory)
+# per run. Every load run also states the server's CPU µs per request.
 #
 #   bench/run.sh                      # full run (about 20 minutes)
 #   BENCH_SECS=5 BENCH_REPS=1 BENCH_COUNT=5000 bench/run.sh   # quick run (about 5 minutes)
@@ -15,16 +17,28 @@
 #   BENCH_GET_TASKS=1000     tasks created before the GetTask phase
 #   BENCH_GET_CONCURRENCY=64 GetTask concurrency levels
 #   BENCH_FANOUT_SUBSCRIBERS=32  BENCH_FANOUT_ROUNDS=50
+#   BENCH_FANOUT_STREAMS=10000   the large fan-out (0: skip it): that many SubscribeToTask
+#                            streams on one task, BENCH_FANOUT_STREAMS_ROUNDS=5 rounds, spread over
+#                            BENCH_FANOUT_SOURCES=50 loopback source addresses (127.0.0.2…; agentd
+#                            admits 256 connections per address by default), against
+#                            BENCH_FANOUT_STREAMS_SERVERS="agentd agentd-base rustsdk" (those in
+#                            BENCH_SERVERS; add `ref` if the machine can take it). agentd runs it with
+#                            AGENTD_SERVER_MAX_STREAMS and AGENTD_SERVER_MAX_CONNECTIONS raised to fit
+#                            (docs/configuration.md); every process gets the hard open-file limit.
+#   BENCH_ALLOCS=1           build agentd with `--features count-allocs` as well and run
+#                            BENCH_ALLOC_COUNT=5000 SendMessage and as many GetTask with it (c=16):
+#                            allocations per request (for agentd-base too when BENCH_BASE is such a build)
 #   BENCH_COLD_RUNS=5        cold starts per server (alternating)
 #   BENCH_SYNC_NORMAL=1      also run agentd with AGENTD_STORE_SYNC=normal (send, first rep)
-#   BENCH_SERVERS="agentd ref floor"
+#   BENCH_SERVERS="agentd ref rustsdk floor"
 #   BENCH_BASE=/path/to/agentd  another agentd build (say, of main) run as server
 #                            `agentd-base` next to this one, for before/after in one run
 #   BENCH_THREADS=2          load-generator worker threads (wrk -t2)
 #   BENCH_PORT=19400         first port used (each run takes the next pair)
 #   BENCH_OUT=/tmp/agentd-bench/<timestamp>   results, logs, data directories
 #   BENCH_VENV=/tmp/agentd-bench-venv         Python venv for the reference peer
-#   BENCH_TARGET=/tmp/bench-target            cargo target dir for bare-axum (outside the repo)
+#   BENCH_TARGET=/tmp/bench-target            cargo target dir for bare-axum, the Rust SDK server
+#                            and the count-allocs agentd (outside the repo)
 #   BENCH_SHARED=/work/shared/bench           reference peer and bare-axum sources
 #   BENCH_NO_BUILD=1         skip the builds (use what is there)
 #   BENCH_BIN_DIR=target/release  where agentd and agentd-bench are (with BENCH_NO_BUILD=1,
@@ -59,7 +73,13 @@ FAN_SUBS=${BENCH_FANOUT_SUBSCRIBERS:-32}
 FAN_ROUNDS=${BENCH_FANOUT_ROUNDS:-50}
 COLD_RUNS=${BENCH_COLD_RUNS:-5}
 SYNC_NORMAL=${BENCH_SYNC_NORMAL:-1}
-SERVERS=${BENCH_SERVERS:-"agentd ref floor"}
+FAN_STREAMS=${BENCH_FANOUT_STREAMS:-10000}
+FAN_STREAMS_ROUNDS=${BENCH_FANOUT_STREAMS_ROUNDS:-5}
+FAN_SOURCES=${BENCH_FANOUT_SOURCES:-50}
+FAN_STREAMS_SERVERS=${BENCH_FANOUT_STREAMS_SERVERS:-"agentd agentd-base rustsdk"}
+ALLOCS=${BENCH_ALLOCS:-1}
+ALLOC_COUNT=${BENCH_ALLOC_COUNT:-5000}
+SERVERS=${BENCH_SERVERS:-"agentd ref rustsdk floor"}
 BASE=${BENCH_BASE:-}
 if [[ -n $BASE && " $SERVERS " != *" agentd-base "* ]]; then SERVERS="$SERVERS agentd-base"; fi
 THREADS=${BENCH_THREADS:-2}
@@ -84,16 +104,29 @@ BIN_DIR=${BENCH_BIN_DIR:-$REPO/target/release}
 AGENTD=$BIN_DIR/agentd
 BENCH=$BIN_DIR/agentd-bench
 BARE=$BARE_TARGET/release/bare
+RUSTSDK=$BARE_TARGET/release/rustsdk-ref
+AGENTD_ALLOCS=$BARE_TARGET/agentd-count-allocs
 PEER=$SHARED/python_sdk_reference_peer.py
 RESULTS=$OUT/results.jsonl
 
 mkdir -p "$OUT/logs" "$OUT/data"
 log() { printf '[%(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+# Every server and the generator inherit the hard open-file limit (the
+# large fan-out holds BENCH_FANOUT_STREAMS sockets on each side).
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 # ---------------------------------------------------------------- builds
 if [[ "${BENCH_NO_BUILD:-0}" != 1 ]]; then
+  if [[ $ALLOCS == 1 && $ONLY != hostile ]]; then
+    # The counting build first, copied out; then the default build (cargo
+    # keeps both, so switching back costs no recompilation).
+    log "building agentd --features count-allocs (release) into $AGENTD_ALLOCS"
+    (cd "$REPO" && cargo build --release -p agentd --features count-allocs) >"$OUT/logs/build.log" 2>&1 \
+      || { tail -30 "$OUT/logs/build.log"; exit 1; }
+    mkdir -p "$BARE_TARGET" && cp "$REPO/target/release/agentd" "$AGENTD_ALLOCS"
+  fi
   log "building agentd and agentd-bench (release)"
-  (cd "$REPO" && cargo build --release -p agentd -p agentd-bench) >"$OUT/logs/build.log" 2>&1 \
+  (cd "$REPO" && cargo build --release -p agentd -p agentd-bench) >>"$OUT/logs/build.log" 2>&1 \
     || { tail -30 "$OUT/logs/build.log"; exit 1; }
 fi
 if [[ "${BENCH_NO_BUILD:-0}" != 1 && $ONLY != hostile ]]; then
@@ -105,6 +138,15 @@ if [[ "${BENCH_NO_BUILD:-0}" != 1 && $ONLY != hostile ]]; then
   (cd "$REPO" && cargo build --release --manifest-path "$BARE_TARGET/bare-axum-src/Cargo.toml" \
      --target-dir "$BARE_TARGET") >>"$OUT/logs/build.log" 2>&1 \
     || { tail -30 "$OUT/logs/build.log"; exit 1; }
+  if [[ " $SERVERS " == *" rustsdk "* ]]; then
+    # From crates.io into the scratch directory: the lock file and the SDK stay out of the repo.
+    log "building the Rust SDK reference server into $BARE_TARGET (outside the repo)"
+    mkdir -p "$BARE_TARGET/rustsdk-src"
+    cp -r "$REPO/bench/rustsdk/." "$BARE_TARGET/rustsdk-src/"
+    (cd "$REPO" && cargo build --release --manifest-path "$BARE_TARGET/rustsdk-src/Cargo.toml" \
+       --target-dir "$BARE_TARGET") >>"$OUT/logs/build.log" 2>&1 \
+      || { tail -30 "$OUT/logs/build.log"; exit 1; }
+  fi
 fi
 if [[ $ONLY != hostile ]] && ! "$VENV/bin/python" -c 'import a2a, uvicorn' 2>/dev/null; then
   log "creating the reference peer venv at $VENV (pip, PyPI)"
@@ -117,6 +159,8 @@ if [[ $ONLY != hostile ]]; then
   # Only the servers this run starts.
   [[ " $SERVERS " == *" floor "* ]] && needed+=("$BARE")
   [[ " $SERVERS " == *" ref "* ]] && needed+=("$PEER")
+  [[ " $SERVERS " == *" rustsdk "* ]] && needed+=("$RUSTSDK")
+  [[ $ALLOCS == 1 ]] && needed+=("$AGENTD_ALLOCS")
 fi
 for f in "${needed[@]}"; do [[ -e $f ]] || { echo "missing $f" >&2; exit 1; }; done
 
@@ -143,7 +187,8 @@ fsync_ms() {
   [[ -n $BASE ]] && echo "agentd-base: $BASE"
   echo "rustc: $(cd "$REPO" && rustc --version)"
   [[ $ONLY == hostile ]] || echo "python: $("$VENV/bin/python" --version) a2a-sdk $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("a2a-sdk"))')"
-  echo "settings: SECS=$SECS WARMUP=$WARMUP REPS=$REPS CONCS='$CONCS' COUNT=$COUNT GET_TASKS=$GET_TASKS FAN=$FAN_SUBS x $FAN_ROUNDS THREADS=$THREADS"
+  echo "settings: SECS=$SECS WARMUP=$WARMUP REPS=$REPS CONCS='$CONCS' COUNT=$COUNT GET_TASKS=$GET_TASKS FAN=$FAN_SUBS x $FAN_ROUNDS FAN_STREAMS=$FAN_STREAMS x $FAN_STREAMS_ROUNDS over $FAN_SOURCES addresses ALLOCS=$ALLOCS x $ALLOC_COUNT THREADS=$THREADS"
+  echo "open files (soft limit, inherited by every process): $(ulimit -n)"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt" >&2
 
@@ -165,6 +210,7 @@ server_cmd() {
     agentd-normal) echo "env AGENTD_STORE_SYNC=normal $AGENTD serve --listen 127.0.0.1:$2 --data-dir $3 --agent tck" ;;
     agentd-base) echo "$BASE serve --listen 127.0.0.1:$2 --data-dir $3 --agent tck" ;;
     ref) echo "$VENV/bin/python $PEER --port $2" ;;
+    rustsdk) echo "$RUSTSDK $2" ;;
     floor) echo "$BARE $2" ;;
     *) echo "unknown server $1" >&2; return 1 ;;
   esac
@@ -178,6 +224,7 @@ start_server() {   # LABEL
     agentd-normal) AGENTD_STORE_SYNC=normal "$AGENTD" serve --listen "127.0.0.1:$port" --data-dir "$dir" --agent tck 2>>"$OUT/logs/$1.log" & ;;
     agentd-base) "$BASE" serve --listen "127.0.0.1:$port" --data-dir "$dir" --agent tck 2>>"$OUT/logs/$1.log" & ;;
     ref) "$VENV/bin/python" "$PEER" --port "$port" >>"$OUT/logs/$1.log" 2>&1 & ;;
+    rustsdk) "$RUSTSDK" "$port" >>"$OUT/logs/$1.log" 2>&1 & ;;
     floor) "$BARE" "$port" >>"$OUT/logs/$1.log" 2>&1 & ;;
   esac
   SRV_PID=$!
@@ -248,6 +295,38 @@ for s in $SERVERS; do
   stop_server
 done
 
+# ---------------------------------------------------------------- allocations per request
+# The count-allocs build of this tree (and BENCH_BASE when it is one: it
+# writes `agentd-allocations:` lines on SIGUSR1; another build would die of
+# the signal, so it is not sent one). agentd-bench signals the server at the
+# start and the end of the run and reads the counts from its log.
+start_counting() {   # LABEL BINARY LOG
+  local port; port=$(next_port)
+  "$2" serve --listen "127.0.0.1:$port" --data-dir "$OUT/data/$1-allocs-$RUN" --agent tck 2>>"$3" &
+  SRV_PID=$!
+  SRV_URL=http://127.0.0.1:$port
+  "$BENCH" wait --url "$SRV_URL" --timeout-secs 60 2>/dev/null || { echo "$1 (count-allocs) did not start (see $3)" >&2; exit 1; }
+}
+if [[ $ALLOCS == 1 ]]; then
+  for s in agentd-base agentd; do
+    has "$s" || continue
+    bin=$AGENTD_ALLOCS
+    if [[ $s == agentd-base ]]; then
+      bin=$BASE
+      grep -q 'agentd-allocations: ' "$bin" || { log "allocations: $s is not a count-allocs build (n/a)"; continue; }
+    fi
+    for scenario in send get; do
+      log "allocations: $ALLOC_COUNT $scenario at c=16: $s (count-allocs build)"
+      alog=$OUT/logs/$s-allocs-$scenario.log
+      start_counting "$s" "$bin" "$alog"
+      extra=()
+      [[ $scenario == get ]] && extra=(--tasks "$GET_TASKS")
+      bench "$scenario" "$s" -c 16 --count "$ALLOC_COUNT" --alloc-log "$alog" "${extra[@]}"
+      stop_server
+    done
+  done
+fi
+
 # ---------------------------------------------------------------- GetTask
 for c in $GET_CONCS; do
   for ((r = 1; r <= REPS; r++)); do
@@ -303,6 +382,26 @@ for ((r = 1; r <= REPS; r++)); do
     stop_server
   done
 done
+
+# ---------------------------------------------------------------- fan-out to many streams
+if ((FAN_STREAMS > 0)); then
+  if (($(ulimit -n) < FAN_STREAMS + 512)); then
+    log "open-file limit $(ulimit -n) is below $((FAN_STREAMS + 512)): the large fan-out is skipped"
+  else
+    for s in $SERVERS; do
+      [[ " $FAN_STREAMS_SERVERS " == *" $s "* ]] || continue
+      log "fanout S=$FAN_STREAMS x $FAN_STREAMS_ROUNDS rounds over $FAN_SOURCES source addresses: $s"
+      # agentd's stream and connection budgets raised for the run (the
+      # per-address cap stays at its default: the streams come from many addresses).
+      AGENTD_SERVER_MAX_STREAMS=$((FAN_STREAMS + 64)) AGENTD_SERVER_MAX_CONNECTIONS=$((FAN_STREAMS + 512)) \
+        start_server "$s"
+      bench fanout "$s" -s "$FAN_STREAMS" -k "$FAN_STREAMS_ROUNDS" --warmup-rounds 1 \
+        --source-addrs "$FAN_SOURCES" --timeout-secs 60 \
+        || log "fanout S=$FAN_STREAMS against $s failed (see $OUT/logs/bench.log)"
+      stop_server
+    done
+  fi
+fi
 
 fi
 

@@ -4,9 +4,10 @@
 //! completes it (`tck-complete-task-…`). Measured: the time from sending
 //! that message until every stream has delivered the terminal event.
 
+use crate::load::read_meter;
 use crate::load::{contains, post, task_field};
-use crate::stats::{self, put_rss, put_summary};
-use crate::{FanoutArgs, client};
+use crate::stats::{self, put_rss, put_spent, put_summary};
+use crate::{FanoutArgs, client, client_from};
 use agentd_client::{Client, jsonrpc};
 use agentd_proto::jsonrpc::methods;
 use anyhow::{Context, anyhow, bail};
@@ -89,7 +90,8 @@ struct Round {
     events: u64,
 }
 
-async fn round(client: &Client, subscribers: usize, n: usize) -> anyhow::Result<Round> {
+/// `client` sends the messages; subscriber `i` streams through `streams[i % len]`.
+async fn round(client: &Client, streams: &[Client], subscribers: usize, n: usize) -> anyhow::Result<Round> {
     let msg = jsonrpc::request(
         1,
         methods::SEND_MESSAGE,
@@ -105,8 +107,9 @@ async fn round(client: &Client, subscribers: usize, n: usize) -> anyhow::Result<
 
     let (ready_tx, mut ready_rx) = mpsc::channel(subscribers.max(1));
     let mut subs = Vec::with_capacity(subscribers);
-    for _ in 0..subscribers {
-        subs.push(tokio::spawn(subscriber(client.clone(), task_id.clone(), ready_tx.clone())));
+    for i in 0..subscribers {
+        let via = streams[i % streams.len()].clone();
+        subs.push(tokio::spawn(subscriber(via, task_id.clone(), ready_tx.clone())));
     }
     drop(ready_tx);
     for _ in 0..subscribers {
@@ -155,7 +158,19 @@ pub async fn run(a: &FanoutArgs) -> anyhow::Result<()> {
     if a.subscribers == 0 || a.rounds == 0 {
         bail!("--subscribers and --rounds must be at least 1");
     }
-    let client = client(t, a.subscribers + 2, Duration::from_secs(t.timeout_secs))?;
+    let timeout = Duration::from_secs(t.timeout_secs);
+    let client = client(t, a.subscribers + 2, timeout)?;
+    let streams: Vec<Client> = if a.source_addrs <= 1 {
+        vec![client.clone()]
+    } else {
+        let per = a.subscribers.div_ceil(usize::from(a.source_addrs)) + 1;
+        (0..a.source_addrs)
+            .map(|i| {
+                let source = std::net::Ipv4Addr::new(127, 0, 0, 2u8.saturating_add(i));
+                client_from(t, per, timeout, Some(source.into()))
+            })
+            .collect::<anyhow::Result<_>>()?
+    };
     let url = t.rpc_url();
     let mut o = Map::new();
     o.insert("scenario".into(), json!("fanout"));
@@ -163,18 +178,24 @@ pub async fn run(a: &FanoutArgs) -> anyhow::Result<()> {
     o.insert("url".into(), json!(url));
     o.insert("subscribers".into(), json!(a.subscribers));
     o.insert("rounds".into(), json!(a.rounds));
+    o.insert("source_addrs".into(), json!(a.source_addrs.max(1)));
     o.insert("threads".into(), json!(t.threads));
     o.insert("loadavg_1m".into(), stats::loadavg());
     o.insert("ts".into(), json!(stats::unix_secs()));
     for n in 0..a.warmup_rounds {
-        round(&client, a.subscribers, n).await.context("warm-up round")?;
+        round(&client, &streams, a.subscribers, n).await.context("warm-up round")?;
     }
+    let meter = t.meter();
+    let before = match &meter {
+        Some(m) => Some(read_meter(m).await),
+        None => None,
+    };
     let (mut all, mut each, mut send) = (Vec::new(), Vec::new(), Vec::new());
     let mut events = 0u64;
     let mut failed = 0u64;
     let mut first_error = None;
     for n in 0..a.rounds {
-        match round(&client, a.subscribers, a.warmup_rounds + n).await {
+        match round(&client, &streams, a.subscribers, a.warmup_rounds + n).await {
             Ok(r) => {
                 all.push(r.all_us);
                 each.extend(r.each_us);
@@ -186,6 +207,10 @@ pub async fn run(a: &FanoutArgs) -> anyhow::Result<()> {
                 first_error.get_or_insert_with(|| format!("{e:#}"));
             }
         }
+    }
+    if let (Some(m), Some(a)) = (&meter, before) {
+        // Per event delivered to a stream (the round's setup included).
+        put_spent(&mut o, "event", a, read_meter(m).await, events);
     }
     let busy_s: f64 = all.iter().map(|&us| us as f64 / 1e6).sum();
     o.insert("ok_rounds".into(), json!(all.len()));

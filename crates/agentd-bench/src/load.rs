@@ -3,7 +3,7 @@
 //! fixed total count). A response counts only when it is HTTP 200, carries
 //! `TASK_STATE_COMPLETED` and has no `"error"` member.
 
-use crate::stats::{self, put_rss, put_summary, r3};
+use crate::stats::{self, Meter, Spent, put_rss, put_spent, put_summary, r3};
 use crate::{LoadArgs, Target, client};
 use agentd_client::{Client, ClientError, jsonrpc};
 use agentd_proto::jsonrpc::methods;
@@ -27,6 +27,14 @@ struct Outcome {
     latencies_us: Vec<u64>,
     /// The window the rate is computed over.
     window: Duration,
+    /// What the server spent, read at the start and the end of the window.
+    spent: Option<(Spent, Spent)>,
+}
+
+/// Reads the meter off the runtime's worker threads.
+pub async fn read_meter(meter: &Meter) -> Spent {
+    let meter = meter.clone();
+    tokio::task::spawn_blocking(move || meter.read()).await.unwrap_or_default()
 }
 
 pub fn contains(hay: &[u8], needle: &[u8]) -> bool {
@@ -65,7 +73,12 @@ impl Rng {
     }
 }
 
-async fn run_load(client: &Client, spec: &LoadArgs, bodies: Arc<Vec<Vec<u8>>>) -> anyhow::Result<Outcome> {
+async fn run_load(
+    client: &Client,
+    spec: &LoadArgs,
+    bodies: Arc<Vec<Vec<u8>>>,
+    meter: Option<Meter>,
+) -> anyhow::Result<Outcome> {
     if spec.concurrency == 0 || bodies.is_empty() {
         bail!("concurrency and the request set must not be empty");
     }
@@ -76,6 +89,20 @@ async fn run_load(client: &Client, spec: &LoadArgs, bodies: Arc<Vec<Vec<u8>>>) -
             let from = start + Duration::from_secs(spec.warmup);
             (from, from + Duration::from_secs(spec.duration))
         }
+    };
+    // Fixed count: the whole run; timed: a reading at each edge of the window.
+    let count_start = match (&meter, spec.count) {
+        (Some(m), Some(_)) => Some(read_meter(m).await),
+        _ => None,
+    };
+    let window_meter = match (meter.clone(), spec.count) {
+        (Some(m), None) => Some(tokio::spawn(async move {
+            tokio::time::sleep_until(measure_from.into()).await;
+            let a = read_meter(&m).await;
+            tokio::time::sleep_until(end.into()).await;
+            (a, read_meter(&m).await)
+        })),
+        _ => None,
     };
     let issued = Arc::new(AtomicU64::new(0));
     let mut workers = Vec::with_capacity(spec.concurrency);
@@ -118,8 +145,13 @@ async fn run_load(client: &Client, spec: &LoadArgs, bodies: Arc<Vec<Vec<u8>>>) -
             (ok, errors, lat)
         }));
     }
-    let mut out =
-        Outcome { ok: 0, errors: BTreeMap::new(), latencies_us: Vec::new(), window: Duration::ZERO };
+    let mut out = Outcome {
+        ok: 0,
+        errors: BTreeMap::new(),
+        latencies_us: Vec::new(),
+        window: Duration::ZERO,
+        spent: None,
+    };
     for w in workers {
         let (ok, errors, lat) = w.await.context("worker panicked")?;
         out.ok += ok;
@@ -132,6 +164,12 @@ async fn run_load(client: &Client, spec: &LoadArgs, bodies: Arc<Vec<Vec<u8>>>) -
         Some(_) => start.elapsed(),
         None => end - measure_from,
     };
+    if let (Some(a), Some(m)) = (count_start, &meter) {
+        out.spent = Some((a, read_meter(m).await));
+    }
+    if let Some(w) = window_meter {
+        out.spent = Some(w.await.context("meter panicked")?);
+    }
     Ok(out)
 }
 
@@ -166,6 +204,9 @@ fn finish(mut o: Map<String, Value>, out: Outcome, pid: Option<u32>) {
     o.insert("window_s".into(), r3(secs));
     o.insert("rps".into(), json!((out.ok as f64 / secs).round()));
     put_summary(&mut o, "", &s);
+    if let Some((a, b)) = out.spent {
+        put_spent(&mut o, "request", a, b, out.ok);
+    }
     put_rss(&mut o, pid);
     stats::emit(o);
 }
@@ -175,7 +216,7 @@ pub async fn send(t: &Target, spec: &LoadArgs) -> anyhow::Result<()> {
     let client = client(t, spec.concurrency, Duration::from_secs(t.timeout_secs))?;
     let bodies = Arc::new(vec![SEND_BODY.as_bytes().to_vec()]);
     let o = header("send", t, spec);
-    let out = run_load(&client, spec, bodies).await?;
+    let out = run_load(&client, spec, bodies, t.meter()).await?;
     finish(o, out, t.pid);
     Ok(())
 }
@@ -222,7 +263,7 @@ pub async fn get(t: &Target, spec: &LoadArgs, tasks: usize) -> anyhow::Result<()
     let mut o = header("get", t, spec);
     o.insert("tasks".into(), json!(ids.len()));
     o.insert("create_s".into(), r3(create_secs));
-    let out = run_load(&client, spec, Arc::new(bodies)).await?;
+    let out = run_load(&client, spec, Arc::new(bodies), t.meter()).await?;
     finish(o, out, t.pid);
     Ok(())
 }

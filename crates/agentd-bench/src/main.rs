@@ -88,9 +88,20 @@ pub struct Target {
     /// Per-request timeout in seconds.
     #[arg(long, default_value_t = 10)]
     pub timeout_secs: u64,
+    /// The server's stderr log, when it is an `agentd --features
+    /// count-allocs` build: the run sends it SIGUSR1 at the start and end of
+    /// the timed window and reads the allocation counts it writes there
+    /// (needs `--pid`).
+    #[arg(long)]
+    pub alloc_log: Option<std::path::PathBuf>,
 }
 
 impl Target {
+    /// What reads the server's CPU time (and allocations), when `--pid` was given.
+    pub fn meter(&self) -> Option<stats::Meter> {
+        self.pid.map(|pid| stats::Meter { pid, alloc_log: self.alloc_log.clone() })
+    }
+
     pub fn rpc_url(&self) -> String {
         let base = self.url.trim_end_matches('/');
         let path = if self.rpc_path.starts_with('/') {
@@ -151,6 +162,11 @@ pub struct FanoutArgs {
     /// Rounds run first and not counted.
     #[arg(long, default_value_t = 2)]
     pub warmup_rounds: usize,
+    /// Spread the streams over this many loopback source addresses
+    /// (127.0.0.2, 127.0.0.3, …), so that a server's per-address connection
+    /// cap does not bound the count; 1: the system's choice (127.0.0.1).
+    #[arg(long, default_value_t = 1)]
+    pub source_addrs: u8,
 }
 
 #[derive(Args, Debug)]
@@ -231,7 +247,18 @@ fn runtime(threads: usize) -> anyhow::Result<tokio::runtime::Runtime> {
 /// A JSON-RPC client of the target over keep-alive HTTP/1.1 whose idle
 /// pool holds `pool` connections.
 pub fn client(t: &Target, pool: usize, timeout: Duration) -> anyhow::Result<agentd_client::Client> {
+    client_from(t, pool, timeout, None)
+}
+
+/// The same, its connections bound to `source` (a loopback address).
+pub fn client_from(
+    t: &Target,
+    pool: usize,
+    timeout: Duration,
+    source: Option<std::net::IpAddr>,
+) -> anyhow::Result<agentd_client::Client> {
     let http = reqwest::Client::builder()
+        .local_address(source)
         .no_proxy()
         .http1_only()
         .tcp_nodelay(true)
@@ -307,6 +334,7 @@ mod tests {
             pid: None,
             threads: 1,
             timeout_secs: 1,
+            alloc_log: None,
         };
         assert_eq!(t.rpc_url(), "http://127.0.0.1:1/");
         let t = Target { rpc_path: "a2a/jsonrpc".into(), ..t };

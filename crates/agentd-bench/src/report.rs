@@ -4,8 +4,11 @@
 //! /work/shared/bench/README.md.
 //!
 //! Labels with a meaning here: `floor` (bare-axum), `ref` (Python SDK
-//! reference peer), `agentd`, `agentd-normal` (AGENTD_STORE_SYNC=normal) and
-//! `agentd-existing` (cold start on an existing data directory).
+//! reference peer), `rustsdk` (the official Rust SDK server, in-memory
+//! store), `agentd`, `agentd-normal` (AGENTD_STORE_SYNC=normal) and
+//! `agentd-existing` (cold start on an existing data directory). Runs that
+//! carry an allocation count (the `count-allocs` build) form kinds of their
+//! own (`send-allocs`, `get-allocs`).
 
 use anyhow::Context;
 use clap::Args;
@@ -21,7 +24,8 @@ pub struct ReportArgs {
     pub files: Vec<PathBuf>,
 }
 
-const ORDER: [&str; 6] = ["floor", "ref", "agentd-base", "agentd", "agentd-existing", "agentd-normal"];
+const ORDER: [&str; 7] =
+    ["floor", "ref", "rustsdk", "agentd-base", "agentd", "agentd-existing", "agentd-normal"];
 
 /// Runs grouped by (kind, label, level); kind is send, send-count, get, fanout, coldstart.
 type Groups = BTreeMap<(String, String, u64), Vec<Value>>;
@@ -30,6 +34,8 @@ fn kind(v: &Value) -> String {
     let s = v["scenario"].as_str().unwrap_or("?");
     if let Some(shape) = v["shape"].as_str() {
         format!("{s}-{shape}")
+    } else if v.get("allocations").is_some() {
+        format!("{s}-allocs")
     } else if v.get("count").is_some() {
         format!("{s}-count")
     } else {
@@ -140,6 +146,7 @@ fn display(label: &str) -> String {
     match label {
         "floor" => "bare-axum floor".into(),
         "ref" => "Python SDK ref".into(),
+        "rustsdk" => "Rust SDK (a2a-server-lf)".into(),
         "agentd-normal" => "agentd (sync=normal)".into(),
         "agentd-existing" => "agentd (existing data dir)".into(),
         "agentd-base" => "agentd (base build)".into(),
@@ -184,10 +191,125 @@ fn render(d: &Data, loads: &[f64]) -> String {
     memory_table(d, &mut s);
     get_table(d, &mut s);
     fanout_table(d, &mut s);
+    allocs_table(d, &mut s);
     conns_table(d, &mut s);
     bigbody_table(d, &mut s);
     targets(d, &mut s);
+    goals(d, &mut s);
     s
+}
+
+fn allocs_table(d: &Data, s: &mut String) {
+    let kinds = ["send-allocs", "get-allocs"];
+    if kinds.iter().all(|k| d.labels(k).is_empty()) {
+        return;
+    }
+    let _ = writeln!(s, "### Allocations per request (the `count-allocs` build, fixed count, c=16)\n");
+    let _ = writeln!(s, "| request | server | requests | allocations | per request | CPU µs/req | req/s |");
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|");
+    for k in kinds {
+        for l in ["agentd-base", "agentd"] {
+            let what = if k == "send-allocs" { "SendMessage" } else { "GetTask" };
+            let Some(lv) = d.only_level(k, l) else {
+                if l == "agentd-base" {
+                    let _ =
+                        writeln!(s, "| {what} | {} | n/a (not a count-allocs build) | | | | |", display(l));
+                }
+                continue;
+            };
+            let m = |f: &str| d.med(k, l, lv, f);
+            let _ = writeln!(
+                s,
+                "| {what} | {} | {} | {} | {} | {} | {} |",
+                display(l),
+                int(m("ok")),
+                int(m("allocations")),
+                num(m("allocs_per_request")),
+                num(m("cpu_us_per_request")),
+                num(m("rps")),
+            );
+        }
+    }
+    s.push('\n');
+}
+
+/// The goals of the durable path: agentd against the official Rust SDK's
+/// in-memory server and the floor, in this run.
+fn goals(d: &Data, s: &mut String) {
+    let rps = |l: &str, c: u64| d.med("send", l, c, "rps");
+    let cell = |kind: &str, l: &str, f: &str| d.only_level(kind, l).and_then(|c| d.med(kind, l, c, f));
+    let x = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    let mut rows: Vec<(String, String, Option<bool>)> = Vec::new();
+    for (c, min) in [(1, 0.5), (16, 1.5), (64, 1.5)] {
+        let r = x(rps("agentd", c), rps("rustsdk", c));
+        rows.push((
+            format!("SendMessage c={c} ≥ {min}× the Rust SDK"),
+            r.map_or("–".into(), |r| format!("{r:.2}×")),
+            r.map(|r| r >= min),
+        ));
+    }
+    let f = x(rps("agentd", 64), rps("floor", 64));
+    rows.push((
+        "SendMessage c=64 ≥ 30% of the floor".into(),
+        f.map_or("–".into(), |f| format!("{:.1}%", 100.0 * f)),
+        f.map(|f| f >= 0.3),
+    ));
+    let p99 = d.med("send", "agentd", 64, "p99_ms");
+    rows.push(("p99 at c=64 < 10 ms".into(), format!("{} ms", num(p99)), p99.map(|p| p < 10.0)));
+    let g = x(d.med("get", "agentd", 64, "rps"), rps("floor", 64));
+    rows.push((
+        "GetTask c=64 ≥ 50% of the floor (its SendMessage c=64: it answers any POST alike)".into(),
+        g.map_or("–".into(), |g| format!("{:.1}%", 100.0 * g)),
+        g.map(|g| g >= 0.5),
+    ));
+    let idle = cell("coldstart", "agentd", "idle_rss_mib");
+    rows.push(("idle RSS < 8 MiB".into(), format!("{} MiB", num(idle)), idle.map(|v| v < 8.0)));
+    let hwm = cell("send-count", "agentd", "hwm_mib");
+    let count = cell("send-count", "agentd", "count");
+    rows.push((
+        format!("RSS after {} tasks < 20 MiB", int(count)),
+        format!("{} MiB", num(hwm)),
+        hwm.map(|v| v < 20.0),
+    ));
+    let cold = cell("coldstart", "agentd-existing", "coldstart_ms");
+    rows.push((
+        "cold start on an existing data dir < 10 ms".into(),
+        format!("{} ms", num(cold)),
+        cold.map(|v| v < 10.0),
+    ));
+    if let Some(big) = d
+        .levels("fanout")
+        .into_iter()
+        .filter(|&l| d.n("fanout", "agentd", l) > 0)
+        .max()
+        .filter(|&l| l >= 1000)
+    {
+        let hwm = d.med("fanout", "agentd", big, "hwm_mib");
+        let p99 = d.med("fanout", "agentd", big, "p99_ms");
+        rows.push((
+            format!("{} streams under 200 MiB", group_thousands(big)),
+            format!("{} MiB", num(hwm)),
+            hwm.map(|v| v < 200.0),
+        ));
+        rows.push((
+            format!("one event to all {} streams, p99 < 50 ms", group_thousands(big)),
+            format!("{} ms", num(p99)),
+            p99.map(|v| v < 50.0),
+        ));
+    }
+    let _ = writeln!(
+        s,
+        "### agentd against the goals of the durable path (against the Rust SDK and the floor, this run)\n"
+    );
+    let _ = writeln!(s, "| goal | agentd | verdict |");
+    let _ = writeln!(s, "|---|---:|---|");
+    for (goal, got, ok) in rows {
+        let _ = writeln!(s, "| {goal} | {got} | {} |", verdict(ok));
+    }
+    s.push('\n');
 }
 
 fn conns_table(d: &Data, s: &mut String) {
@@ -283,8 +405,8 @@ fn send_tables(d: &Data, s: &mut String, kind: &str, title: &str) {
         let _ = write!(head, " {} |", display(l));
         rule.push_str("---:|");
     }
-    head.push_str(" agentd/ref | agentd/floor |");
-    rule.push_str("---:|---:|");
+    head.push_str(" agentd/ref | agentd/Rust SDK | agentd/floor |");
+    rule.push_str("---:|---:|---:|");
     let _ = writeln!(s, "{head}\n{rule}");
     for c in d.levels(kind) {
         let mut row = format!("| {c} |");
@@ -296,8 +418,9 @@ fn send_tables(d: &Data, s: &mut String, kind: &str, title: &str) {
         let ag = d.med(kind, "agentd", c, "rps");
         let _ = writeln!(
             row,
-            " {} | {} |",
+            " {} | {} | {} |",
             ratio(ag, d.med(kind, "ref", c, "rps")),
+            ratio(ag, d.med(kind, "rustsdk", c, "rps")),
             pct(ag, d.med(kind, "floor", c, "rps"))
         );
         s.push_str(&row);
@@ -322,6 +445,36 @@ fn send_tables(d: &Data, s: &mut String, kind: &str, title: &str) {
             );
         }
         let _ = writeln!(s, "{row}");
+    }
+    if labels
+        .iter()
+        .any(|l| d.levels(kind).into_iter().any(|c| d.med(kind, l, c, "cpu_us_per_request").is_some()))
+    {
+        let _ = writeln!(
+            s,
+            "\n### {title}: server CPU µs per request (utime + stime over the window), median of runs\n"
+        );
+        let mut head = String::from("| c |");
+        let mut rule = String::from("|---|");
+        for l in &labels {
+            let _ = write!(head, " {} |", display(l));
+            rule.push_str("---:|");
+        }
+        let _ = writeln!(s, "{head} agentd/Rust SDK |\n{rule}---:|");
+        for c in d.levels(kind) {
+            let mut row = format!("| {c} |");
+            for l in &labels {
+                let _ = write!(row, " {} |", num(d.med(kind, l, c, "cpu_us_per_request")));
+            }
+            let _ = writeln!(
+                s,
+                "{row} {} |",
+                ratio(
+                    d.med(kind, "agentd", c, "cpu_us_per_request"),
+                    d.med(kind, "rustsdk", c, "cpu_us_per_request")
+                )
+            );
+        }
     }
     let runs: BTreeSet<usize> = labels
         .iter()
@@ -374,6 +527,14 @@ fn memory_table(d: &Data, s: &mut String) {
     );
     let _ = writeln!(
         s,
+        "| agentd/Rust SDK | {} | {} | {} | {} |",
+        ratio(cell("coldstart", "agentd", "idle_rss_mib"), cell("coldstart", "rustsdk", "idle_rss_mib")),
+        ratio(cell("send-count", "agentd", "hwm_mib"), cell("send-count", "rustsdk", "hwm_mib")),
+        ratio(cell("send-count", "agentd", "rps"), cell("send-count", "rustsdk", "rps")),
+        ratio(cell("coldstart", "agentd", "coldstart_ms"), cell("coldstart", "rustsdk", "coldstart_ms")),
+    );
+    let _ = writeln!(
+        s,
         "| agentd/floor | {} | {} | {} | {} |\n",
         ratio(cell("coldstart", "agentd", "idle_rss_mib"), cell("coldstart", "floor", "idle_rss_mib")),
         ratio(cell("send-count", "agentd", "hwm_mib"), cell("send-count", "floor", "hwm_mib")),
@@ -388,8 +549,8 @@ fn get_table(d: &Data, s: &mut String) {
         return;
     }
     let _ = writeln!(s, "### GetTask on random ids of stored tasks, median of runs\n");
-    let _ = writeln!(s, "| c | server | tasks | req/s | p50 ms | p99 ms | max ms | errors |");
-    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "| c | server | tasks | req/s | p50 ms | p99 ms | max ms | CPU µs/req | errors |");
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
     for c in d.levels("get") {
         for l in &labels {
             if d.n("get", l, c) == 0 {
@@ -397,23 +558,28 @@ fn get_table(d: &Data, s: &mut String) {
             }
             let _ = writeln!(
                 s,
-                "| {c} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {c} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 display(l),
                 int(d.med("get", l, c, "tasks")),
                 num(d.med("get", l, c, "rps")),
                 num(d.med("get", l, c, "p50_ms")),
                 num(d.med("get", l, c, "p99_ms")),
                 num(d.med("get", l, c, "max_ms")),
+                num(d.med("get", l, c, "cpu_us_per_request")),
                 d.errors("get", l, c)
             );
         }
-        let _ = writeln!(
-            s,
-            "| {c} | **agentd/ref** | | {} | {} | {} | | |",
-            ratio(d.med("get", "agentd", c, "rps"), d.med("get", "ref", c, "rps")),
-            ratio(d.med("get", "agentd", c, "p50_ms"), d.med("get", "ref", c, "p50_ms")),
-            ratio(d.med("get", "agentd", c, "p99_ms"), d.med("get", "ref", c, "p99_ms")),
-        );
+        for (other, name) in [("ref", "agentd/ref"), ("rustsdk", "agentd/Rust SDK")] {
+            let r = |f: &str| ratio(d.med("get", "agentd", c, f), d.med("get", other, c, f));
+            let _ = writeln!(
+                s,
+                "| {c} | **{name}** | | {} | {} | {} | | {} | |",
+                r("rps"),
+                r("p50_ms"),
+                r("p99_ms"),
+                r("cpu_us_per_request")
+            );
+        }
     }
     s.push('\n');
 }
@@ -427,9 +593,9 @@ fn fanout_table(d: &Data, s: &mut String) {
         writeln!(s, "### Fan-out: S SubscribeToTask streams, completing message → terminal event on all S\n");
     let _ = writeln!(
         s,
-        "| S | server | ok rounds | all-S p50 ms | all-S p99 ms | per-stream p50 ms | events/s | completing send p50 ms | errors |"
+        "| S | server | ok rounds | all-S p50 ms | all-S p99 ms | per-stream p50 ms | events/s | completing send p50 ms | peak RSS MiB | CPU µs/event | errors |"
     );
-    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for sub in d.levels("fanout") {
         for l in &labels {
             if d.n("fanout", l, sub) == 0 {
@@ -437,7 +603,7 @@ fn fanout_table(d: &Data, s: &mut String) {
             }
             let _ = writeln!(
                 s,
-                "| {sub} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {sub} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 display(l),
                 int(d.med("fanout", l, sub, "ok_rounds")),
                 num(d.med("fanout", l, sub, "p50_ms")),
@@ -445,6 +611,8 @@ fn fanout_table(d: &Data, s: &mut String) {
                 num(d.med("fanout", l, sub, "each_p50_ms")),
                 num(d.med("fanout", l, sub, "events_per_s")),
                 num(d.med("fanout", l, sub, "send_p50_ms")),
+                num(d.med("fanout", l, sub, "hwm_mib")),
+                num(d.med("fanout", l, sub, "cpu_us_per_event")),
                 d.errors("fanout", l, sub)
             );
             if let Some(e) =
@@ -452,22 +620,24 @@ fn fanout_table(d: &Data, s: &mut String) {
             {
                 let _ = writeln!(
                     s,
-                    "| | ↳ first error: {} | | | | | | | |",
+                    "| | ↳ first error: {} | | | | | | | | | |",
                     e.replace('|', "/").chars().take(160).collect::<String>()
                 );
             }
         }
-        let _ = writeln!(
-            s,
-            "| {sub} | **agentd/ref** | | {} | {} | {} | {} | | |",
-            ratio(d.med("fanout", "agentd", sub, "p50_ms"), d.med("fanout", "ref", sub, "p50_ms")),
-            ratio(d.med("fanout", "agentd", sub, "p99_ms"), d.med("fanout", "ref", sub, "p99_ms")),
-            ratio(d.med("fanout", "agentd", sub, "each_p50_ms"), d.med("fanout", "ref", sub, "each_p50_ms")),
-            ratio(
-                d.med("fanout", "agentd", sub, "events_per_s"),
-                d.med("fanout", "ref", sub, "events_per_s")
-            ),
-        );
+        for (other, name) in [("ref", "agentd/ref"), ("rustsdk", "agentd/Rust SDK")] {
+            let r = |f: &str| ratio(d.med("fanout", "agentd", sub, f), d.med("fanout", other, sub, f));
+            let _ = writeln!(
+                s,
+                "| {sub} | **{name}** | | {} | {} | {} | {} | | {} | {} | |",
+                r("p50_ms"),
+                r("p99_ms"),
+                r("each_p50_ms"),
+                r("events_per_s"),
+                r("hwm_mib"),
+                r("cpu_us_per_event"),
+            );
+        }
     }
     s.push('\n');
 }
@@ -567,10 +737,38 @@ mod tests {
         ]);
         assert_eq!(d.med("send", "agentd", 64, "rps"), Some(450.0));
         let out = render(&d, &[1.0, 2.0]);
-        assert!(out.contains("| 64 | 1,000 | 45.0 | 450 | 10× | 45% |"), "{out}");
+        assert!(out.contains("| 64 | 1,000 | 45.0 | 450 | 10× | – | 45% |"), "{out}");
         assert!(out.contains("| c=64 throughput ≥ 35% of bare-axum (same run) | 45.0% | met |"), "{out}");
         assert!(out.contains("| RSS after 20k tasks < 20 MiB | 12.0 MiB | met |"), "{out}");
         assert!(out.contains("load average during the runs: 1.00 – 2.00"), "{out}");
+    }
+
+    #[test]
+    fn goals_against_the_rust_sdk_and_allocations() {
+        let d = data(&[
+            json!({"scenario": "send", "label": "floor", "concurrency": 64, "rps": 1000.0, "errors": 0}),
+            json!({"scenario": "send", "label": "rustsdk", "concurrency": 64, "rps": 200.0, "cpu_us_per_request": 50.0, "errors": 0}),
+            json!({"scenario": "send", "label": "agentd", "concurrency": 64, "rps": 400.0, "p99_ms": 12.0, "cpu_us_per_request": 100.0, "errors": 0}),
+            json!({"scenario": "send", "label": "rustsdk", "concurrency": 1, "rps": 100.0, "errors": 0}),
+            json!({"scenario": "send", "label": "agentd", "concurrency": 1, "rps": 40.0, "errors": 0}),
+            json!({"scenario": "send", "label": "agentd", "count": 500, "concurrency": 16, "ok": 500, "allocations": 60000, "allocs_per_request": 120.0}),
+            json!({"scenario": "fanout", "label": "agentd", "subscribers": 10000, "hwm_mib": 150.0, "p99_ms": 70.0}),
+        ]);
+        let out = render(&d, &[]);
+        assert!(out.contains("| SendMessage c=64 ≥ 1.5× the Rust SDK | 2.00× | met |"), "{out}");
+        assert!(out.contains("| SendMessage c=1 ≥ 0.5× the Rust SDK | 0.40× | **missed** |"), "{out}");
+        assert!(out.contains("| SendMessage c=64 ≥ 30% of the floor | 40.0% | met |"), "{out}");
+        assert!(out.contains("| p99 at c=64 < 10 ms | 12.0 ms | **missed** |"), "{out}");
+        assert!(out.contains("| 10,000 streams under 200 MiB | 150 MiB | met |"), "{out}");
+        assert!(
+            out.contains("| one event to all 10,000 streams, p99 < 50 ms | 70.0 ms | **missed** |"),
+            "{out}"
+        );
+        assert!(out.contains("| 64 | – | 50.0 | 100 | 2.00× |"), "CPU table: {out}");
+        assert!(out.contains("| SendMessage | agentd | 500 | 60,000 | 120 |"), "{out}");
+        assert!(out.contains("| SendMessage | agentd (base build) | n/a"), "{out}");
+        // The count-allocs run is not the peak-RSS run.
+        assert_eq!(d.n("send-count", "agentd", 16), 0);
     }
 
     #[test]

@@ -5,8 +5,15 @@
 use clap::Parser;
 use std::process::ExitCode;
 
+/// The bench build (`--features count-allocs`): every allocation counted.
+#[cfg(feature = "count-allocs")]
+#[global_allocator]
+static ALLOCATOR: agentd_alloc_count::Counting = agentd_alloc_count::Counting;
+
 #[tokio::main]
 async fn main() -> ExitCode {
+    #[cfg(feature = "count-allocs")]
+    report_allocations_on_sigusr1();
     let args = agentd::cli::Cli::parse();
     match agentd::cli::run(args).await {
         Ok(()) => ExitCode::SUCCESS,
@@ -15,4 +22,25 @@ async fn main() -> ExitCode {
             ExitCode::from(agentd::cli::exit::code_of(&e))
         }
     }
+}
+
+/// On each SIGUSR1, one line on stderr with the allocation totals so far;
+/// the bench reads it before and after a fixed number of requests.
+#[cfg(feature = "count-allocs")]
+fn report_allocations_on_sigusr1() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut usr1) = signal(SignalKind::user_defined1()) else {
+        eprintln!("agentd: count-allocs: cannot listen for SIGUSR1");
+        return;
+    };
+    #[allow(clippy::disallowed_methods, reason = "the bench build's reporter lives as long as the process")]
+    tokio::spawn(async move {
+        while usr1.recv().await.is_some() {
+            eprintln!(
+                "agentd-allocations: {} bytes {}",
+                agentd_alloc_count::allocations(),
+                agentd_alloc_count::bytes()
+            );
+        }
+    });
 }
