@@ -172,7 +172,7 @@ impl Engine {
     }
 
     /// [`Engine::view`] of a record the caller owns (see [`read::into_view`]).
-    pub(crate) fn into_view(&self, rec: TaskRecord, history_length: Option<i32>, artifacts: bool) -> Task {
+    pub(crate) fn owned_view(&self, rec: TaskRecord, history_length: Option<i32>, artifacts: bool) -> Task {
         let annotations = self.annotate.then(|| crate::annotations::of(&rec));
         let mut t = read::into_view(rec, history_length, artifacts);
         if let Some(a) = annotations {
@@ -579,38 +579,45 @@ impl Engine {
 
     /// After a run: a task still active with nothing running it fails.
     async fn finish_run(&self, id: &str, generation: u64) {
-        if let Some(slot) = self.inner.slots.get(id) {
-            let mut st = slot.state.lock().await;
-            if st.run_gen != generation {
-                return; // a newer run took over the task
-            }
-            st.running = false;
-            let state = st.record.state();
-            // After a shutdown stopped the run, the task stays as the
-            // shutdown left it (failed, or a workflow run for resume).
-            // A run that lost its task's lease leaves it to the adopter.
-            let orphaned = !st.detached
-                && !state.is_terminal()
-                && !state.is_interrupted()
-                && !self.is_halted()
-                && self.holds(id);
-            if !orphaned && !st.detached && slot.tx.receiver_count() == 0 {
-                st.detached = true;
-                self.inner.slots.remove(id);
-            }
+        let Some(slot) = self.inner.slots.get(id) else { return };
+        let mut st = slot.state.lock().await;
+        if st.run_gen != generation {
+            return; // a newer run took over the task (and its lease)
+        }
+        let state = st.record.state();
+        // After a shutdown stopped the run, the task stays as the
+        // shutdown left it (failed, or a workflow run for resume).
+        // A run that lost its task's lease leaves it to the adopter.
+        let orphaned = !st.detached
+            && !state.is_terminal()
+            && !state.is_interrupted()
+            && !self.is_halted()
+            && self.holds(id);
+        if orphaned {
             drop(st);
-            if orphaned {
-                let why = "the agent ended its run without a result";
-                let change =
-                    Change::Status { state: TaskState::Failed, message: Some(Message::agent_text(why)) };
-                if let Err(e) = self.apply_change(id, change).await {
-                    tracing::warn!(task = id, error = %e, "could not fail an orphaned task");
-                }
+            let why = "the agent ended its run without a result";
+            let change = Change::Status { state: TaskState::Failed, message: Some(Message::agent_text(why)) };
+            if let Err(e) = self.apply_change(id, change).await {
+                tracing::warn!(task = id, error = %e, "could not fail an orphaned task");
             }
-            // Halted: the lease goes with the others once the runs ended.
-            if !self.is_halted() {
-                self.release_run(id).await;
+            st = slot.state.lock().await;
+            if st.run_gen != generation {
+                return;
             }
+        }
+        // The lease goes while the slot is locked and the run still counts
+        // as running: a message arriving now waits for the lock, and then
+        // starts a run that finds the lease free to claim, here or on
+        // another replica. (Released after the lock, a message in between
+        // found it held by this replica's ending run and ran nowhere.)
+        // Halted: the lease goes with the others once the runs ended.
+        if !self.is_halted() {
+            self.release_run(id).await;
+        }
+        st.running = false;
+        if !orphaned && !st.detached && slot.tx.receiver_count() == 0 {
+            st.detached = true;
+            self.inner.slots.remove(id);
         }
     }
 

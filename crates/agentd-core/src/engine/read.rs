@@ -74,7 +74,7 @@ impl Engine {
         v.history_length(FieldPath::of("historyLength"), req.history_length);
         v.finish()?;
         let rec = self.visible_record(p, &req.id).await?;
-        let mut t = self.into_view(rec, req.history_length, true);
+        let mut t = self.owned_view(rec, req.history_length, true);
         if t.artifacts.as_ref().is_some_and(Vec::is_empty) {
             t.artifacts = None;
         }
@@ -118,7 +118,7 @@ impl Engine {
             _ => String::new(),
         };
         Ok(ListTasksResponse {
-            tasks: page.tasks.into_iter().map(|r| self.into_view(r, req.history_length, include)).collect(),
+            tasks: page.tasks.into_iter().map(|r| self.owned_view(r, req.history_length, include)).collect(),
             next_page_token,
             page_size,
             total_size: i32::try_from(page.total).unwrap_or(i32::MAX),
@@ -189,7 +189,7 @@ impl Engine {
             .mutate(id, |r, now| transition::apply(r, change.clone(), now).map_err(|why| refused(id, why)))
             .await
         {
-            Ok(rec) => Ok(self.into_view(rec, None, true)),
+            Ok(rec) => Ok(self.owned_view(rec, None, true)),
             // Became terminal between the read and the change.
             Err(Error::Terminal { .. }) => {
                 let rec = self.visible_record(p, id).await?;

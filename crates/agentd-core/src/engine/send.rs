@@ -89,7 +89,7 @@ impl Engine {
                         self.record(&id).await?.ok_or_else(|| Error::task_not_found(&id))?
                     }
                 };
-                Ok(SendMessageResponse::Task(self.into_view(rec, cfg.history_length, true)))
+                Ok(SendMessageResponse::Task(self.owned_view(rec, cfg.history_length, true)))
             }
         }
     }

@@ -20,4 +20,5 @@ mod model_openai_failures;
 mod model_scripted;
 mod reminders_waiting_task;
 mod replica_conflicts;
+mod replica_lease_release;
 mod store_failures;

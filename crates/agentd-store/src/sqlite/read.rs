@@ -97,8 +97,7 @@ fn query_tasks(conn: &Connection, sql: &str, args: &[Value]) -> Result<Vec<TaskR
 /// One task, decoded straight from the row's text (GetTask's path: no
 /// copy of the JSON columns, no SQL built per call).
 pub(crate) fn get_task(conn: &mut Connection, id: &str) -> Result<Option<TaskRecord>, StoreError> {
-    const SQL: &str =
-        "SELECT owner, created_ms, task_json, status_history_json, meta_json, version FROM tasks WHERE id = ?1";
+    const SQL: &str = "SELECT owner, created_ms, task_json, status_history_json, meta_json, version FROM tasks WHERE id = ?1";
     debug_assert!(SQL.contains(TASK_COLUMNS));
     let mut stmt = conn.prepare_cached(SQL).map_err(err("prepare task query"))?;
     let mut rows = stmt.query([id]).map_err(err("query tasks"))?;
@@ -106,7 +105,8 @@ pub(crate) fn get_task(conn: &mut Connection, id: &str) -> Result<Option<TaskRec
         return Ok(None);
     };
     let text = |i: usize| row.get_ref(i).and_then(|v| Ok(v.as_str()?)).map_err(err("query tasks"));
-    let (created, version) = (row.get(1).map_err(err("query tasks"))?, row.get(5).map_err(err("query tasks"))?);
+    let (created, version) =
+        (row.get(1).map_err(err("query tasks"))?, row.get(5).map_err(err("query tasks"))?);
     decode_task(text(0)?.to_owned(), created, text(2)?, text(3)?, text(4)?, version).map(Some)
 }
 

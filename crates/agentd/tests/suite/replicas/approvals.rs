@@ -50,7 +50,8 @@ async fn an_approval_answered_on_r2_reaches_the_call_waiting_on_r1_which_runs_on
         server.url()
     );
     let idle = json!([]);
-    let Some(rs) = Replicas::start_configured([r1, idle.clone(), idle], None, Some(&document), TTL, &mcp).await
+    let Some(rs) =
+        Replicas::start_configured([r1, idle.clone(), idle], None, Some(&document), TTL, &mcp).await
     else {
         return;
     };
