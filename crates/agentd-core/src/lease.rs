@@ -90,4 +90,11 @@ pub trait Leases: Send + Sync {
     async fn replicas(&self, within: Duration) -> Result<Vec<ReplicaRow>, StoreError>;
     /// Whether the database answers (readiness).
     async fn ping(&self) -> Result<(), StoreError>;
+    /// The ids of tasks some replica (this one included) committed a change
+    /// of that carried no `task` event: a streamed reply's flush, a
+    /// progress or journal commit. Replicas following such a task's
+    /// streams read it again. An empty id: notifications may have been
+    /// missed (the store's listener connected again), so every followed
+    /// task is due for a read.
+    fn subscribe_task_writes(&self) -> tokio::sync::broadcast::Receiver<std::sync::Arc<str>>;
 }

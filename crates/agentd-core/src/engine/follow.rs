@@ -46,24 +46,24 @@ impl Engine {
                 .collect();
             st.steering.extend(arrived);
         }
-        let changed_artifacts: Vec<agentd_proto::Artifact> = stored
+        let ended = stored.state().is_terminal() || stored.state().is_interrupted();
+        let relayed: Vec<(agentd_proto::Artifact, bool)> = stored
             .task
             .artifacts
             .iter()
             .flatten()
-            .filter(|a| !st.record.task.artifacts.iter().flatten().any(|b| b == *a))
-            .cloned()
+            .filter_map(|a| artifact_change(st.record.task.artifacts.as_deref().unwrap_or_default(), a))
             .collect();
         let status_moved = stored.task.status != st.record.task.status;
         st.record = stored;
         let (task_id, context_id) = (id.clone(), st.record.task.context_id.clone());
-        for artifact in changed_artifacts {
+        for (artifact, append) in relayed {
             let update = agentd_proto::TaskArtifactUpdateEvent {
                 task_id: task_id.clone(),
                 context_id: context_id.clone(),
                 artifact,
-                append: false,
-                last_chunk: true,
+                append,
+                last_chunk: ended,
                 metadata: None,
             };
             let _ = slot.tx.send(Arc::new(agentd_proto::StreamResponse::ArtifactUpdate(update)));
@@ -111,6 +111,37 @@ impl Engine {
         self.reload_changed_elsewhere(&slot, &mut st).await;
     }
 
+    /// A task another replica changed without a `task` event (a flush of
+    /// its streamed reply): a stream here of a task run elsewhere gets the
+    /// new text. The holder, and a task nobody streams here, skip it.
+    async fn on_task_written(&self, id: &str) {
+        if self.holds(id) {
+            return;
+        }
+        let Some(slot) = self.inner.slots.get(id) else { return };
+        if slot.tx.receiver_count() == 0 {
+            return;
+        }
+        let mut st = slot.state.lock().await;
+        if !st.detached {
+            self.reload_changed_elsewhere(&slot, &mut st).await;
+        }
+    }
+
+    /// Every task streamed here and run elsewhere, read again (task-write
+    /// notifications were missed).
+    async fn reload_streamed_elsewhere(&self) {
+        for slot in self.inner.slots.all() {
+            if slot.tx.receiver_count() == 0 {
+                continue;
+            }
+            let mut st = slot.state.lock().await;
+            if !st.detached && !self.holds(st.record.id()) {
+                self.reload_changed_elsewhere(&slot, &mut st).await;
+            }
+        }
+    }
+
     /// Every live task, read again (the event channel lagged).
     async fn reload_all_live(&self) {
         for slot in self.inner.slots.all() {
@@ -144,5 +175,52 @@ impl Engine {
                 }
             }
         });
+        // The flushes of a reply streamed on another replica carry no
+        // `task` event: the store names the task instead.
+        let Some(leases) = self.leases() else { return };
+        let mut writes = leases.subscribe_task_writes();
+        let engine = self.clone();
+        self.inner.background.spawn_until_shutdown(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                match writes.recv().await {
+                    Ok(id) if id.is_empty() => engine.reload_streamed_elsewhere().await,
+                    Ok(id) => engine.on_task_written(&id).await,
+                    Err(RecvError::Lagged(_)) => engine.reload_streamed_elsewhere().await,
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        });
     }
+}
+
+/// What a stream relays of artifact `new`, given the artifacts it relayed
+/// before: nothing when unchanged; the text past the old text as an
+/// appended chunk when the artifact is one text part that grew (a streamed
+/// reply's flush); else the whole artifact, replacing any old one.
+fn artifact_change(
+    before: &[agentd_proto::Artifact],
+    new: &agentd_proto::Artifact,
+) -> Option<(agentd_proto::Artifact, bool)> {
+    let Some(old) = before.iter().find(|b| b.artifact_id == new.artifact_id) else {
+        return Some((new.clone(), false));
+    };
+    if old == new {
+        return None;
+    }
+    fn one_text(a: &agentd_proto::Artifact) -> Option<&str> {
+        match a.parts.as_slice() {
+            [p] => p.as_text(),
+            _ => None,
+        }
+    }
+    if let (Some(was), Some(now)) = (one_text(old), one_text(new))
+        && let Some(grown) = now.strip_prefix(was)
+        && old.name == new.name
+    {
+        let mut chunk = new.clone();
+        chunk.parts = vec![agentd_proto::Part::text(grown)];
+        return Some((chunk, true));
+    }
+    Some((new.clone(), false))
 }

@@ -11,7 +11,10 @@
 //! a connection of its own for LISTEN, and after losing it connects again
 //! and rescans from the table (notifications sent meanwhile are lost).
 //! The listener also hears `agentd_outbox`, sent by any commit that queued
-//! outbox rows, and wakes the outbox worker with it.
+//! outbox rows, and wakes the outbox worker with it; and `agentd_tasks`,
+//! a task's id sent by a commit that changed the task without a `task`
+//! event (a streamed reply's flush), which it hands to the engine
+//! (`Leases::subscribe_task_writes`).
 
 use super::read;
 use crate::event_log::Announcer;
@@ -20,7 +23,7 @@ use deadpool_postgres::Pool;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_postgres::{AsyncMessage, NoTls};
 
 /// Events read from the table per query while catching up.
@@ -187,11 +190,16 @@ impl Follower {
 
 /// Holds a LISTEN connection and turns notifications into wakes; connects
 /// again whenever the connection is lost, with a rescan each time.
-pub(crate) async fn listen(config: tokio_postgres::Config, wakes: mpsc::UnboundedSender<Wake>) {
+pub(crate) async fn listen(
+    config: tokio_postgres::Config,
+    wakes: mpsc::UnboundedSender<Wake>,
+    task_writes: broadcast::Sender<Arc<str>>,
+) {
     loop {
         match config.connect(NoTls).await {
             Ok((client, mut connection)) => {
                 let (notes, mut noted) = mpsc::unbounded_channel();
+                let tasks = task_writes.clone();
                 // The connection must be polled for LISTEN to be answered, and
                 // its notifications come out of that same polling.
                 let drive = async move {
@@ -201,6 +209,12 @@ pub(crate) async fn listen(config: tokio_postgres::Config, wakes: mpsc::Unbounde
                                 if n.channel() == super::OUTBOX_CHANNEL =>
                             {
                                 let _ = notes.send(None);
+                            }
+                            Some(Ok(AsyncMessage::Notification(n)))
+                                if n.channel() == super::TASKS_CHANNEL =>
+                            {
+                                // Nobody streaming here is not an error.
+                                let _ = tasks.send(n.payload().into());
                             }
                             Some(Ok(AsyncMessage::Notification(n))) => {
                                 let _ = notes.send(Some(n.payload().to_owned()));
@@ -214,13 +228,20 @@ pub(crate) async fn listen(config: tokio_postgres::Config, wakes: mpsc::Unbounde
                     }
                 };
                 let forward = async {
-                    let listen =
-                        format!("LISTEN {}; LISTEN {}", super::EVENTS_CHANNEL, super::OUTBOX_CHANNEL);
+                    let listen = format!(
+                        "LISTEN {}; LISTEN {}; LISTEN {}",
+                        super::EVENTS_CHANNEL,
+                        super::OUTBOX_CHANNEL,
+                        super::TASKS_CHANNEL
+                    );
                     if let Err(e) = client.batch_execute(&listen).await {
                         tracing::warn!(error = %e, "event feed: LISTEN failed");
                         return;
                     }
                     let _ = wakes.send(Wake::Rescan);
+                    // Task writes notified while disconnected are lost: every
+                    // followed task is due for a read.
+                    let _ = task_writes.send(Arc::from(""));
                     while let Some(note) = noted.recv().await {
                         let Some(payload) = note else {
                             let _ = wakes.send(Wake::OutboxQueued);

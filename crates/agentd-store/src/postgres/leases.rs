@@ -223,4 +223,8 @@ impl Leases for PostgresStore {
         self.client().await?.execute("SELECT 1", &[]).await.map_err(db("ping"))?;
         Ok(())
     }
+
+    fn subscribe_task_writes(&self) -> tokio::sync::broadcast::Receiver<std::sync::Arc<str>> {
+        self.task_writes.subscribe()
+    }
 }

@@ -27,8 +27,9 @@ use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use std::collections::BTreeMap;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::AbortHandle;
 use tokio_postgres::NoTls;
 
@@ -39,6 +40,15 @@ pub(crate) const EVENTS_CHANNEL: &str = "agentd_events";
 /// it carries (an artifact-only change, a gate's escalation carry none):
 /// the replica delivering the outbox looks.
 pub(crate) const OUTBOX_CHANNEL: &str = "agentd_outbox";
+
+/// The channel a commit notifies with a task's id when it changed the task
+/// without a `task` event (a streamed reply's flush): replicas that stream
+/// the task read it again.
+pub(crate) const TASKS_CHANNEL: &str = "agentd_tasks";
+
+/// Task ids notified on `agentd_tasks` buffered per subscriber; one that
+/// lags reads every task it follows again.
+const TASK_WRITES_CAPACITY: usize = 1024;
 
 /// Connections the pool holds at most.
 const POOL_SIZE: usize = 16;
@@ -105,6 +115,7 @@ pub struct PostgresStore {
     pool: Pool,
     wakes: mpsc::UnboundedSender<feed::Wake>,
     announcer: Announcer,
+    task_writes: broadcast::Sender<Arc<str>>,
     jobs: mpsc::UnboundedSender<group::Job>,
     tasks: [AbortHandle; 3],
 }
@@ -137,6 +148,7 @@ impl PostgresStore {
         let start = read::event_log_bounds(&client).await?.last;
         drop(client);
         let announcer = Announcer::default();
+        let task_writes = broadcast::channel(TASK_WRITES_CAPACITY).0;
         let (wakes, woken) = mpsc::unbounded_channel();
         let in_flight = feed::InFlight::default();
         let follower = feed::Follower {
@@ -155,10 +167,10 @@ impl PostgresStore {
         #[allow(clippy::disallowed_methods, reason = "ended by the store's Drop")]
         let tasks = [
             tokio::spawn(follower.run(woken)).abort_handle(),
-            tokio::spawn(feed::listen(config, wakes.clone())).abort_handle(),
+            tokio::spawn(feed::listen(config, wakes.clone(), task_writes.clone())).abort_handle(),
             tokio::spawn(writer.run(queued)).abort_handle(),
         ];
-        Ok(PostgresStore { pool, wakes, announcer, jobs, tasks })
+        Ok(PostgresStore { pool, wakes, announcer, task_writes, jobs, tasks })
     }
 
     /// The number of migrations applied to the database.

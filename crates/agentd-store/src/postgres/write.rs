@@ -5,11 +5,12 @@
 //! row (another process) waits for the first to commit and then finds the
 //! guard false: a conflict.
 
-use super::{EVENTS_CHANNEL, OUTBOX_CHANNEL, db};
+use super::{EVENTS_CHANNEL, OUTBOX_CHANNEL, TASKS_CHANNEL, db};
 use crate::codec::{encode_config, encode_entry, encode_reminder, encode_task, journal_conflict};
 use crate::event_log;
 use agentd_core::{Batch, EventRecord, EventRetention, NewEvent, StoreError, TaskRecord};
 use agentd_proto::Timestamp;
+use agentd_proto::ext::events::EventKind;
 use deadpool_postgres::Transaction;
 use tokio_postgres::error::SqlState;
 
@@ -72,6 +73,9 @@ const ENQUEUE_BRIDGE: &str = "INSERT INTO outbox (task_id, bridge_json, body, at
 /// Wakes the replica delivering the outbox, in whatever process it runs.
 const NOTIFY_OUTBOX: &str = "SELECT pg_notify($1, '')::TEXT";
 
+/// Tells the replicas streaming a task that it changed (`TASKS_CHANNEL`).
+const NOTIFY_TASK: &str = "SELECT pg_notify($1, $2)::TEXT";
+
 const UPSERT_REMINDER: &str = "INSERT INTO reminders (task_id, id, active, reminder_json)
     VALUES ($1, $2, $3, $4)
     ON CONFLICT (task_id, id) DO UPDATE SET active = excluded.active, reminder_json = excluded.reminder_json";
@@ -104,6 +108,14 @@ pub(crate) async fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<Vec<Eve
     super::leases::check_fences(tx, &batch.fences).await?;
     for record in &batch.tasks {
         write_task(tx, record).await?;
+        // A `task` event wakes the replicas following the task already.
+        let id = record.id();
+        let has_event =
+            batch.events.iter().any(|e| e.kind == EventKind::Task && e.task_id.as_deref() == Some(id));
+        if !has_event {
+            let s = tx.prepare_cached(NOTIFY_TASK).await.map_err(pg("notify task"))?;
+            tx.execute(&s, &[&TASKS_CHANNEL, &id]).await.map_err(pg("notify task"))?;
+        }
     }
     for row in &batch.push_upserts {
         let json = encode_config(&row.config)?;

@@ -202,6 +202,27 @@ pub async fn wait_end(d: &Daemon, id: &str, within: Duration) -> (Value, Instant
     }
 }
 
+/// The reply text a stream's events spell (payloads in order): the first
+/// artifact's text in a `task` snapshot, then each update's, appended or
+/// replacing; and how many updates carried text.
+pub fn streamed_reply(events: &[Value]) -> (String, usize) {
+    let (mut text, mut updates) = (String::new(), 0);
+    for e in events {
+        if let Some(t) = e["task"]["artifacts"][0]["parts"][0]["text"].as_str() {
+            text = t.to_owned();
+        }
+        if let Some(t) = e["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str() {
+            updates += 1;
+            if e["artifactUpdate"]["append"] == json!(true) {
+                text.push_str(t);
+            } else {
+                text = t.to_owned();
+            }
+        }
+    }
+    (text, updates)
+}
+
 /// The reply text of a task (its one artifact's text).
 pub fn reply(task: &Value) -> String {
     task["artifacts"][0]["parts"][0]["text"].as_str().unwrap_or_default().to_owned()

@@ -91,8 +91,11 @@ async fn steering_a_reminder_and_a_cancel_sent_to_r3_reach_the_turn_running_on_r
     assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
     let seen = tokio::time::timeout(Duration::from_secs(30), followed).await.expect("ended").expect("stream");
     assert_eq!(seen.last().and_then(state), Some("TASK_STATE_COMPLETED"), "the stream on r2: {seen:?}");
-    let reply_seen = seen.iter().any(|e| e["artifactUpdate"]["artifact"]["parts"][0]["text"] == "Heard you.");
-    assert!(reply_seen, "the reply made on r1 reached the stream on r2: {seen:?}");
+    assert_eq!(
+        streamed_reply(&seen).0,
+        "Heard you.",
+        "the reply made on r1 reached the stream on r2: {seen:?}"
+    );
     let calls = rs.r[0].recorded();
     assert_eq!(calls.len(), 2, "{calls:#?}");
     let second = calls[1].to_string();
@@ -113,4 +116,28 @@ async fn steering_a_reminder_and_a_cancel_sent_to_r3_reach_the_turn_running_on_r
     let on_r1 = rs.r[0].d.call("GetTask", json!({"id": id})).await;
     assert_eq!(on_r1["status"]["state"], "TASK_STATE_CANCELED", "{on_r1}");
     assert_eq!(rs.r[0].recorded().len(), 3, "no model call after the cancel");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_streamed_on_r1_reaches_a_stream_on_r2_piece_by_piece() {
+    let idle = json!([]);
+    // Pieces far enough apart for r1 to flush each one on its own.
+    let r1 = json!([{"deltas": ["The ", "answer ", "comes ", "in ", "pieces."], "delay_ms": 300}]);
+    let Some(rs) = Replicas::start([r1, idle.clone(), idle]).await else { return };
+    let id = start_turn(&rs.r[0].d, "tell me").await;
+    let mut stream = rs.r[1].d.rpc_stream("SubscribeToTask", json!({"id": id})).await;
+    let followed = async {
+        let mut seen = Vec::new();
+        while let Some(f) = stream.next().await {
+            seen.push(payload(&f, true));
+        }
+        seen
+    };
+    let seen = tokio::time::timeout(Duration::from_secs(30), followed).await.expect("the stream ended");
+    assert_eq!(seen.last().and_then(state), Some("TASK_STATE_COMPLETED"), "{seen:?}");
+    let (text, updates) = streamed_reply(&seen);
+    assert_eq!(text, "The answer comes in pieces.", "the stream on r2 spells the reply: {seen:?}");
+    // Not the whole reply once at the end: each flush of r1 as it came.
+    assert!(updates >= 3, "the reply reached r2 in pieces as r1 flushed them: {seen:?}");
+    assert!(rs.r[1].recorded().is_empty() && rs.r[2].recorded().is_empty(), "only r1 ran the turn");
 }
