@@ -19,6 +19,16 @@ async fn slow_calls(server: &HttpServer) -> u64 {
     counts["slow"].as_u64().unwrap_or(0)
 }
 
+/// Waits until the server has received `n` calls of `slow`: the daemon logs
+/// a call as started before its request reaches the server.
+async fn wait_slow_calls(s: &Durable, server: &HttpServer, n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while slow_calls(server).await < n {
+        assert!(Instant::now() < deadline, "the server never saw {n} call(s) of slow; log:\n{}", s.d.log());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Polls task `id` until it is in `want`; returns it.
 async fn wait_state(s: &Durable, id: &str, want: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -55,6 +65,7 @@ async fn a_call_cut_by_kill_9_under_ask_waits_on_a_gate_approve_runs_it_again_an
     s.wait_tool_started(1).await;
     let b = s.send("task b").await;
     s.wait_tool_started(2).await;
+    wait_slow_calls(&s, &server, 2).await;
     s.kill9_and_restart();
     assert_eq!(slow_calls(&server).await, 2, "each call started once before the kill");
 
@@ -128,11 +139,7 @@ async fn an_approved_call_cut_by_kill_9_is_reported_to_the_model_as_interrupted_
     // Answered without waiting for the turn: the kill must come while the call runs.
     let msg = json!({"messageId": uid("answer"), "role": "ROLE_USER", "taskId": id, "parts": [{"data": {"approve": true}}]});
     s.d.call("SendMessage", json!({"message": msg, "configuration": {"returnImmediately": true}})).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while slow_calls(&server).await < 1 {
-        assert!(Instant::now() < deadline, "the approved call never ran; log:\n{}", s.d.log());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_slow_calls(&s, &server, 1).await;
     s.kill9_and_restart();
 
     let done = s.wait_end(&id).await;
