@@ -1,15 +1,16 @@
 //! Live tasks. A task that is not terminal has a slot: its current record,
-//! the lock that serialises its changes, and the broadcast channel its
-//! streams listen on. Slots are per task, so there is no global lock on the
-//! hot path; the map itself is sharded.
+//! the lock that serialises its changes, the broadcast channel its streams
+//! listen on, and the count a blocking SendMessage waits on. Slots are per
+//! task, so there is no global lock on the hot path; the map itself is
+//! sharded.
 
 use crate::claims::ContextClaim;
 use crate::record::TaskRecord;
 use crate::store::Batch;
 use agentd_proto::{Message, StreamResponse};
 use dashmap::DashMap;
-use std::sync::Arc;
-use tokio::sync::{Mutex, broadcast};
+use std::sync::{Arc, OnceLock};
+use tokio::sync::{Mutex, broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 pub type Event = Arc<StreamResponse>;
@@ -39,12 +40,21 @@ pub struct SlotState {
 
 pub struct Slot {
     pub state: Mutex<SlotState>,
-    pub tx: broadcast::Sender<Event>,
+    /// The task's events, made by its first subscriber: a channel holds
+    /// `capacity` events (tens of KiB) from its creation, and most tasks,
+    /// answered by a blocking SendMessage, never get a stream. An event
+    /// published before it exists has nobody to reach, as with a channel
+    /// that has no receiver.
+    events: OnceLock<broadcast::Sender<Event>>,
+    capacity: usize,
+    /// How many statuses that end a blocking SendMessage's wait (terminal
+    /// or interrupted) were published: such a wait needs no event, only
+    /// this count to move past the one it saw.
+    settles: watch::Sender<u64>,
 }
 
 impl Slot {
     pub fn new(record: TaskRecord, capacity: usize) -> Arc<Self> {
-        let (tx, _) = broadcast::channel(capacity);
         Arc::new(Slot {
             state: Mutex::new(SlotState {
                 record,
@@ -56,8 +66,42 @@ impl Slot {
                 pending: None,
                 claim: None,
             }),
-            tx,
+            events: OnceLock::new(),
+            capacity,
+            settles: watch::Sender::new(0),
         })
+    }
+
+    /// A receiver of the events published from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.get_or_init(|| broadcast::channel(self.capacity).0).subscribe()
+    }
+
+    /// The count of settling statuses published so far, and a receiver
+    /// that sees it move.
+    pub fn watch_settles(&self) -> (u64, watch::Receiver<u64>) {
+        let rx = self.settles.subscribe();
+        let seen = *rx.borrow();
+        (seen, rx)
+    }
+
+    /// Publishes one of the task's changes to whoever follows it.
+    pub fn publish(&self, ev: StreamResponse) {
+        if let StreamResponse::StatusUpdate(s) = &ev
+            && (s.status.state.is_terminal() || s.status.state.is_interrupted())
+            && !crate::reminder::is_lifecycle_event(&ev)
+        {
+            self.settles.send_modify(|n| *n += 1);
+        }
+        if let Some(tx) = self.events.get() {
+            let _ = tx.send(Arc::new(ev));
+        }
+    }
+
+    /// How many follow the task (streams, waits): a task that waits with
+    /// nothing running stays live while anyone does.
+    pub fn followers(&self) -> usize {
+        self.events.get().map_or(0, broadcast::Sender::receiver_count) + self.settles.receiver_count()
     }
 }
 
@@ -87,5 +131,77 @@ impl Slots {
     }
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reminder::stream_event;
+    use agentd_proto::ext::reminders::{ReminderEvent, ReminderEventKind};
+    use agentd_proto::{Task, TaskState, TaskStatus, TaskStatusUpdateEvent, Timestamp};
+
+    fn slot() -> Arc<Slot> {
+        let now = Timestamp::from_millis(1000).unwrap();
+        let record = TaskRecord {
+            task: Task { id: "t".into(), context_id: "c".into(), ..Task::default() },
+            owner: "user:a".into(),
+            created_at: now,
+            status_history: vec![],
+            meta: Default::default(),
+            version: 1,
+        };
+        Slot::new(record, 4)
+    }
+
+    fn status(state: TaskState) -> StreamResponse {
+        StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus { state, ..TaskStatus::default() },
+            metadata: None,
+        })
+    }
+
+    #[test]
+    fn events_have_no_channel_until_a_stream_subscribes_and_then_reach_it() {
+        let s = slot();
+        s.publish(status(TaskState::Working));
+        assert!(s.events.get().is_none(), "nobody subscribed: no channel");
+        assert_eq!(s.followers(), 0);
+        let mut rx = s.subscribe();
+        assert_eq!(s.followers(), 1);
+        s.publish(status(TaskState::Completed));
+        let ev = rx.try_recv().expect("the event published after subscribing");
+        assert!(
+            matches!(ev.as_ref(), StreamResponse::StatusUpdate(u) if u.status.state == TaskState::Completed)
+        );
+        drop(rx);
+        assert_eq!(s.followers(), 0);
+    }
+
+    #[test]
+    fn the_settle_count_moves_on_terminal_and_interrupted_statuses_only() {
+        let s = slot();
+        let (seen, rx) = s.watch_settles();
+        assert_eq!((seen, s.followers()), (0, 1), "a waiter follows the task");
+        s.publish(status(TaskState::Working));
+        assert_eq!(*rx.borrow(), 0, "working settles nothing");
+        let lifecycle = ReminderEvent {
+            event: ReminderEventKind::Expired,
+            reminder_id: "r".into(),
+            turn: None,
+            remaining_turns: None,
+            displaced_by: None,
+        };
+        let waiting = TaskStatus { state: TaskState::InputRequired, ..TaskStatus::default() };
+        s.publish(stream_event("t", "c", &waiting, &lifecycle));
+        assert_eq!(*rx.borrow(), 0, "a reminder's lifecycle event changes no state");
+        s.publish(status(TaskState::InputRequired));
+        assert_eq!(*rx.borrow(), 1);
+        s.publish(status(TaskState::Working));
+        s.publish(status(TaskState::Failed));
+        assert_eq!(*rx.borrow(), 2);
+        assert!(s.events.get().is_none(), "a waiter makes no channel");
     }
 }

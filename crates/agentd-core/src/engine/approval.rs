@@ -42,7 +42,7 @@ impl Engine {
         loop {
             // Subscribed before the record is read: no change slips between.
             let mut changes = match self.slot(id).await? {
-                Some(slot) => slot.tx.subscribe(),
+                Some(slot) => slot.subscribe(),
                 None => return Err(self.ended(id).await),
             };
             let rec = self.record(id).await?.ok_or_else(|| Error::task_not_found(id))?;
@@ -77,7 +77,7 @@ impl Engine {
     pub(crate) async fn settled_past_approvals(&self, id: &str) -> Result<crate::record::TaskRecord, Error> {
         loop {
             // Subscribed before `settled` reads: a change after it is seen.
-            let changes = self.slot(id).await?.map(|s| s.tx.subscribe());
+            let changes = self.slot(id).await?.map(|s| s.subscribe());
             let rec = self.settled(id).await?;
             let approving = rec.state() == TaskState::InputRequired
                 && rec.meta.approval.as_ref().is_some_and(|a| a.decision.is_none());
@@ -96,7 +96,7 @@ impl Engine {
     pub(crate) async fn terminal(&self, id: &str) -> Result<crate::record::TaskRecord, Error> {
         loop {
             // Subscribed before `settled` reads: a change after it is seen.
-            let changes = self.slot(id).await?.map(|s| s.tx.subscribe());
+            let changes = self.slot(id).await?.map(|s| s.subscribe());
             let rec = self.settled(id).await?;
             match changes {
                 Some(mut changes) if !rec.state().is_terminal() => {

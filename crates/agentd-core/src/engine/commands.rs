@@ -158,7 +158,7 @@ impl Engine {
                     continue;
                 }
                 let first = self.view(&st.record, history_length, true);
-                return Ok(TaskEvents::new(self, first, slot.tx.subscribe(), close_on_interrupt));
+                return Ok(TaskEvents::new(self, first, slot.subscribe(), close_on_interrupt));
             }
             let rec = self.record(id).await?.ok_or_else(|| Error::task_not_found(id))?;
             let (_, rx) = tokio::sync::broadcast::channel(1);

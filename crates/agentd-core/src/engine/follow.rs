@@ -66,7 +66,7 @@ impl Engine {
                 last_chunk: ended,
                 metadata: None,
             };
-            let _ = slot.tx.send(Arc::new(agentd_proto::StreamResponse::ArtifactUpdate(update)));
+            slot.publish(agentd_proto::StreamResponse::ArtifactUpdate(update));
         }
         if status_moved {
             let update = agentd_proto::TaskStatusUpdateEvent {
@@ -75,7 +75,7 @@ impl Engine {
                 status: st.record.task.status.clone(),
                 metadata: None,
             };
-            let _ = slot.tx.send(Arc::new(agentd_proto::StreamResponse::StatusUpdate(update)));
+            slot.publish(agentd_proto::StreamResponse::StatusUpdate(update));
         }
         if st.record.state().is_terminal() {
             st.cancel.cancel();
@@ -119,7 +119,7 @@ impl Engine {
             return;
         }
         let Some(slot) = self.inner.slots.get(id) else { return };
-        if slot.tx.receiver_count() == 0 {
+        if slot.followers() == 0 {
             return;
         }
         let mut st = slot.state.lock().await;
@@ -132,7 +132,7 @@ impl Engine {
     /// notifications were missed).
     async fn reload_streamed_elsewhere(&self) {
         for slot in self.inner.slots.all() {
-            if slot.tx.receiver_count() == 0 {
+            if slot.followers() == 0 {
                 continue;
             }
             let mut st = slot.state.lock().await;

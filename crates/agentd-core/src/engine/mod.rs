@@ -426,7 +426,7 @@ impl Engine {
         };
         st.record = rec.clone();
         for e in events {
-            let _ = slot.tx.send(Arc::new(e));
+            slot.publish(e);
         }
         if rec.state().is_terminal() {
             // Whatever ended the task (cancel, failure), its run must stop.
@@ -435,7 +435,7 @@ impl Engine {
             self.forget_child(&rec);
             self.notify_ended(rec.id(), rec.state());
         }
-        if rec.state().is_terminal() || (!st.running && slot.tx.receiver_count() == 0) {
+        if rec.state().is_terminal() || (!st.running && slot.followers() == 0) {
             st.detached = true;
             self.inner.slots.remove(rec.id());
         }
@@ -570,7 +570,7 @@ impl Engine {
                 return;
             }
             st.running = false;
-            if !st.detached && slot.tx.receiver_count() == 0 {
+            if !st.detached && slot.followers() == 0 {
                 st.detached = true;
                 self.inner.slots.remove(id);
             }
@@ -615,7 +615,7 @@ impl Engine {
             self.release_run(id).await;
         }
         st.running = false;
-        if !orphaned && !st.detached && slot.tx.receiver_count() == 0 {
+        if !orphaned && !st.detached && slot.followers() == 0 {
             st.detached = true;
             self.inner.slots.remove(id);
         }
@@ -665,7 +665,7 @@ impl Engine {
     pub(crate) async fn evict_idle(&self, id: &str) {
         if let Some(slot) = self.inner.slots.get(id) {
             let mut st = slot.state.lock().await;
-            if !st.detached && !st.running && slot.tx.receiver_count() == 0 {
+            if !st.detached && !st.running && slot.followers() == 0 {
                 st.detached = true;
                 self.inner.slots.remove(id);
             }

@@ -248,7 +248,7 @@ impl Engine {
             return Ok(super::TaskEvents::new(
                 self,
                 self.view(&st.record, None, true),
-                slot.tx.subscribe(),
+                slot.subscribe(),
                 false,
             ));
         }

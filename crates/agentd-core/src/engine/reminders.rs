@@ -124,7 +124,7 @@ impl Engine {
         self.inner.store.commit(batch).await?;
         self.metrics().reminders.event("injected");
         self.publish_reminder_events(slot, st, events);
-        if !st.running && slot.tx.receiver_count() == 0 {
+        if !st.running && slot.followers() == 0 {
             // Loaded only to serialise this change: nothing keeps it live.
             st.detached = true;
             self.inner.slots.remove(&r.task_id);
@@ -174,7 +174,7 @@ impl Engine {
             });
         }
         for ev in events {
-            let _ = slot.tx.send(Arc::new(stream_event(&t.id, &t.context_id, &t.status, &ev)));
+            slot.publish(stream_event(&t.id, &t.context_id, &t.status, &ev));
         }
     }
 

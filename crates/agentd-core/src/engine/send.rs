@@ -298,6 +298,7 @@ impl Engine {
         if let Some(parent) = &rec.meta.parent {
             batch.reminders.extend(self.inherited_reminders(parent, &id).await);
         }
+        let answered_when_settled = ANSWER_WHEN_SETTLED.try_with(|_| ()).is_ok();
         let slot = Slot::new(rec.clone(), self.inner.config.stream_capacity);
         let mut st = slot.state.lock().await;
         super::emit::on_create(&rec, &mut batch);
@@ -324,13 +325,13 @@ impl Engine {
         }
         self.inner.slots.insert_or_get(&id, slot.clone());
         let events = events.map(|(history_length, close_on_interrupt)| {
-            TaskEvents::new(
-                self,
-                self.view(&rec, history_length, true),
-                slot.tx.subscribe(),
-                close_on_interrupt,
-            )
-            .with_slot(&slot)
+            if answered_when_settled {
+                // SendMessage answers with the settled record (or, with
+                // `returnImmediately`, reads it): no snapshot, no events.
+                return TaskEvents::settling(self, &slot, &id, rec.state());
+            }
+            TaskEvents::new(self, self.view(&rec, history_length, true), slot.subscribe(), close_on_interrupt)
+                .with_slot(&slot)
         });
         self.start_run(&mut st, input, false);
         Ok((rec, events))
@@ -435,7 +436,7 @@ impl Engine {
             let mut events = TaskEvents::new(
                 self,
                 self.view(&rec, cfg.history_length, true),
-                slot.tx.subscribe(),
+                slot.subscribe(),
                 close_on_interrupt,
             )
             .with_slot(&slot);

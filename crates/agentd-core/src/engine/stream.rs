@@ -9,13 +9,18 @@ use crate::slots::{Event, Slot};
 use agentd_proto::{StreamResponse, Task};
 use std::sync::Arc;
 use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::watch;
 
 pub struct TaskEvents {
     /// Lets a dropped stream release an idle task's slot.
     engine: Option<super::Engine>,
     first: Option<Task>,
     task_id: String,
-    rx: broadcast::Receiver<Event>,
+    /// The events; `None` for a wait that only settles (see [`Self::settling`]).
+    rx: Option<broadcast::Receiver<Event>>,
+    /// For such a wait: the slot's count of settling statuses, and the
+    /// value it had when the wait began.
+    settles: Option<(watch::Receiver<u64>, u64)>,
     close_on_interrupt: bool,
     done: bool,
     /// Whether reminder lifecycle events are shown (the request activated
@@ -43,13 +48,42 @@ impl TaskEvents {
             engine,
             task_id: first.id.clone(),
             first: Some(first),
-            rx,
+            rx: Some(rx),
+            settles: None,
             close_on_interrupt,
             done: false,
             reminder_events: false,
             snapshot_only: false,
             slot: None,
             terminal: false,
+        }
+    }
+
+    /// A wait for task `id` to settle (end, or wait for input) and nothing
+    /// else: no snapshot and no events, only the slot's count of settling
+    /// statuses, read under the task's lock with its record in `state`.
+    /// For a blocking SendMessage, which answers with the settled record:
+    /// [`Self::settle`] is all it may be used for.
+    pub(crate) fn settling(
+        engine: &super::Engine,
+        slot: &Arc<Slot>,
+        id: &str,
+        state: agentd_proto::TaskState,
+    ) -> Self {
+        let (seen, rx) = slot.watch_settles();
+        let terminal = state.is_terminal();
+        Self {
+            engine: Some(engine.clone()),
+            first: None,
+            task_id: id.to_owned(),
+            rx: None,
+            settles: Some((rx, seen)),
+            close_on_interrupt: true,
+            done: terminal || state.is_interrupted(),
+            reminder_events: false,
+            snapshot_only: false,
+            slot: Some(Arc::clone(slot)),
+            terminal,
         }
     }
 
@@ -110,8 +144,9 @@ impl TaskEvents {
         if self.done {
             return None;
         }
+        let rx = self.rx.as_mut()?;
         let received = loop {
-            match self.rx.recv().await {
+            match rx.recv().await {
                 Ok(ev) if crate::reminder::is_lifecycle_event(&ev) => {
                     // Never ends a stream: the task's state did not change.
                     if self.reminder_events {
@@ -148,13 +183,24 @@ impl TaskEvents {
     /// committed one), without a read from the store. `None` when the stream
     /// was cut off or has no slot: read the record instead.
     pub(crate) async fn settle(mut self) -> Option<TaskRecord> {
-        while let Some(ev) = self.next_event().await {
-            if ev.is_err() {
+        // Kept to the end: a follower keeps a task that waits in memory,
+        // and with it the record this answers with.
+        let mut settles = self.settles.take();
+        if let Some((rx, seen)) = &mut settles {
+            let seen = *seen;
+            if !self.done && rx.wait_for(|n| *n > seen).await.is_err() {
                 return None;
+            }
+        } else {
+            while let Some(ev) = self.next_event().await {
+                if ev.is_err() {
+                    return None;
+                }
             }
         }
         let slot = self.slot.take()?;
         let st = slot.state.lock().await;
+        self.terminal = st.record.state().is_terminal();
         // A detached slot of a task that is not terminal was replaced by a
         // newer one (evicted and loaded again): its record may be stale.
         if st.detached && !st.record.state().is_terminal() {
