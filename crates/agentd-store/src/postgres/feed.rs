@@ -11,7 +11,8 @@
 //! a connection of its own for LISTEN, and after losing it connects again
 //! and rescans from the table (notifications sent meanwhile are lost).
 //! The listener also hears `agentd_outbox`, sent by any commit that queued
-//! outbox rows, and wakes the outbox worker with it; and `agentd_tasks`,
+//! outbox rows, and wakes the outbox worker with it unless this instance
+//! sent it (its commits wake its worker directly); and `agentd_tasks`,
 //! a task's id sent by a commit that changed the task without a `task`
 //! event (a streamed reply's flush), which it hands to the engine
 //! (`Leases::subscribe_task_writes`).
@@ -194,12 +195,14 @@ pub(crate) async fn listen(
     config: tokio_postgres::Config,
     wakes: mpsc::UnboundedSender<Wake>,
     task_writes: broadcast::Sender<Arc<str>>,
+    instance: Arc<str>,
 ) {
     loop {
         match config.connect(NoTls).await {
             Ok((client, mut connection)) => {
                 let (notes, mut noted) = mpsc::unbounded_channel();
                 let tasks = task_writes.clone();
+                let instance = instance.clone();
                 // The connection must be polled for LISTEN to be answered, and
                 // its notifications come out of that same polling.
                 let drive = async move {
@@ -208,7 +211,10 @@ pub(crate) async fn listen(
                             Some(Ok(AsyncMessage::Notification(n)))
                                 if n.channel() == super::OUTBOX_CHANNEL =>
                             {
-                                let _ = notes.send(None);
+                                // Its own commits woke this worker already.
+                                if n.payload() != &*instance {
+                                    let _ = notes.send(None);
+                                }
                             }
                             Some(Ok(AsyncMessage::Notification(n)))
                                 if n.channel() == super::TASKS_CHANNEL =>

@@ -30,6 +30,8 @@ pub(crate) struct Writer {
     pub pool: Pool,
     pub in_flight: InFlight,
     pub wakes: mpsc::UnboundedSender<Wake>,
+    /// This store instance's name in its outbox notifications.
+    pub instance: std::sync::Arc<str>,
 }
 
 impl Writer {
@@ -81,7 +83,7 @@ impl Writer {
             let mut appended = Vec::with_capacity(batches.len());
             let mut failed = None;
             for batch in batches {
-                match write::apply(&tx, batch).await {
+                match write::apply(&tx, batch, &self.instance).await {
                     Ok(events) => appended.push(events),
                     Err(e) => {
                         failed = Some(e);

@@ -146,6 +146,14 @@ impl PostgresStore {
         let mut client = pool.get().await.map_err(pool_error)?;
         schema::migrate(&mut client).await?;
         let start = read::event_log_bounds(&client).await?.last;
+        // Names this instance in the outbox notifications it sends, so its
+        // listener skips its own: its commits wake its worker directly.
+        let instance: Arc<str> = client
+            .query_one("SELECT md5(random()::TEXT || clock_timestamp()::TEXT || pg_backend_pid()::TEXT)", &[])
+            .await
+            .map_err(db("instance id"))?
+            .get::<_, String>(0)
+            .into();
         drop(client);
         let announcer = Announcer::default();
         let task_writes = broadcast::channel(TASK_WRITES_CAPACITY).0;
@@ -160,14 +168,15 @@ impl PostgresStore {
             acks: Vec::new(),
             in_flight: in_flight.clone(),
         };
-        let writer = group::Writer { pool: pool.clone(), in_flight, wakes: wakes.clone() };
+        let writer =
+            group::Writer { pool: pool.clone(), in_flight, wakes: wakes.clone(), instance: instance.clone() };
         let (jobs, queued) = mpsc::unbounded_channel();
         // The store's own tasks, not the engine's: the store is made before
         // the engine and outlives it; they end when the store is dropped.
         #[allow(clippy::disallowed_methods, reason = "ended by the store's Drop")]
         let tasks = [
             tokio::spawn(follower.run(woken)).abort_handle(),
-            tokio::spawn(feed::listen(config, wakes.clone(), task_writes.clone())).abort_handle(),
+            tokio::spawn(feed::listen(config, wakes.clone(), task_writes.clone(), instance)).abort_handle(),
             tokio::spawn(writer.run(queued)).abort_handle(),
         ];
         Ok(PostgresStore { pool, wakes, announcer, task_writes, jobs, tasks })

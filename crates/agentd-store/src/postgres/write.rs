@@ -71,10 +71,10 @@ const ENQUEUE_BRIDGE: &str = "INSERT INTO outbox (task_id, bridge_json, body, at
     VALUES ($1, $2, $3, 0, $4)";
 
 /// Wakes the replica delivering the outbox, in whatever process it runs.
-const NOTIFY_OUTBOX: &str = "SELECT pg_notify($1, '')::TEXT";
-
-/// Tells the replicas streaming a task that it changed (`TASKS_CHANNEL`).
-const NOTIFY_TASK: &str = "SELECT pg_notify($1, $2)::TEXT";
+/// A notification on a channel with a payload: `OUTBOX_CHANNEL` with the
+/// sending instance's name, `TASKS_CHANNEL` (tells the replicas streaming a
+/// task that it changed) with the task's id.
+const NOTIFY: &str = "SELECT pg_notify($1, $2)::TEXT";
 
 const UPSERT_REMINDER: &str = "INSERT INTO reminders (task_id, id, active, reminder_json)
     VALUES ($1, $2, $3, $4)
@@ -103,7 +103,11 @@ const APPEND_EVENTS: &str = "WITH taken AS (
 /// upserts, push deletes (their outbox rows go by cascade), push events,
 /// bridge deliveries, outbox done, outbox retry, closed conversations,
 /// reminders, events, pruning. Returns the events appended.
-pub(crate) async fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<Vec<EventRecord>, WriteError> {
+pub(crate) async fn apply(
+    tx: &Transaction<'_>,
+    batch: &Batch,
+    instance: &str,
+) -> Result<Vec<EventRecord>, WriteError> {
     // First: a fenced-off holder's batch writes nothing at all.
     super::leases::check_fences(tx, &batch.fences).await?;
     for record in &batch.tasks {
@@ -113,7 +117,7 @@ pub(crate) async fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<Vec<Eve
         let has_event =
             batch.events.iter().any(|e| e.kind == EventKind::Task && e.task_id.as_deref() == Some(id));
         if !has_event {
-            let s = tx.prepare_cached(NOTIFY_TASK).await.map_err(pg("notify task"))?;
+            let s = tx.prepare_cached(NOTIFY).await.map_err(pg("notify task"))?;
             tx.execute(&s, &[&TASKS_CHANNEL, &id]).await.map_err(pg("notify task"))?;
         }
     }
@@ -150,8 +154,8 @@ pub(crate) async fn apply(tx: &Transaction<'_>, batch: &Batch) -> Result<Vec<Eve
     if queued > 0 {
         // Delivered only if this transaction commits; several in one
         // transaction are folded into one by PostgreSQL.
-        let s = tx.prepare_cached(NOTIFY_OUTBOX).await.map_err(pg("notify outbox"))?;
-        tx.execute(&s, &[&OUTBOX_CHANNEL]).await.map_err(pg("notify outbox"))?;
+        let s = tx.prepare_cached(NOTIFY).await.map_err(pg("notify outbox"))?;
+        tx.execute(&s, &[&OUTBOX_CHANNEL, &instance]).await.map_err(pg("notify outbox"))?;
     }
     for id in &batch.outbox_done {
         let s =

@@ -334,3 +334,73 @@ async fn outbox_rows_queued_on_one_instance_wake_the_others_worker_whatever_even
     a.commit(Batch { bridge_deliveries: vec![bridge], ..Default::default() }).await.expect("a bridge row");
     assert!(tokio::time::timeout(within, b.outbox_queued()).await.is_ok(), "woken by the bridge row");
 }
+
+/// A commit that queues outbox rows wakes its own instance's worker
+/// directly; the notification it sends every replica names the instance,
+/// whose listener skips it (a second wake-up sent the worker to read an
+/// outbox it may have emptied already). The test listens on the channel
+/// itself to learn the name, sends that notification again, and then one
+/// naming another instance: only the second wakes the worker.
+#[tokio::test]
+async fn a_store_skips_the_outbox_notifications_naming_itself() {
+    let Some(options) = postgres::database().await else { return };
+    let (a, b) = (open(&options).await, open(&options).await);
+    let mut config: tokio_postgres::Config = options.url.parse().expect("the test database's URL");
+    if let Some(password) = &options.password {
+        config.password(password);
+    }
+    let (client, mut connection) = config.connect(tokio_postgres::NoTls).await.expect("a client of our own");
+    let (notes, mut noted) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(Ok(m)) = std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+            if let tokio_postgres::AsyncMessage::Notification(n) = m {
+                let _ = notes.send(n.payload().to_owned());
+            }
+        }
+    });
+    client.batch_execute("LISTEN agentd_outbox").await.expect("LISTEN");
+
+    let setup = Batch {
+        tasks: vec![record(("t1", "alice", "c", Working, 1_000))],
+        events: vec![event("t1", "b")],
+        ..Default::default()
+    };
+    let mut seen = a.subscribe_events();
+    b.commit(setup).await.expect("a task and an event on b");
+    // a's listener is up: b's event reached a through it.
+    assert_eq!(receive_through(&mut seen, 1).await, [1]);
+    let bridge = agentd_core::BridgeDelivery {
+        task_id: "t1".into(),
+        target: agentd_core::BridgeTarget {
+            channel: "ops".into(),
+            kind: "webhook".into(),
+            url: "https://hooks.example.com/ops".into(),
+        },
+        body: "announce".into(),
+    };
+    a.commit(Batch { bridge_deliveries: vec![bridge], ..Default::default() })
+        .await
+        .expect("a bridge row on a");
+    let within = Duration::from_secs(10);
+    let name = tokio::time::timeout(within, noted.recv()).await.expect("a's notification").expect("open");
+    assert!(!name.is_empty(), "the notification names its instance");
+    // a's own notification has reached a once a later event of b's did
+    // (one listener connection, commit order): consume every wake so far.
+    b.commit(Batch { events: vec![event("t1", "b2")], ..Default::default() }).await.expect("b2");
+    assert_eq!(receive_through(&mut seen, 2).await, [2]);
+    let _ = tokio::time::timeout(Duration::from_millis(1), a.outbox_queued()).await;
+
+    let woken = async |a: &PostgresStore| {
+        tokio::select! {
+            biased;
+            () = a.outbox_queued() => true,
+            () = std::future::ready(()) => false,
+        }
+    };
+    client.execute("SELECT pg_notify('agentd_outbox', $1)", &[&name]).await.expect("NOTIFY as a");
+    b.commit(Batch { events: vec![event("t1", "b3")], ..Default::default() }).await.expect("b3");
+    assert_eq!(receive_through(&mut seen, 3).await, [3]);
+    assert!(!woken(&a).await, "a notification naming a woke a's worker");
+    client.execute("SELECT pg_notify('agentd_outbox', 'another')", &[]).await.expect("NOTIFY as another");
+    assert!(tokio::time::timeout(within, a.outbox_queued()).await.is_ok(), "another instance's rows wake a");
+}
