@@ -300,6 +300,19 @@ async fn a_bad_batch_fails_alone_in_a_group() {
     assert_eq!(seqs, (1..=199).collect::<Vec<u64>>(), "the poisoned batch's seq was given back: no gap");
 }
 
+/// A bridge announcement of task t1, queued in the outbox.
+fn bridge_row() -> agentd_core::BridgeDelivery {
+    agentd_core::BridgeDelivery {
+        task_id: "t1".into(),
+        target: agentd_core::BridgeTarget {
+            channel: "ops".into(),
+            kind: "webhook".into(),
+            url: "https://hooks.example.com/ops".into(),
+        },
+        body: "announce".into(),
+    }
+}
+
 /// A commit on one instance that queues outbox rows and carries no event
 /// (an artifact's push, a bridge announcement) wakes the delivery worker
 /// of the other instance too.
@@ -322,16 +335,9 @@ async fn outbox_rows_queued_on_one_instance_wake_the_others_worker_whatever_even
     let push = Batch { push_events: vec![("t1".into(), "an artifact".into())], ..Default::default() };
     a.commit(push).await.expect("a push event, no feed event");
     assert!(tokio::time::timeout(within, b.outbox_queued()).await.is_ok(), "woken by the push row");
-    let bridge = agentd_core::BridgeDelivery {
-        task_id: "t1".into(),
-        target: agentd_core::BridgeTarget {
-            channel: "ops".into(),
-            kind: "webhook".into(),
-            url: "https://hooks.example.com/ops".into(),
-        },
-        body: "announce".into(),
-    };
-    a.commit(Batch { bridge_deliveries: vec![bridge], ..Default::default() }).await.expect("a bridge row");
+    a.commit(Batch { bridge_deliveries: vec![bridge_row()], ..Default::default() })
+        .await
+        .expect("a bridge row");
     assert!(tokio::time::timeout(within, b.outbox_queued()).await.is_ok(), "woken by the bridge row");
 }
 
@@ -369,16 +375,7 @@ async fn a_store_skips_the_outbox_notifications_naming_itself() {
     b.commit(setup).await.expect("a task and an event on b");
     // a's listener is up: b's event reached a through it.
     assert_eq!(receive_through(&mut seen, 1).await, [1]);
-    let bridge = agentd_core::BridgeDelivery {
-        task_id: "t1".into(),
-        target: agentd_core::BridgeTarget {
-            channel: "ops".into(),
-            kind: "webhook".into(),
-            url: "https://hooks.example.com/ops".into(),
-        },
-        body: "announce".into(),
-    };
-    a.commit(Batch { bridge_deliveries: vec![bridge], ..Default::default() })
+    a.commit(Batch { bridge_deliveries: vec![bridge_row()], ..Default::default() })
         .await
         .expect("a bridge row on a");
     let within = Duration::from_secs(10);
