@@ -138,6 +138,10 @@ impl hyper::body::Body for Tracked {
     }
 }
 
+/// How long a stopping daemon's connection with nothing in flight has to
+/// write what is queued before it is dropped.
+const STOP_FLUSH: Duration = Duration::from_millis(500);
+
 /// Serves one connection until it closes, times out or the daemon stops.
 /// `peer`: who the connection's client certificate names, set on each of
 /// its requests.
@@ -179,12 +183,15 @@ pub async fn serve<S>(
     tokio::pin!(conn);
     let mut closing = false;
     // After `stopped` (the daemon's work is over, its streams ended) a
-    // connection closes as soon as nothing is in flight, without waiting
-    // for a peer to go away.
+    // connection closes once its graceful shutdown has written what its
+    // ended responses left queued (a stream's last frame, HTTP/2's GOAWAY),
+    // or `STOP_FLUSH` after nothing is in flight, without waiting for a
+    // peer to go away. A response counts as done when hyper took its last
+    // frame, before that frame is on the wire: closing at once would cut it.
     let mut stopping = false;
     loop {
         let (first, idle) = match stopping {
-            true => (Duration::ZERO, Duration::ZERO),
+            true => (STOP_FLUSH, STOP_FLUSH),
             false => (limits.header_read_timeout, limits.idle_timeout),
         };
         tokio::select! {
