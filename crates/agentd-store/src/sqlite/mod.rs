@@ -114,7 +114,9 @@ impl Store for SqliteStore {
         let (reply, outcome) = oneshot::channel();
         let jobs = self.jobs.as_ref().ok_or_else(|| StoreError::backend("store is closed"))?;
         jobs.send(Job { batch, reply }).map_err(|_| StoreError::backend("store writer stopped"))?;
-        let committed = outcome.await.map_err(err("store writer stopped before answering"))?;
+        let done = outcome.await.map_err(err("store writer stopped before answering"))?;
+        let committed = done.outcome;
+        drop(done.batch);
         match &committed {
             Ok(()) => tracing::debug!("committed"),
             Err(e) => tracing::debug!(error = %e, "refused"),
@@ -124,7 +126,7 @@ impl Store for SqliteStore {
 
     async fn get_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let id = id.to_owned();
-        self.reads.run(move |conn| read::get_task(conn, &id)).await
+        self.reads.run_point(move |conn| read::get_task(conn, &id)).await
     }
 
     async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
@@ -149,7 +151,7 @@ impl Store for SqliteStore {
 
     async fn get_push_config(&self, task_id: &str, id: &str) -> Result<Option<PushConfigRow>, StoreError> {
         let (task_id, id) = (task_id.to_owned(), id.to_owned());
-        self.reads.run(move |conn| read::get_push_config(conn, &task_id, &id)).await
+        self.reads.run_point(move |conn| read::get_push_config(conn, &task_id, &id)).await
     }
 
     async fn list_push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>, StoreError> {
@@ -180,7 +182,7 @@ impl Store for SqliteStore {
 
     async fn get_reminder(&self, task_id: &str, id: &str) -> Result<Option<ReminderRecord>, StoreError> {
         let (task_id, id) = (task_id.to_owned(), id.to_owned());
-        self.reads.run(move |conn| read::get_reminder(conn, &task_id, &id)).await
+        self.reads.run_point(move |conn| read::get_reminder(conn, &task_id, &id)).await
     }
 
     async fn read_events(&self, after: u64, limit: usize) -> Result<Vec<EventRecord>, StoreError> {

@@ -1,4 +1,5 @@
-//! Reads: a small pool of read-only connections used on the blocking pool,
+//! Reads: a small pool of read-only connections used on the blocking pool
+//! (point reads on the calling thread),
 //! and the queries behind every `Store` read. Each query runs in its own
 //! read transaction, so it sees every batch committed before it started.
 
@@ -47,6 +48,32 @@ impl ReadPool {
         {
             idle.push(conn);
         }
+    }
+
+    /// Runs a point read (one row by its key) on the calling thread when a
+    /// pooled connection is free, else as [`ReadPool::run`] does.
+    ///
+    /// Why not the blocking pool: a point read touches a few B-tree pages
+    /// that the connection's and the OS page caches hold, a few
+    /// microseconds, while the hop to the blocking pool and back wakes two
+    /// threads; under GetTask load a third of the daemon's CPU went to
+    /// those wake-ups. Scans, whose cost grows with the data, stay on the
+    /// blocking pool. The read takes a permit like any other, so it never
+    /// opens a connection or exceeds `MAX_READERS`.
+    pub(crate) async fn run_point<T, F>(self: &Arc<Self>, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        if let Ok(_permit) = Arc::clone(&self.permits).try_acquire_owned() {
+            let pooled = self.idle.lock().map_err(|_| StoreError::backend("read pool poisoned"))?.pop();
+            if let Some(mut conn) = pooled {
+                let out = f(&mut conn);
+                self.give(conn);
+                return out;
+            }
+        }
+        self.run(f).await
     }
 
     /// Runs `f` with a pooled connection on tokio's blocking pool.
