@@ -229,6 +229,14 @@ pub struct TaskPage {
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     async fn commit(&self, batch: Batch) -> Result<(), StoreError>;
+    /// [`Store::commit`], handing the batch's task records back (whether
+    /// or not it committed, when the store can), so that the engine adopts
+    /// them instead of committing copies. The default hands back copies
+    /// made first.
+    async fn commit_giving_back(&self, batch: Batch) -> (Result<(), StoreError>, Vec<TaskRecord>) {
+        let tasks = batch.tasks.clone();
+        (self.commit(batch).await, tasks)
+    }
     async fn get_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError>;
     async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError>;
     /// Tasks currently in one of `states`, in the order of their last status

@@ -26,6 +26,13 @@ impl Store for Metered {
         self.metrics.store.commit(result.is_ok(), started.elapsed().as_secs_f64(), rows);
         result
     }
+    async fn commit_giving_back(&self, batch: Batch) -> (Result<(), StoreError>, Vec<TaskRecord>) {
+        let rows = batch.size();
+        let started = std::time::Instant::now();
+        let (result, tasks) = self.inner.commit_giving_back(batch).await;
+        self.metrics.store.commit(result.is_ok(), started.elapsed().as_secs_f64(), rows);
+        (result, tasks)
+    }
     async fn get_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
         self.inner.get_task(id).await
     }

@@ -337,9 +337,10 @@ impl Engine {
 
     /// Applies one change to a live task (used by agent runs).
     pub(crate) async fn apply_change(&self, id: &str, change: Change) -> Result<(), Error> {
-        self.mutate(id, |rec, now| transition::apply(rec, change.clone(), now).map_err(|r| refused(id, r)))
-            .await
-            .map(|_| ())
+        let f = |rec: &mut TaskRecord, now| {
+            transition::apply(rec, change.clone(), now).map_err(|r| refused(id, r))
+        };
+        self.mutate_then(id, Batch::default(), f, |_| ()).await
     }
 
     /// The one write path for existing tasks: lock the slot, then
@@ -356,6 +357,21 @@ impl Engine {
     where
         F: FnMut(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, Error>,
     {
+        self.mutate_then(id, extra, f, TaskRecord::clone).await
+    }
+
+    /// `mutate_with`, answering with what `then` reads from the committed
+    /// record (nothing, for a run's changes: no copy of the record).
+    pub(crate) async fn mutate_then<F, R>(
+        &self,
+        id: &str,
+        extra: Batch,
+        f: F,
+        then: impl FnOnce(&TaskRecord) -> R,
+    ) -> Result<R, Error>
+    where
+        F: FnMut(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, Error>,
+    {
         loop {
             let Some(slot) = self.slot(id).await? else {
                 return match self.inner.store.get_task(id).await? {
@@ -367,12 +383,14 @@ impl Engine {
             if st.detached {
                 continue;
             }
-            return self.commit_locked(&slot, &mut st, f, extra).await;
+            self.commit_locked(&slot, &mut st, f, extra).await?;
+            return Ok(then(&st.record));
         }
     }
 
     /// Changes a copy of the record, commits it with its push deliveries and
-    /// `extra`, then (and only then) adopts it and publishes its events.
+    /// `extra`, then (and only then) adopts it as `st.record` and publishes
+    /// its events.
     /// The caller holds the slot lock, which orders all changes of a task.
     ///
     /// On a store replicas share, another replica may have committed the
@@ -386,7 +404,7 @@ impl Engine {
         st: &mut SlotState,
         mut f: F,
         extra: Batch,
-    ) -> Result<TaskRecord, Error>
+    ) -> Result<(), Error>
     where
         F: FnMut(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, Error>,
     {
@@ -424,22 +442,24 @@ impl Engine {
                 }
             }
         };
-        st.record = rec.clone();
+        st.record = rec;
         for e in events {
             slot.publish(e);
         }
-        if rec.state().is_terminal() {
+        let rec = &st.record;
+        let ended = rec.state().is_terminal();
+        if ended {
             // Whatever ended the task (cancel, failure), its run must stop.
             st.cancel.cancel();
             self.inner.task_agents.remove(rec.id());
-            self.forget_child(&rec);
+            self.forget_child(rec);
             self.notify_ended(rec.id(), rec.state());
         }
-        if rec.state().is_terminal() || (!st.running && slot.followers() == 0) {
+        if ended || (!st.running && slot.followers() == 0) {
             st.detached = true;
-            self.inner.slots.remove(rec.id());
+            self.inner.slots.remove(st.record.id());
         }
-        Ok(rec)
+        Ok(())
     }
 
     /// Commits `rec`, a changed copy of the slot's record, as the task's
@@ -492,13 +512,15 @@ impl Engine {
     }
 
     /// Commits a record, its events' push deliveries and `extra` in one batch.
+    /// The record goes into the batch and comes back from the store, not
+    /// copied; if the store could not hand it back (its writer died), `rec`
+    /// is left empty, and the error says so.
     async fn commit_record(
         &self,
-        rec: &TaskRecord,
+        rec: &mut TaskRecord,
         events: &[StreamResponse],
         mut batch: Batch,
     ) -> Result<(), Error> {
-        batch.tasks.push(rec.clone());
         batch.fences.extend(self.fence(rec.id()));
         // Push bodies are left out while no config may exist; a config
         // committed in this very batch (inline in a SendMessage) counts.
@@ -508,7 +530,12 @@ impl Engine {
                 batch.push_events.push((rec.task.id.clone(), push_body(e)));
             }
         }
-        self.inner.store.commit(batch).await.map_err(store_failed)
+        batch.tasks.push(take_record(rec));
+        let (outcome, mut tasks) = self.inner.store.commit_giving_back(batch).await;
+        if let Some(back) = tasks.pop() {
+            *rec = back;
+        }
+        outcome.map_err(store_failed)
     }
 
     /// Starts an agent run for a task whose slot lock the caller holds.
@@ -785,3 +812,16 @@ pub(crate) fn refused(id: &str, r: Refused) -> Error {
 #[cfg(test)]
 #[allow(clippy::disallowed_methods, reason = "tests play concurrent callers")]
 mod tests;
+
+/// Moves the record out, leaving an empty one (nothing allocated) in its place.
+fn take_record(rec: &mut TaskRecord) -> TaskRecord {
+    let empty = TaskRecord {
+        task: agentd_proto::Task::default(),
+        owner: String::new(),
+        created_at: rec.created_at,
+        status_history: Vec::new(),
+        meta: crate::record::TaskMeta::default(),
+        version: rec.version,
+    };
+    std::mem::replace(rec, empty)
+}

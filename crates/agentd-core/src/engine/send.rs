@@ -279,7 +279,7 @@ impl Engine {
         if input.message_id.is_empty() {
             input.message_id = new_id();
         }
-        let rec = TaskRecord {
+        let mut rec = TaskRecord {
             task: Task {
                 id: id.clone(),
                 context_id,
@@ -313,7 +313,7 @@ impl Engine {
             st.pending = Some(batch);
             st.claim = claim;
         } else {
-            self.commit_record(&rec, &[], batch).await?;
+            self.commit_record(&mut rec, &[], batch).await?;
             self.count_commit(None, &rec);
             drop(claim);
         }
@@ -427,7 +427,7 @@ impl Engine {
                 )
                 .await;
             let rec = match committed {
-                Ok(rec) => rec,
+                Ok(()) => &st.record,
                 Err(e) => {
                     st.running = was_running;
                     return Err(e);
@@ -435,7 +435,7 @@ impl Engine {
             };
             let mut events = TaskEvents::new(
                 self,
-                self.view(&rec, cfg.history_length, true),
+                self.view(rec, cfg.history_length, true),
                 slot.subscribe(),
                 close_on_interrupt,
             )

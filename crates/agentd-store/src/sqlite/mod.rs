@@ -7,7 +7,6 @@ mod read;
 mod schema;
 mod writer;
 
-use crate::codec::err;
 use crate::event_log::Announcer;
 use agentd_core::{
     Batch, EventLogBounds, EventRecord, JournalEntry, OutboxItem, PushConfigRow, ReminderRecord, Store,
@@ -102,8 +101,12 @@ impl Drop for SqliteStore {
 impl Store for SqliteStore {
     // The span (and the line after the writer answered) run in the
     // caller's task, so they carry the caller's spans: a request's id.
-    #[tracing::instrument(name = "store.commit", level = "debug", skip_all, fields(size = batch.size(), tasks = batch.tasks.len()))]
     async fn commit(&self, batch: Batch) -> Result<(), StoreError> {
+        self.commit_giving_back(batch).await.0
+    }
+
+    #[tracing::instrument(name = "store.commit", level = "debug", skip_all, fields(size = batch.size(), tasks = batch.tasks.len()))]
+    async fn commit_giving_back(&self, batch: Batch) -> (Result<(), StoreError>, Vec<TaskRecord>) {
         if !batch.push_upserts.is_empty() {
             // Said before the batch is queued, so that a change checking
             // for configs after this point fans out to this one. (A change
@@ -112,16 +115,20 @@ impl Store for SqliteStore {
             self.push_configs.saw_one();
         }
         let (reply, outcome) = oneshot::channel();
-        let jobs = self.jobs.as_ref().ok_or_else(|| StoreError::backend("store is closed"))?;
-        jobs.send(Job { batch, reply }).map_err(|_| StoreError::backend("store writer stopped"))?;
-        let done = outcome.await.map_err(err("store writer stopped before answering"))?;
-        let committed = done.outcome;
-        drop(done.batch);
-        match &committed {
+        let Some(jobs) = self.jobs.as_ref() else {
+            return (Err(StoreError::backend("store is closed")), batch.tasks);
+        };
+        if let Err(refused) = jobs.send(Job { batch, reply }) {
+            return (Err(StoreError::backend("store writer stopped")), refused.0.batch.tasks);
+        }
+        let Ok(done) = outcome.await else {
+            return (Err(StoreError::backend("store writer stopped before answering")), Vec::new());
+        };
+        match &done.outcome {
             Ok(()) => tracing::debug!("committed"),
             Err(e) => tracing::debug!(error = %e, "refused"),
         }
-        committed
+        (done.outcome, done.batch.tasks)
     }
 
     async fn get_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
