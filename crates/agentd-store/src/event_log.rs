@@ -30,6 +30,10 @@ impl Announcer {
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<EventRecord>> {
         self.events.subscribe()
     }
+    /// Whether a live feed follows the announcements.
+    pub(crate) fn followed(&self) -> bool {
+        self.events.receiver_count() > 0
+    }
     /// Announces events that are committed (no receiver is not an error).
     pub(crate) fn announce(&self, events: impl IntoIterator<Item = EventRecord>) {
         for e in events {

@@ -9,18 +9,29 @@ use rusqlite::{Connection, OptionalExtension, params};
 const APPEND: &str = "INSERT INTO events (ts_ms, kind, task_id, owner, data_json, annotations_json)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 
-/// Appends `events` in order; returns them with the seqs they got.
-pub(crate) fn append(tx: &Connection, events: &[NewEvent]) -> Result<Vec<EventRecord>, StoreError> {
-    let mut out = Vec::with_capacity(events.len());
-    for e in events {
+/// Appends `events` in order; returns the seq of the first (the others
+/// follow it one by one: this one writer assigns every seq), `None` if
+/// there are none.
+pub(crate) fn append(tx: &Connection, events: &[NewEvent]) -> Result<Option<u64>, StoreError> {
+    let mut first = None;
+    for (i, e) in (0u64..).zip(events) {
         let c = event_log::encode(e);
         tx.prepare_cached(APPEND)
             .and_then(|mut s| s.execute(params![c.0, c.1, c.2, c.3, c.4, c.5]))
             .map_err(err("append event"))?;
         let seq = u64::try_from(tx.last_insert_rowid()).map_err(err("event seq"))?;
-        out.push(EventRecord { seq, event: e.clone() });
+        let first = *first.get_or_insert(seq);
+        if seq != first + i {
+            return Err(StoreError::backend(format!("event seq {seq} where {} was next", first + i)));
+        }
     }
-    Ok(out)
+    Ok(first)
+}
+
+/// The events of a committed batch with their seqs, moved out of it.
+pub(crate) fn committed(events: Vec<NewEvent>, first: Option<u64>) -> Vec<EventRecord> {
+    let Some(first) = first else { return Vec::new() };
+    (first..).zip(events).map(|(seq, event)| EventRecord { seq, event }).collect()
 }
 
 /// Removes the prefix of the log that retention no longer keeps.

@@ -133,7 +133,7 @@ impl Store for SqliteStore {
 
     async fn get_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let id = id.to_owned();
-        self.reads.run_point(move |conn| read::get_task(conn, &id)).await
+        self.reads.run_point(move |conn, max_bytes| read::get_task(conn, &id, max_bytes)).await
     }
 
     async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
@@ -158,7 +158,7 @@ impl Store for SqliteStore {
 
     async fn get_push_config(&self, task_id: &str, id: &str) -> Result<Option<PushConfigRow>, StoreError> {
         let (task_id, id) = (task_id.to_owned(), id.to_owned());
-        self.reads.run_point(move |conn| read::get_push_config(conn, &task_id, &id)).await
+        self.reads.run(move |conn| read::get_push_config(conn, &task_id, &id)).await
     }
 
     async fn list_push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>, StoreError> {
@@ -189,7 +189,7 @@ impl Store for SqliteStore {
 
     async fn get_reminder(&self, task_id: &str, id: &str) -> Result<Option<ReminderRecord>, StoreError> {
         let (task_id, id) = (task_id.to_owned(), id.to_owned());
-        self.reads.run_point(move |conn| read::get_reminder(conn, &task_id, &id)).await
+        self.reads.run(move |conn| read::get_reminder(conn, &task_id, &id)).await
     }
 
     async fn read_events(&self, after: u64, limit: usize) -> Result<Vec<EventRecord>, StoreError> {

@@ -15,6 +15,18 @@ use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+/// The most bytes of JSON a point read decodes on the calling thread (a
+/// task with a long history, or big artifacts, is decoded on the blocking
+/// pool: about 0.1 ms of work at this size).
+const INLINE_ROW_BYTES: usize = 64 * 1024;
+
+/// What a point read found: its answer, or a row bigger than it may decode
+/// where it runs.
+pub(crate) enum Point<T> {
+    Read(T),
+    TooBig,
+}
+
 /// Idle read connections kept for reuse; more are opened on demand.
 const MAX_IDLE: usize = 4;
 /// Reads running at once. Equal to MAX_IDLE, so every read finds a pooled
@@ -51,29 +63,39 @@ impl ReadPool {
     }
 
     /// Runs a point read (one row by its key) on the calling thread when a
-    /// pooled connection is free, else as [`ReadPool::run`] does.
+    /// pooled connection is free, else as [`ReadPool::run`] does. `f` gets
+    /// the most bytes of row it may decode; given a bigger row it answers
+    /// [`Point::TooBig`] and is run again on the blocking pool without a
+    /// limit.
     ///
-    /// Why not the blocking pool: a point read touches a few B-tree pages
-    /// that the connection's and the OS page caches hold, a few
-    /// microseconds, while the hop to the blocking pool and back wakes two
-    /// threads; under GetTask load a third of the daemon's CPU went to
-    /// those wake-ups. Scans, whose cost grows with the data, stay on the
-    /// blocking pool. The read takes a permit like any other, so it never
-    /// opens a connection or exceeds `MAX_READERS`.
+    /// Why not the blocking pool every time: a point read touches a few
+    /// B-tree pages that the connection's and the OS page caches hold, a
+    /// few microseconds, while the hop to the blocking pool and back wakes
+    /// two threads; under GetTask load a third of the daemon's CPU went to
+    /// those wake-ups. A big row's decoding would hold up every other
+    /// request of the thread, so it goes to the blocking pool, like scans.
+    /// The read takes a permit like any other, so it never opens a
+    /// connection or exceeds `MAX_READERS`.
     pub(crate) async fn run_point<T, F>(self: &Arc<Self>, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+        F: Fn(&mut Connection, usize) -> Result<Point<T>, StoreError> + Send + 'static,
     {
         if let Ok(_permit) = Arc::clone(&self.permits).try_acquire_owned() {
             let pooled = self.idle.lock().map_err(|_| StoreError::backend("read pool poisoned"))?.pop();
             if let Some(mut conn) = pooled {
-                let out = f(&mut conn);
+                let out = f(&mut conn, INLINE_ROW_BYTES);
                 self.give(conn);
-                return out;
+                if let Point::Read(t) = out? {
+                    return Ok(t);
+                }
             }
         }
-        self.run(f).await
+        self.run(move |conn| match f(conn, usize::MAX)? {
+            Point::Read(t) => Ok(t),
+            Point::TooBig => Err(StoreError::backend("a row is too big for an unlimited read")),
+        })
+        .await
     }
 
     /// Runs `f` with a pooled connection on tokio's blocking pool.
@@ -123,18 +145,27 @@ fn query_tasks(conn: &Connection, sql: &str, args: &[Value]) -> Result<Vec<TaskR
 
 /// One task, decoded straight from the row's text (GetTask's path: no
 /// copy of the JSON columns, no SQL built per call).
-pub(crate) fn get_task(conn: &mut Connection, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+/// A row bigger than `max_bytes` of JSON is not decoded: [`Point::TooBig`].
+pub(crate) fn get_task(
+    conn: &mut Connection,
+    id: &str,
+    max_bytes: usize,
+) -> Result<Point<Option<TaskRecord>>, StoreError> {
     const SQL: &str = "SELECT owner, created_ms, task_json, status_history_json, meta_json, version FROM tasks WHERE id = ?1";
     debug_assert!(SQL.contains(TASK_COLUMNS));
     let mut stmt = conn.prepare_cached(SQL).map_err(err("prepare task query"))?;
     let mut rows = stmt.query([id]).map_err(err("query tasks"))?;
     let Some(row) = rows.next().map_err(err("query tasks"))? else {
-        return Ok(None);
+        return Ok(Point::Read(None));
     };
     let text = |i: usize| row.get_ref(i).and_then(|v| Ok(v.as_str()?)).map_err(err("query tasks"));
+    let (task, history, meta) = (text(2)?, text(3)?, text(4)?);
+    if task.len() + history.len() + meta.len() > max_bytes {
+        return Ok(Point::TooBig);
+    }
     let (created, version) =
         (row.get(1).map_err(err("query tasks"))?, row.get(5).map_err(err("query tasks"))?);
-    decode_task(text(0)?.to_owned(), created, text(2)?, text(3)?, text(4)?, version).map(Some)
+    decode_task(text(0)?.to_owned(), created, task, history, meta, version).map(|t| Point::Read(Some(t)))
 }
 
 pub(crate) fn list_tasks(conn: &mut Connection, q: &TaskQuery) -> Result<TaskPage, StoreError> {

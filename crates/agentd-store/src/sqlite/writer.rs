@@ -9,7 +9,7 @@
 
 use crate::codec::{encode_config, encode_entry, encode_reminder, encode_task, err, journal_conflict};
 use crate::event_log::Announcer;
-use agentd_core::{Batch, EventRecord, StoreError, TaskRecord};
+use agentd_core::{Batch, StoreError, TaskRecord};
 use agentd_proto::Timestamp;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::sync::Arc;
@@ -113,8 +113,8 @@ fn write_group(conn: &mut Connection, jobs: Vec<Job>, shared: &Shared) {
             if applied.iter().any(|a| a.queued_outbox) {
                 announcer.outbox_queued();
             }
-            for (job, a) in jobs.into_iter().zip(applied) {
-                announcer.announce(a.events);
+            for (mut job, a) in jobs.into_iter().zip(applied) {
+                announce(announcer, &mut job.batch, a.first_seq);
                 job.answer(Ok(()));
             }
         }
@@ -125,13 +125,13 @@ fn write_group(conn: &mut Connection, jobs: Vec<Job>, shared: &Shared) {
         }
         Err(e) => {
             tracing::debug!(error = %e, batches = jobs.len(), "group commit failed; retrying one by one");
-            for job in jobs {
+            for mut job in jobs {
                 let outcome = apply_in_tx(conn, std::iter::once(&job.batch), seen).map(|one| {
                     for a in one {
                         if a.queued_outbox {
                             announcer.outbox_queued();
                         }
-                        announcer.announce(a.events);
+                        announce(announcer, &mut job.batch, a.first_seq);
                     }
                 });
                 job.answer(outcome);
@@ -140,9 +140,20 @@ fn write_group(conn: &mut Connection, jobs: Vec<Job>, shared: &Shared) {
     }
 }
 
+/// Announces a committed batch's events, moved out of it, when a live feed
+/// follows the log: with none, they are not copied for nobody. (A feed
+/// that subscribes after this check reads the log's bounds after this
+/// commit, so it starts past these events.)
+fn announce(announcer: &Announcer, batch: &mut Batch, first_seq: Option<u64>) {
+    if announcer.followed() {
+        announcer.announce(super::events::committed(std::mem::take(&mut batch.events), first_seq));
+    }
+}
+
 /// What one batch wrote that is announced once committed.
 struct Applied {
-    events: Vec<EventRecord>,
+    /// The seq of its first event, if it appended any.
+    first_seq: Option<u64>,
     /// Whether it queued outbox rows (for the delivery worker).
     queued_outbox: bool,
 }
@@ -241,7 +252,8 @@ fn write_task(tx: &Connection, record: &TaskRecord) -> Result<(), StoreError> {
 /// Writes one batch inside `tx`, in the order: tasks, push upserts, push
 /// deletes (their outbox rows go by cascade), push events, bridge
 /// deliveries, outbox done, outbox retry, closed conversations, reminders,
-/// journal entries, the journals of tasks that ended, events, pruning. Returns the events appended.
+/// journal entries, the journals of tasks that ended, events, pruning. Returns what is announced once
+/// committed.
 fn apply(tx: &Connection, batch: &Batch, push_configs: &PushConfigsSeen) -> Result<Applied, StoreError> {
     for record in &batch.tasks {
         write_task(tx, record)?;
@@ -316,9 +328,9 @@ fn apply(tx: &Connection, batch: &Batch, push_configs: &PushConfigsSeen) -> Resu
             .and_then(|mut s| s.execute(params![record.task.id]))
             .map_err(err("remove journal"))?;
     }
-    let events = super::events::append(tx, &batch.events)?;
+    let first_seq = super::events::append(tx, &batch.events)?;
     if let Some(r) = batch.prune_events {
         super::events::prune(tx, r)?;
     }
-    Ok(Applied { events, queued_outbox: queued > 0 })
+    Ok(Applied { first_seq, queued_outbox: queued > 0 })
 }

@@ -409,3 +409,22 @@ async fn push_events_cost_nothing_until_a_push_config_exists() {
     drop(store);
     assert!(open(&path).may_have_push_configs(), "found again at open");
 }
+
+/// GetTask's read decodes a small row where it is asked for and a big one
+/// (over 64 KiB of JSON) on the blocking pool: both read back whole, each
+/// time, from a pool that has connections to lend.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_and_big_tasks_read_back_whole_again_and_again() {
+    let (_dir, store) = fixture();
+    let small = record(("small", "alice", "ctx", Working, 1_000));
+    let mut big = record(("big", "alice", "ctx", Working, 1_000));
+    big.task.history = Some(vec![agentd_proto::Message::agent_text("x".repeat(200_000))]);
+    store.commit(tasks_batch(vec![small.clone(), big.clone()])).await.expect("commit");
+    for _ in 0..3 {
+        let read = store.get_task("small").await.expect("get small").expect("small exists");
+        assert_eq!(read.task, small.task);
+        let read = store.get_task("big").await.expect("get big").expect("big exists");
+        assert_eq!(read.task, big.task, "the big task reads back whole");
+        assert!(store.get_task("none").await.expect("get missing").is_none());
+    }
+}
