@@ -48,20 +48,63 @@ impl Timestamp {
         Ok(Self(t.with_nanosecond(nanos - nanos % 1_000_000).unwrap_or(t)))
     }
     pub fn to_wire(&self) -> String {
-        self.0.to_rfc3339_opts(SecondsFormat::Millis, true)
+        match self.wire_bytes() {
+            Some(b) => String::from_utf8_lossy(&b).into_owned(),
+            None => self.0.to_rfc3339_opts(SecondsFormat::Millis, true),
+        }
+    }
+    /// [`Self::to_wire`]'s text on the stack, for the years 0000 to 9999
+    /// outside a leap second (every time the daemon makes or parses);
+    /// `None` otherwise. Serializing a task writes several timestamps, and
+    /// chrono's formatter allocated a string for each.
+    fn wire_bytes(&self) -> Option<[u8; 24]> {
+        let t = &self.0;
+        let (year, ms) = (t.year(), t.nanosecond() / 1_000_000);
+        if !(0..=9999).contains(&year) || ms > 999 {
+            return None;
+        }
+        let mut b = *b"0000-00-00T00:00:00.000Z";
+        let mut put = |at: usize, width: usize, mut n: u32| {
+            for i in (at..at + width).rev() {
+                b[i] = b'0' + (n % 10) as u8;
+                n /= 10;
+            }
+        };
+        put(0, 4, year.unsigned_abs());
+        put(5, 2, t.month());
+        put(8, 2, t.day());
+        put(11, 2, t.hour());
+        put(14, 2, t.minute());
+        put(17, 2, t.second());
+        put(20, 3, ms);
+        Some(b)
     }
 }
 
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_wire())
+        match self.wire_bytes() {
+            // ASCII digits and punctuation only: always UTF-8.
+            Some(b) => s.serialize_str(std::str::from_utf8(&b).map_err(serde::ser::Error::custom)?),
+            None => s.serialize_str(&self.to_wire()),
+        }
     }
 }
 
 impl<'de> Deserialize<'de> for Timestamp {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        Timestamp::parse(&s).map_err(D::Error::custom)
+        // Parsed from the input's text as it is lent: no copy into a String.
+        struct Wire;
+        impl serde::de::Visitor<'_> for Wire {
+            type Value = Timestamp;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Timestamp, E> {
+                Timestamp::parse(v).map_err(E::custom)
+            }
+        }
+        d.deserialize_str(Wire)
     }
 }
 

@@ -116,6 +116,53 @@ fn timestamps_are_millisecond_utc_out() {
     assert!(Timestamp::now().to_wire().ends_with('Z'));
 }
 
+/// The daemon writes timestamps without chrono's formatter; the text must be
+/// chrono's RFC 3339 (milliseconds, `Z`) for every instant, the rare ones
+/// (a leap second, years outside 0000..=9999) included, and read back.
+#[test]
+fn timestamps_are_written_as_chrono_writes_them_and_read_back() {
+    use chrono::{SecondsFormat, TimeZone, Utc};
+    let mut instants: Vec<Timestamp> = [
+        -62_135_596_800_000_i64, // 0001-01-01T00:00:00.000Z
+        -62_167_219_200_000,     // 0000-01-01
+        253_402_300_799_999,     // 9999-12-31T23:59:59.999Z
+        253_402_300_800_000,     // 10000-01-01: past four digits
+        -62_167_219_200_001,     // before year 0
+        0,
+        1,
+        999,
+        1_710_527_400_123,
+    ]
+    .into_iter()
+    .map(|ms| Timestamp::from_millis(ms).unwrap())
+    .collect();
+    // Every month and day-of-month digit, hours, minutes, seconds.
+    let mut ms = 946_684_800_000_i64; // 2000-01-01
+    for _ in 0..500 {
+        instants.push(Timestamp::from_millis(ms).unwrap());
+        ms += 86_400_000 + 3_600_000 + 61_000 + 7;
+    }
+    // A leap second: 23:59:60.500.
+    let leap = Utc.with_ymd_and_hms(2016, 12, 31, 23, 59, 59).unwrap();
+    instants.push(Timestamp(chrono::Timelike::with_nanosecond(&leap, 1_500_000_000).unwrap()));
+    for t in instants {
+        let want = t.0.to_rfc3339_opts(SecondsFormat::Millis, true);
+        assert_eq!(t.to_wire(), want);
+        assert_eq!(serde_json::to_string(&t).unwrap(), format!("\"{want}\""));
+        if (1..=9999).contains(&chrono::Datelike::year(&t.0)) {
+            let back: Timestamp = serde_json::from_str(&format!("\"{want}\"")).unwrap();
+            assert_eq!(back.millis(), t.millis(), "{want}");
+        }
+    }
+    // Read from escaped text, from a `Value`, and refused when not a string.
+    let escaped: Timestamp = serde_json::from_str(r#""2024-03-15T18:30:00.5\u005a""#).unwrap();
+    assert_eq!(escaped.to_wire(), "2024-03-15T18:30:00.500Z");
+    let from_value: Timestamp = serde_json::from_value(json!("2024-03-15T18:30:00Z")).unwrap();
+    assert_eq!(from_value.to_wire(), "2024-03-15T18:30:00.000Z");
+    let e = serde_json::from_str::<Timestamp>("5").unwrap_err().to_string();
+    assert!(e.contains("expected a string"), "{e}");
+}
+
 #[test]
 fn required_members_are_always_written() {
     let r = ListTasksResponse::default();
