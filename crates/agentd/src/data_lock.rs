@@ -41,12 +41,13 @@ pub fn lock(dir: &Path) -> anyhow::Result<DataDirLock> {
             return Err(e).with_context(|| format!("cannot lock the data directory ({})", path.display()));
         }
     }
-    // Ours now: replace the last holder's pid with ours.
+    // Ours now: replace the last holder's pid with ours. Not synced: the
+    // pid only names the holder to a second daemon while this one runs; a
+    // crash releases the lock, and the next holder writes its own.
     let pid = std::process::id();
     file.set_len(0)
         .and_then(|()| file.rewind())
         .and_then(|()| writeln!(file, "{pid}"))
-        .and_then(|()| file.sync_all())
         .with_context(|| format!("cannot write the lock file {}", path.display()))?;
     Ok(DataDirLock { _file: file })
 }
