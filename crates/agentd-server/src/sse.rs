@@ -32,7 +32,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 /// How the payloads are framed.
 #[derive(Clone)]
@@ -123,26 +123,20 @@ fn sse_event(name: Option<&str>, data: &str) -> Bytes {
     Bytes::from(b)
 }
 
-/// What a stream needs besides its source.
+/// What a feed needs besides its source.
 struct Common {
     frames: Frames,
     shutdown: CancellationToken,
 }
 
-/// The frames of a task's events.
-fn task_frames(events: Box<TaskEvents>, c: Common) -> impl Stream<Item = Bytes> + Send {
-    stream::unfold(Some((events, c)), |state| async move {
-        let (mut evs, c) = state?;
-        let next = tokio::select! {
-            // Events already published go out before a shutdown ends the
-            // stream: a task's final status among them.
-            biased;
-            n = evs.next() => n,
-            () = c.shutdown.cancelled() => None,
-        };
-        match next? {
-            Ok(ev) => Some((c.frames.event(&ev), Some((evs, c)))),
-            Err(e) => Some((c.frames.error(&crate::errors::json(e)), None)),
+/// The frames of a task's events (the shutdown is watched by
+/// [`Framed`]).
+fn task_frames(events: Box<TaskEvents>, frames: Frames) -> impl Stream<Item = Bytes> + Send {
+    stream::unfold(Some((events, frames)), |state| async move {
+        let (mut evs, frames) = state?;
+        match evs.next().await? {
+            Ok(ev) => Some((frames.event(&ev), Some((evs, frames)))),
+            Err(e) => Some((frames.error(&crate::errors::json(e)), None)),
         }
     })
 }
@@ -203,28 +197,35 @@ fn feed_frames(feed: Box<EventFeed>, c: Common) -> impl Stream<Item = Bytes> + S
 }
 
 /// `frames` with a keep-alive comment whenever none went out for
-/// `interval`. The frames are polled, never dropped, while a comment goes
-/// out: a task's next event may be in the middle of committing its
-/// creation. The timer is armed once and moved on only when it fires, so
-/// a frame costs no timer operation (fanning an event out to thousands of
-/// streams would otherwise re-register thousands of timers).
-struct WithKeepAlive<S> {
+/// `interval`, and, for a task's stream, its end at a shutdown once no
+/// frame is ready (events already published go out first: a task's final
+/// status among them). The frames are polled, never dropped, while a
+/// comment goes out: a task's next event may be in the middle of
+/// committing its creation.
+///
+/// Both waits are armed once per stream, not once per frame: fanning an
+/// event out to thousands of streams would otherwise re-register thousands
+/// of timers, and as many waiters on the one shutdown token's lock. The
+/// timer is moved on only when it fires.
+struct Framed<S> {
     frames: Pin<Box<S>>,
+    shutdown: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
     timer: Pin<Box<tokio::time::Sleep>>,
     interval: Duration,
     /// When the last frame or comment went out.
     last: Instant,
 }
 
-impl<S> WithKeepAlive<S> {
-    fn new(frames: S, interval: Duration) -> Self {
+impl<S> Framed<S> {
+    fn new(frames: S, interval: Duration, shutdown: Option<CancellationToken>) -> Self {
         let last = Instant::now();
         let timer = Box::pin(tokio::time::sleep_until(last + interval));
-        Self { frames: Box::pin(frames), timer, interval, last }
+        let shutdown = shutdown.map(|t| Box::pin(t.cancelled_owned()));
+        Self { frames: Box::pin(frames), shutdown, timer, interval, last }
     }
 }
 
-impl<S: Stream<Item = Bytes>> Stream for WithKeepAlive<S> {
+impl<S: Stream<Item = Bytes>> Stream for Framed<S> {
     type Item = Bytes;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
@@ -232,6 +233,11 @@ impl<S: Stream<Item = Bytes>> Stream for WithKeepAlive<S> {
         if let Poll::Ready(frame) = this.frames.as_mut().poll_next(cx) {
             this.last = Instant::now();
             return Poll::Ready(frame);
+        }
+        if let Some(shutdown) = &mut this.shutdown
+            && shutdown.as_mut().poll(cx).is_ready()
+        {
+            return Poll::Ready(None);
         }
         loop {
             std::task::ready!(this.timer.as_mut().poll(cx));
@@ -264,15 +270,19 @@ pub fn response(
     framing: Framing,
     slot: Option<StreamSlot>,
 ) -> Response {
-    let c = Common { frames: Frames::new(framing), shutdown: state.shutdown.clone() };
+    let (frames, shutdown) = (Frames::new(framing), state.shutdown.clone());
     let interval = state.config.keep_alive;
     let body = match source {
         EventSource::One(ev) => {
-            let frame = c.frames.event(&Published::new(*ev));
+            let frame = frames.event(&Published::new(*ev));
             body(stream::once(std::future::ready(frame)), slot)
         }
-        EventSource::Task(events) => body(WithKeepAlive::new(task_frames(events, c), interval), slot),
-        EventSource::Feed(feed) => body(WithKeepAlive::new(feed_frames(feed, c), interval), slot),
+        EventSource::Task(events) => {
+            body(Framed::new(task_frames(events, frames), interval, Some(shutdown)), slot)
+        }
+        EventSource::Feed(feed) => {
+            body(Framed::new(feed_frames(feed, Common { frames, shutdown }), interval, None), slot)
+        }
     };
     let mut r = Response::new(body);
     let h = r.headers_mut();
@@ -341,7 +351,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_keep_alive_goes_out_after_an_interval_without_frames() {
         let (tx, rx) = futures::channel::mpsc::unbounded::<Bytes>();
-        let mut s = WithKeepAlive::new(rx, Duration::from_secs(10));
+        let mut s = Framed::new(rx, Duration::from_secs(10), None);
         let t0 = Instant::now();
         tokio::time::advance(Duration::from_secs(6)).await;
         tx.unbounded_send(Bytes::from_static(b"a")).expect("send");
@@ -357,5 +367,19 @@ mod tests {
         assert_eq!(s.next().await.as_deref(), Some(&b"b"[..]));
         assert_eq!(s.next().await, None, "the stream ends with its frames");
         assert_eq!(t0.elapsed(), Duration::from_secs(26));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shutdown_ends_a_stream_after_the_frames_already_ready() {
+        let (tx, rx) = futures::channel::mpsc::unbounded::<Bytes>();
+        let token = CancellationToken::new();
+        let mut s = Framed::new(rx, Duration::from_secs(10), Some(token.clone()));
+        tx.unbounded_send(Bytes::from_static(b"a")).expect("send");
+        tx.unbounded_send(Bytes::from_static(b"b")).expect("send");
+        token.cancel();
+        assert_eq!(s.next().await.as_deref(), Some(&b"a"[..]));
+        assert_eq!(s.next().await.as_deref(), Some(&b"b"[..]));
+        assert_eq!(s.next().await, None, "ended, with its frames' source still open");
+        drop(tx);
     }
 }
