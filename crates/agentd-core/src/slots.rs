@@ -13,7 +13,41 @@ use std::sync::{Arc, OnceLock};
 use tokio::sync::{Mutex, broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
-pub type Event = Arc<StreamResponse>;
+pub type Event = Arc<Published>;
+
+/// One published event, shared by every stream of its task.
+pub struct Published {
+    event: StreamResponse,
+    /// Its JSON, written once by the first stream that needs it: a task
+    /// followed by thousands of streams is serialized once per event, not
+    /// once per stream.
+    json: OnceLock<Option<Box<[u8]>>>,
+}
+
+impl Published {
+    pub fn new(event: StreamResponse) -> Self {
+        Self { event, json: OnceLock::new() }
+    }
+
+    /// The event as compact JSON (what `serde_json::to_vec` writes), made
+    /// on the first call; `None` if it cannot be serialized.
+    pub fn json(&self) -> Option<&[u8]> {
+        let json = self.json.get_or_init(|| serde_json::to_vec(&self.event).ok().map(Vec::into_boxed_slice));
+        json.as_deref()
+    }
+
+    /// The event itself, without a copy when nobody else holds it.
+    pub fn into_event(this: Arc<Self>) -> StreamResponse {
+        Arc::try_unwrap(this).map_or_else(|shared| shared.event.clone(), |p| p.event)
+    }
+}
+
+impl std::ops::Deref for Published {
+    type Target = StreamResponse;
+    fn deref(&self) -> &StreamResponse {
+        &self.event
+    }
+}
 
 pub struct SlotState {
     pub record: TaskRecord,
@@ -94,7 +128,7 @@ impl Slot {
             self.settles.send_modify(|n| *n += 1);
         }
         if let Some(tx) = self.events.get() {
-            let _ = tx.send(Arc::new(ev));
+            let _ = tx.send(Arc::new(Published::new(ev)));
         }
     }
 
@@ -173,9 +207,7 @@ mod tests {
         assert_eq!(s.followers(), 1);
         s.publish(status(TaskState::Completed));
         let ev = rx.try_recv().expect("the event published after subscribing");
-        assert!(
-            matches!(ev.as_ref(), StreamResponse::StatusUpdate(u) if u.status.state == TaskState::Completed)
-        );
+        assert!(matches!(&**ev, StreamResponse::StatusUpdate(u) if u.status.state == TaskState::Completed));
         drop(rx);
         assert_eq!(s.followers(), 0);
     }

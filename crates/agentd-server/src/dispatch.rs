@@ -90,10 +90,15 @@ async fn run(state: &AppState, ctx: &RequestContext, op: Operation) -> Result<Ou
     let p = &ctx.principal;
     // Reminder lifecycle events reach only streams that activated the extension.
     let reminder_events = ctx.activated.contains(reminders::URI);
+    // The operations with large futures (3.5 to 11 KiB: a send commits and
+    // may wait for the turn) are boxed: a request's future is as large as
+    // that of the largest operation it could be, and the requests of a
+    // fan-out, thousands waiting at once on one task's lock, would each
+    // hold 11 KiB they never use.
     let reply = match op {
-        Operation::SendMessage(req) => Reply::Sent(e.send_message(p, req).await?),
+        Operation::SendMessage(req) => Reply::Sent(Box::pin(e.send_message(p, req)).await?),
         Operation::SendStreamingMessage(req) => {
-            return Ok(Outcome::Stream(match e.send(p, req, true).await? {
+            return Ok(Outcome::Stream(match Box::pin(e.send(p, req, true)).await? {
                 SendOutcome::Message(msg) => EventSource::One(Box::new(StreamResponse::Message(msg))),
                 SendOutcome::Task(events) => {
                     EventSource::Task(Box::new(events.with_reminder_events(reminder_events)))
@@ -102,7 +107,7 @@ async fn run(state: &AppState, ctx: &RequestContext, op: Operation) -> Result<Ou
         }
         Operation::GetTask(req) => Reply::Task(e.get_task(p, req).await?),
         Operation::ListTasks(req) => Reply::Tasks(e.list_tasks(p, req).await?),
-        Operation::CancelTask(req) => Reply::Task(e.cancel_task(p, req).await?),
+        Operation::CancelTask(req) => Reply::Task(Box::pin(e.cancel_task(p, req)).await?),
         Operation::SubscribeToTask(req) => {
             let events = e.subscribe(p, req).await?.with_reminder_events(reminder_events);
             return Ok(Outcome::Stream(EventSource::Task(Box::new(events))));
@@ -115,7 +120,7 @@ async fn run(state: &AppState, ctx: &RequestContext, op: Operation) -> Result<Ou
             return Ok(Outcome::Done);
         }
         Operation::GetExtendedCard(_) => Reply::Card(state.card.card.clone()),
-        Operation::InjectReminder(req) => Reply::Reminder(e.inject_reminder(p, req).await?),
+        Operation::InjectReminder(req) => Reply::Reminder(Box::pin(e.inject_reminder(p, req)).await?),
         Operation::SubscribeEvents(params) => {
             return Ok(Outcome::Stream(EventSource::Feed(Box::new(e.subscribe_events(p, params).await?))));
         }

@@ -172,6 +172,9 @@ pub async fn handle(
     for (k, v) in route.path_params {
         params.insert(k.to_owned(), Value::String(v));
     }
+    // The request's head, which shares the buffer hyper read it into, is
+    // not kept while the operation waits (see the JSON-RPC handler).
+    drop((headers, uri));
     let outcome = async {
         execute(&state, crate::metrics::Binding::Rest, &ctx, route.op.decode(Value::Object(params), &ctx)?)
             .await

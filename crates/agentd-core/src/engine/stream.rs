@@ -5,7 +5,7 @@
 
 use crate::error::Error;
 use crate::record::TaskRecord;
-use crate::slots::{Event, Slot};
+use crate::slots::{Event, Published, Slot};
 use agentd_proto::{StreamResponse, Task};
 use std::sync::Arc;
 use tokio::sync::broadcast::{self, error::RecvError};
@@ -14,7 +14,9 @@ use tokio::sync::watch;
 pub struct TaskEvents {
     /// Lets a dropped stream release an idle task's slot.
     engine: Option<super::Engine>,
-    first: Option<Task>,
+    /// Boxed: a stream holds this for its whole life, the snapshot only
+    /// until its first event.
+    first: Option<Box<Task>>,
     task_id: String,
     /// The events; `None` for a wait that only settles (see [`Self::settling`]).
     rx: Option<broadcast::Receiver<Event>>,
@@ -47,7 +49,7 @@ impl TaskEvents {
         Self {
             engine,
             task_id: first.id.clone(),
-            first: Some(first),
+            first: Some(Box::new(first)),
             rx: Some(rx),
             settles: None,
             close_on_interrupt,
@@ -101,7 +103,7 @@ impl TaskEvents {
 
     /// The snapshot, if this stream yields only that.
     pub(crate) fn take_snapshot(&mut self) -> Option<Task> {
-        if self.snapshot_only { self.first.take() } else { None }
+        if self.snapshot_only { self.first.take().map(|t| *t) } else { None }
     }
 
     /// Keeps the task's slot, so that [`Self::settle`] can answer with the
@@ -118,9 +120,12 @@ impl TaskEvents {
     /// The next event, `None` when the stream is over. An error means this
     /// stream fell too far behind and was cut off (the task is unaffected).
     pub async fn next(&mut self) -> Option<Result<Event, Error>> {
+        // Boxed: this runs once per stream, and a stream keeps the future
+        // of `next` while it waits for each event (the commit's future
+        // inline made that a few KiB per stream).
         if self.first.is_some()
             && let Some(engine) = &self.engine
-            && let Err(e) = engine.commit_pending(&self.task_id).await
+            && let Err(e) = Box::pin(engine.commit_pending(&self.task_id)).await
         {
             // The snapshot of a task whose creation could not be committed
             // is never shown.
@@ -139,7 +144,7 @@ impl TaskEvents {
             self.terminal = state.is_terminal();
             self.done =
                 self.snapshot_only || self.terminal || (self.close_on_interrupt && state.is_interrupted());
-            return Some(Ok(Arc::new(StreamResponse::Task(t))));
+            return Some(Ok(Arc::new(Published::new(StreamResponse::Task(*t)))));
         }
         if self.done {
             return None;
@@ -158,7 +163,7 @@ impl TaskEvents {
         };
         match received {
             Ok(ev) => {
-                if let StreamResponse::StatusUpdate(s) = ev.as_ref() {
+                if let StreamResponse::StatusUpdate(s) = &**ev {
                     let state = s.status.state;
                     self.terminal = state.is_terminal();
                     self.done = self.terminal || (self.close_on_interrupt && state.is_interrupted());

@@ -203,7 +203,7 @@ async fn a_streamed_task_is_committed_before_it_is_answered() {
     let id = events.task_id().to_owned();
     assert_eq!(store.task(&id).map(|t| t.state()), Some(TaskState::Submitted));
     let first = events.next().await.unwrap().unwrap();
-    assert!(matches!(first.as_ref(), StreamResponse::Task(t) if t.status.state == TaskState::Submitted));
+    assert!(matches!(&**first, StreamResponse::Task(t) if t.status.state == TaskState::Submitted));
     assert_eq!(store.task(&id).map(|t| t.state()), Some(TaskState::Submitted));
     go.notify_one();
     while let Some(ev) = events.next().await {

@@ -14,10 +14,10 @@ use crate::metrics::Binding;
 use crate::operation::{Operation, OperationKind as K};
 use crate::params::{RequestContext, authenticate, service_params};
 use crate::state::AppState;
+use agentd_core::slots::Published;
 use agentd_proto::{A2aError, ErrorKind};
 use futures::Stream;
 use std::pin::Pin;
-use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status};
@@ -143,7 +143,7 @@ fn events(src: EventSource, shutdown: CancellationToken, slot: StreamSlot) -> Ev
                         }
                     };
                     match next? {
-                        Ok(ev) => Some((Ok(Arc::unwrap_or_clone(ev).into()), Some(EventSource::Task(evs)))),
+                        Ok(ev) => Some((Ok(Published::into_event(ev).into()), Some(EventSource::Task(evs)))),
                         Err(e) => Some((Err(to_status(&crate::errors::grpc(e))), None)),
                     }
                 }

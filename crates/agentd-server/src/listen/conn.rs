@@ -18,6 +18,7 @@ use crate::state::ConnectionLimits;
 use axum::Router;
 use axum::body::Body;
 use hyper::body::{Frame, Incoming, SizeHint};
+use hyper::server::conn::http1;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use std::pin::Pin;
@@ -30,15 +31,92 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tower::Service;
 
-/// The hyper builder for every connection.
-pub fn builder(limits: &ConnectionLimits) -> auto::Builder<TokioExecutor> {
+/// The hyper builders, configured alike: `auto` reads a connection's first
+/// bytes to tell HTTP/2's preface from HTTP/1.1; `h1` and `h2` serve a
+/// connection whose version [`sniff`] already told. `h1` is hyper's own:
+/// its connection is less than half the size of the auto builder's, which
+/// has room for an HTTP/2 one.
+pub struct Builders {
+    auto: auto::Builder<TokioExecutor>,
+    h1: http1::Builder,
+    h2: auto::Builder<TokioExecutor>,
+}
+
+pub fn builders(limits: &ConnectionLimits) -> Builders {
     let mut b = auto::Builder::new(TokioExecutor::new());
     b.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
     b.http2()
         .timer(TokioTimer::new())
         .keep_alive_interval(limits.http2_keep_alive)
         .keep_alive_timeout(limits.http2_keep_alive);
-    b
+    let mut h1 = http1::Builder::new();
+    h1.timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
+    Builders { h1, h2: b.clone().http2_only(), auto: b }
+}
+
+/// A connection being served, boxed at the size of its own kind.
+enum Served<H1, Auto> {
+    H1(Pin<Box<H1>>),
+    Auto(Pin<Box<Auto>>),
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl<I, S, B> Served<http1::Connection<I, S>, auto::Connection<'_, I, S, TokioExecutor>>
+where
+    S: hyper::service::Service<http::Request<Incoming>, Response = http::Response<B>>,
+    S::Future: 'static,
+    S::Error: Into<BoxError>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
+    B: hyper::body::Body + 'static,
+    B::Error: Into<BoxError>,
+    TokioExecutor: hyper::rt::bounds::Http2ServerConnExec<S::Future, B>,
+{
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        match self {
+            Served::H1(c) => c.as_mut().poll(cx).map_err(BoxError::from),
+            Served::Auto(c) => c.as_mut().poll(cx),
+        }
+    }
+
+    fn graceful_shutdown(&mut self) {
+        match self {
+            Served::H1(c) => c.as_mut().graceful_shutdown(),
+            Served::Auto(c) => c.as_mut().graceful_shutdown(),
+        }
+    }
+}
+
+/// The HTTP version of a connection, when known before hyper reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Version {
+    H1,
+    H2,
+}
+
+/// What an HTTP/2 connection with prior knowledge sends first.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// The version a plain TCP connection speaks, from the bytes it sent first,
+/// peeked (not consumed); `None` when those are too few to tell (a part of
+/// the preface) or the peer closed: the auto builder then reads them.
+///
+/// Why not always the auto builder: it reads the first bytes itself and
+/// hands them back to hyper, whose first read then returns only those, and
+/// whose second grows the HTTP/1.1 read buffer from 8 to 16 KiB for the
+/// connection's life (8 KiB more per open SSE stream).
+pub async fn sniff(stream: &tokio::net::TcpStream) -> Option<Version> {
+    let mut first = [0u8; H2_PREFACE.len()];
+    let n = stream.peek(&mut first).await.ok()?;
+    if n == 0 {
+        None
+    } else if first[..n] != H2_PREFACE[..n] {
+        Some(Version::H1)
+    } else if n == H2_PREFACE.len() {
+        Some(Version::H2)
+    } else {
+        None
+    }
 }
 
 /// Requests in flight on one connection (a response counts until its body
@@ -143,14 +221,15 @@ impl hyper::body::Body for Tracked {
 const STOP_FLUSH: Duration = Duration::from_millis(500);
 
 /// Serves one connection until it closes, times out or the daemon stops.
-/// `peer`: who the connection's client certificate names, set on each of
-/// its requests.
+/// `version`: the HTTP version, if [`sniff`] told it; `peer`: who the
+/// connection's client certificate names, set on each of its requests.
 #[allow(clippy::too_many_arguments)]
 pub async fn serve<S>(
     stream: S,
+    version: Option<Version>,
     peer: Option<PeerIdentity>,
     router: Router,
-    builder: Arc<auto::Builder<TokioExecutor>>,
+    builders: Arc<Builders>,
     limits: ConnectionLimits,
     shutdown: CancellationToken,
     stopped: CancellationToken,
@@ -174,13 +253,20 @@ pub async fn serve<S>(
             req.extensions_mut().insert(p.clone());
         }
         let mut router = router.clone();
-        async move {
+        // Boxed: hyper keeps room for a request's future for the
+        // connection's life, an SSE stream's included; a box is that room's
+        // size only while a request is being answered.
+        Box::pin(async move {
             let resp = router.call(req).await?;
             Ok::<_, std::convert::Infallible>(resp.map(|inner| Tracked { inner, _busy: busy }))
-        }
+        })
     });
-    let conn = builder.serve_connection(TokioIo::new(stream), svc);
-    tokio::pin!(conn);
+    let io = TokioIo::new(stream);
+    let mut conn = match version {
+        Some(Version::H1) => Served::H1(Box::pin(builders.h1.serve_connection(io, svc))),
+        Some(Version::H2) => Served::Auto(Box::pin(builders.h2.serve_connection(io, svc))),
+        None => Served::Auto(Box::pin(builders.auto.serve_connection(io, svc))),
+    };
     let mut closing = false;
     // After `stopped` (the daemon's work is over, its streams ended) a
     // connection closes once its graceful shutdown has written what its
@@ -195,19 +281,19 @@ pub async fn serve<S>(
             false => (limits.header_read_timeout, limits.idle_timeout),
         };
         tokio::select! {
-            r = conn.as_mut() => {
+            r = std::future::poll_fn(|cx| conn.poll(cx)) => {
                 if let Err(e) = r {
                     tracing::debug!(error = %e, "connection ended with an error");
                 }
                 return;
             }
             () = shutdown.cancelled(), if !closing => {
-                conn.as_mut().graceful_shutdown();
+                conn.graceful_shutdown();
                 closing = true;
             }
             () = stopped.cancelled(), if !stopping => {
                 if !closing {
-                    conn.as_mut().graceful_shutdown();
+                    conn.graceful_shutdown();
                     closing = true;
                 }
                 stopping = true;
@@ -218,9 +304,45 @@ pub async fn serve<S>(
                     // nothing in flight: a peer that does not read.
                     return;
                 }
-                conn.as_mut().graceful_shutdown();
+                conn.graceful_shutdown();
                 closing = true;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+
+    /// What `sniff` tells of a connection that sent `first` (and closed
+    /// its side if `close`), and the bytes then left to read.
+    async fn sniffed(first: &[u8], close: bool) -> (Option<Version>, Vec<u8>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let mut client = TcpStream::connect(listener.local_addr().expect("addr")).await.expect("connect");
+        let (mut server, _) = listener.accept().await.expect("accept");
+        client.write_all(first).await.expect("write");
+        if close {
+            client.shutdown().await.expect("shutdown");
+        }
+        let version = sniff(&server).await;
+        let mut left = vec![0; first.len()];
+        server.read_exact(&mut left).await.expect("read");
+        (version, left)
+    }
+
+    #[tokio::test]
+    async fn the_version_is_told_from_the_first_bytes_without_consuming_them() {
+        let h1 = b"POST /a2a/jsonrpc HTTP/1.1\r\nhost: x\r\n\r\n";
+        assert_eq!(sniffed(h1, false).await, (Some(Version::H1), h1.to_vec()));
+        let h2 = [H2_PREFACE, b"\0\0\0\x04\0\0\0\0\0"].concat();
+        assert_eq!(sniffed(&h2, false).await, (Some(Version::H2), h2.clone()));
+        // A method that starts as the preface does is HTTP/1.1 at its first difference.
+        assert_eq!(sniffed(b"PRIX", false).await.0, Some(Version::H1));
+        // Part of the preface, then nothing: the auto builder reads on.
+        assert_eq!(sniffed(&H2_PREFACE[..10], true).await, (None, H2_PREFACE[..10].to_vec()));
+        assert_eq!(sniffed(b"", true).await.0, None);
     }
 }

@@ -57,7 +57,7 @@ async fn serve_router(
     let background = state.engine.background().clone();
     let stopped = state.shutdown.clone();
     let tls = state.config.tls.clone();
-    let builder = Arc::new(conn::builder(&limits));
+    let builders = Arc::new(conn::builders(&limits));
     let caps = ConnectionCaps::new(limits.max_connections, limits.max_connections_per_peer);
     let refusals = [
         (Refused::Total, refusal(Refused::Total, &limits)),
@@ -92,12 +92,23 @@ async fn serve_router(
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
-        let (router, builder, limits, shutdown, stopped) =
-            (router.clone(), builder.clone(), limits.clone(), shutdown.clone(), stopped.clone());
+        let (router, builders, limits, shutdown, stopped) =
+            (router.clone(), builders.clone(), limits.clone(), shutdown.clone(), stopped.clone());
         match &tls {
             None => {
-                background
-                    .spawn(conn::serve(stream, None, router, builder, limits, shutdown, stopped, admitted));
+                background.spawn(async move {
+                    // The first bytes get the time a request head gets.
+                    let first = tokio::time::timeout(limits.header_read_timeout, conn::sniff(&stream));
+                    let version = tokio::select! {
+                        v = first => match v {
+                            Ok(v) => v,
+                            Err(_) => return tracing::debug!(%peer, "nothing sent within the header timeout"),
+                        },
+                        () = shutdown.cancelled() => return,
+                    };
+                    conn::serve(stream, version, None, router, builders, limits, shutdown, stopped, admitted)
+                        .await;
+                });
             }
             Some(tls) => {
                 let tls = tls.clone();
@@ -115,7 +126,10 @@ async fn serve_router(
                         (Some(rule), Some([cert, ..])) => Some(tls::identify(rule, cert)),
                         _ => None,
                     };
-                    conn::serve(stream, identity, router, builder, limits, shutdown, stopped, admitted).await;
+                    conn::serve(
+                        stream, None, identity, router, builders, limits, shutdown, stopped, admitted,
+                    )
+                    .await;
                 });
             }
         }
