@@ -306,7 +306,8 @@ mod tests {
         let rec = |deadline_ms| TaskRecord {
             task: agentd_proto::Task::default(),
             owner: "user:alice".into(),
-            created_at: agentd_proto::Timestamp::now(),
+            // Fixed: two records made a millisecond apart must still be equal.
+            created_at: agentd_proto::Timestamp::from_millis(1_700_000_000_000).unwrap(),
             status_history: Vec::new(),
             meta: crate::record::TaskMeta {
                 gate: Some(crate::record::OpenGate::default()),
