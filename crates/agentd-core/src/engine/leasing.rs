@@ -64,6 +64,9 @@ pub(super) struct Held {
     epoch: u64,
     /// Past this instant the lease may have expired: the run must not act.
     act_until: Instant,
+    /// The run was refused an action on this lease (its deadline had
+    /// passed) and stopped, even if a late renewal kept the lease.
+    refused: bool,
 }
 
 /// The leases this replica holds: task runs by task id, and the outbox's.
@@ -114,7 +117,7 @@ impl Engine {
         match leases.claim(&task_resource(id), &cfg.id, cfg.lease_ttl).await {
             Ok(Some(epoch)) => {
                 let act_until = asked + cfg.lease_ttl - cfg.margin();
-                self.inner.leasing.held.insert(id.to_owned(), Held { epoch, act_until });
+                self.inner.leasing.held.insert(id.to_owned(), Held { epoch, act_until, refused: false });
                 tracing::debug!(task = id, epoch, "lease claimed");
                 true
             }
@@ -151,13 +154,22 @@ impl Engine {
         if self.leases().is_none() {
             return Ok(());
         }
-        match self.inner.leasing.held.get(id) {
-            Some(h) if Instant::now() < h.act_until => Ok(()),
-            held => Err(Error::Store(crate::store::StoreError::Fenced {
-                resource: task_resource(id),
-                epoch: held.map_or(0, |h| h.epoch),
-            })),
-        }
+        let epoch = match self.inner.leasing.held.get_mut(id) {
+            Some(h) if Instant::now() < h.act_until => return Ok(()),
+            Some(mut h) => {
+                h.refused = true;
+                h.epoch
+            }
+            None => 0,
+        };
+        Err(Error::Store(crate::store::StoreError::Fenced { resource: task_resource(id), epoch }))
+    }
+
+    /// Whether the run of task `id` was refused an action on its lease
+    /// ([`Engine::may_act`]): it stopped for that, not for want of a
+    /// result, and its task is left to be adopted and resumed.
+    pub(super) fn run_was_fenced(&self, id: &str) -> bool {
+        self.inner.leasing.held.get(id).is_some_and(|h| h.refused)
     }
 
     /// Releases every lease held (a graceful stop: another replica picks
@@ -206,7 +218,7 @@ impl Engine {
                     }
                 };
                 tracing::debug!(epoch, "outbox lease claimed: this replica delivers");
-                let h = Held { epoch, act_until: asked + cfg.lease_ttl - cfg.margin() };
+                let h = Held { epoch, act_until: asked + cfg.lease_ttl - cfg.margin(), refused: false };
                 *self.inner.leasing.outbox() = Some(h);
                 h
             }
@@ -468,7 +480,7 @@ impl Runtime {
         let asked = Instant::now();
         match leases.claim(resource, &cfg.id, cfg.lease_ttl).await {
             Ok(Some(epoch)) => {
-                let held = Held { epoch, act_until: asked + cfg.lease_ttl - cfg.margin() };
+                let held = Held { epoch, act_until: asked + cfg.lease_ttl - cfg.margin(), refused: false };
                 engine.inner.leasing.others.insert(resource.to_owned(), held);
                 true
             }

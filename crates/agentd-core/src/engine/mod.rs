@@ -614,12 +614,23 @@ impl Engine {
         let state = st.record.state();
         // After a shutdown stopped the run, the task stays as the
         // shutdown left it (failed, or a workflow run for resume).
-        // A run that lost its task's lease leaves it to the adopter.
+        // A run that lost its task's lease leaves it to the adopter; so does
+        // one that stopped because its lease's deadline passed, even if a
+        // late renewal kept the lease (released below, it is adopted and
+        // resumed, here or elsewhere).
+        let fenced = self.run_was_fenced(id);
+        if fenced && !state.is_terminal() && !state.is_interrupted() {
+            tracing::info!(
+                task = id,
+                "the run stopped when its lease's deadline passed; the task is left to be adopted"
+            );
+        }
         let orphaned = !st.detached
             && !state.is_terminal()
             && !state.is_interrupted()
             && !self.is_halted()
-            && self.holds(id);
+            && self.holds(id)
+            && !fenced;
         if orphaned {
             drop(st);
             let why = "the agent ended its run without a result";

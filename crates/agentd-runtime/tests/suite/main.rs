@@ -20,5 +20,6 @@ mod model_openai_failures;
 mod model_scripted;
 mod reminders_waiting_task;
 mod replica_conflicts;
+mod replica_fenced_run;
 mod replica_lease_release;
 mod store_failures;
