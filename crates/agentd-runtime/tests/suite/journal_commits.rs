@@ -5,23 +5,14 @@
 //! scripted model and SQLite store are the real ones; the store is wrapped
 //! to see each batch.
 
-use agentd_core::{Batch, EngineBuilder, EngineConfig, Principal, PushUrlPolicy, StepRecord, Store};
+use crate::engine_support::AnyUrl;
+use agentd_core::{Batch, EngineBuilder, EngineConfig, Principal, StepRecord, Store};
 use agentd_proto::{Message, Part, Role, SendMessageRequest, SendMessageResponse, TaskState};
 use agentd_runtime::agent_loop::{Limits, LoopAgent, Tools};
 use agentd_runtime::model::{ScriptStep, ScriptedProvider};
 use agentd_store::testing::FaultyStore;
 use agentd_store::{SqliteOptions, SqliteStore};
-use async_trait::async_trait;
 use std::sync::{Arc, Mutex};
-
-struct AnyUrl;
-
-#[async_trait]
-impl PushUrlPolicy for AnyUrl {
-    async fn check(&self, _url: &str) -> Result<(), String> {
-        Ok(())
-    }
-}
 
 /// What a batch wrote: the task states and the journal entries' kinds.
 type Seen = Vec<(Vec<TaskState>, Vec<&'static str>)>;

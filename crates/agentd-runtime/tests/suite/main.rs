@@ -11,6 +11,8 @@
 // A scripted model server, OpenAI and Anthropic paths (also used by `agentd`'s suite).
 mod anthropic_support;
 mod model_support;
+// Engines built in process.
+mod engine_support;
 
 mod journal_commits;
 mod model_anthropic;

@@ -4,9 +4,8 @@
 //! input yet, so the agent here asks first and then runs the real agent
 //! loop; engine, SQLite store and scripted model are the real ones.
 
-use agentd_core::{
-    Agent, EngineBuilder, EngineConfig, Principal, PushUrlPolicy, ReminderEnd, Runtime, Store, Turn,
-};
+use crate::engine_support::AnyUrl;
+use agentd_core::{Agent, EngineBuilder, EngineConfig, Principal, ReminderEnd, Runtime, Store, Turn};
 use agentd_proto::ext::reminders::{InjectTaskReminderRequest, ReminderInput};
 use agentd_proto::{Message, Part, Role, SendMessageRequest, SendMessageResponse, TaskState};
 use agentd_runtime::agent_loop::{Limits, LoopAgent, Tools};
@@ -16,15 +15,6 @@ use agentd_store::{SqliteOptions, SqliteStore};
 use async_trait::async_trait;
 use std::path::Path;
 use std::sync::Arc;
-
-struct AnyUrl;
-
-#[async_trait]
-impl PushUrlPolicy for AnyUrl {
-    async fn check(&self, _url: &str) -> Result<(), String> {
-        Ok(())
-    }
-}
 
 /// Asks which branch on "start"; any other input runs the agent loop.
 struct AskFirst(LoopAgent);

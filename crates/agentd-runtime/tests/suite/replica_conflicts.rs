@@ -8,9 +8,9 @@
 //! and every one of r1's commits races it. None may fail, and nothing of
 //! either side may be lost.
 
+use crate::engine_support::AnyUrl;
 use agentd_core::{
-    Agent, EngineBuilder, EngineConfig, Principal, PrincipalRole, PushUrlPolicy, ReplicaConfig, Runtime,
-    Store, Turn,
+    Agent, EngineBuilder, EngineConfig, Principal, PrincipalRole, ReplicaConfig, Runtime, Store, Turn,
 };
 use agentd_proto::ext::reminders::InjectTaskReminderRequest;
 use agentd_proto::{Message, SendMessageRequest, SendMessageResponse, TaskState};
@@ -23,15 +23,6 @@ use std::time::Duration;
 use tokio::sync::{Mutex, mpsc};
 
 const STEPS: usize = 8;
-
-struct AnyUrl;
-
-#[async_trait]
-impl PushUrlPolicy for AnyUrl {
-    async fn check(&self, _url: &str) -> Result<(), String> {
-        Ok(())
-    }
-}
 
 /// What r1's turn did at one step.
 #[derive(Debug)]

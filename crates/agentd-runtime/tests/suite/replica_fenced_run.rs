@@ -6,7 +6,7 @@
 //! way (`Engine::run_was_fenced` covers the run noticing first, which the
 //! chaos test met on a loaded machine).
 
-use agentd_core::{Agent, EngineBuilder, EngineConfig, Principal, PrincipalRole, ReplicaConfig, Store, Turn};
+use agentd_core::{Agent, Principal, PrincipalRole, ReplicaConfig, Store, Turn};
 use agentd_proto::{Message, SendMessageRequest, SendMessageResponse, TaskState};
 use agentd_store::PostgresStore;
 use agentd_store::testing::postgres;
@@ -15,15 +15,6 @@ use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-
-struct AnyUrl;
-
-#[async_trait]
-impl agentd_core::PushUrlPolicy for AnyUrl {
-    async fn check(&self, _url: &str) -> Result<(), String> {
-        Ok(())
-    }
-}
 
 /// Its first run works without yielding (CPU-bound work holding its
 /// thread), asking its lease before each step as the agent loop does
@@ -63,13 +54,7 @@ async fn a_run_stopped_by_its_lease_deadline_leaves_the_task_to_be_resumed_not_f
     };
     let agent = Arc::new(StopsWhenFenced { runs: AtomicUsize::new(0) });
     let runs = Arc::clone(&agent);
-    let r1 = EngineBuilder::new(
-        store,
-        agent,
-        Arc::new(AnyUrl),
-        EngineConfig { replica, ..EngineConfig::default() },
-    )
-    .build();
+    let r1 = crate::engine_support::replica(store, agent, replica);
     r1.spawn_lease_loops();
     let alice = Principal::new("user:alice", PrincipalRole::User);
     let request: SendMessageRequest = serde_json::from_value(json!({

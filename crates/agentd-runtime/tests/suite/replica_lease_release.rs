@@ -6,7 +6,7 @@
 //! the release went through, not take the lease its own ending run still
 //! held for another replica's and run the task nowhere.
 
-use agentd_core::{Agent, EngineBuilder, EngineConfig, Principal, PrincipalRole, ReplicaConfig, Store, Turn};
+use agentd_core::{Agent, Principal, PrincipalRole, ReplicaConfig, Store, Turn};
 use agentd_proto::{Message, SendMessageRequest, SendMessageResponse, TaskState};
 use agentd_store::PostgresStore;
 use agentd_store::testing::postgres;
@@ -15,15 +15,6 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Mutex, mpsc};
-
-struct AnyUrl;
-
-#[async_trait]
-impl agentd_core::PushUrlPolicy for AnyUrl {
-    async fn check(&self, _url: &str) -> Result<(), String> {
-        Ok(())
-    }
-}
 
 /// "ask": asks for input, then ends its run when the test says so;
 /// anything else completes the task.
@@ -65,13 +56,7 @@ async fn a_message_arriving_while_the_previous_run_releases_the_lease_runs_on_th
         poll_interval: Duration::from_secs(20),
     };
     let agent = Arc::new(AskThenComplete { end_run: Mutex::new(end_run_rx) });
-    let r1 = EngineBuilder::new(
-        store,
-        agent,
-        Arc::new(AnyUrl),
-        EngineConfig { replica, ..EngineConfig::default() },
-    )
-    .build();
+    let r1 = crate::engine_support::replica(store, agent, replica);
     let alice = Principal::new("user:alice", PrincipalRole::User);
     let asked = r1.engine().send_message(&alice, message("ask", None, false)).await.expect("asked");
     let SendMessageResponse::Task(task) = asked else { panic!("a task: {asked:?}") };

@@ -3,23 +3,14 @@
 //! Engine, agent loop, scripted model and SQLite store are the real ones;
 //! the store is wrapped to refuse the commit a test picks.
 
-use agentd_core::{EngineBuilder, EngineConfig, Principal, PushUrlPolicy, Store};
+use crate::engine_support::AnyUrl;
+use agentd_core::{EngineBuilder, EngineConfig, Principal, Store};
 use agentd_proto::{GetTaskRequest, Message, Part, Role, SendMessageRequest, SendMessageResponse, TaskState};
 use agentd_runtime::agent_loop::{Limits, LoopAgent, Tools};
 use agentd_runtime::model::{ScriptStep, ScriptedProvider};
 use agentd_store::testing::{FaultyStore, carries_artifact};
 use agentd_store::{SqliteOptions, SqliteStore};
-use async_trait::async_trait;
 use std::sync::Arc;
-
-struct AnyUrl;
-
-#[async_trait]
-impl PushUrlPolicy for AnyUrl {
-    async fn check(&self, _url: &str) -> Result<(), String> {
-        Ok(())
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_the_store_refuses_fails_the_task_with_the_cause() {
