@@ -618,19 +618,15 @@ impl Engine {
         // one that stopped because its lease's deadline passed, even if a
         // late renewal kept the lease (released below, it is adopted and
         // resumed, here or elsewhere).
+        let unfinished = !state.is_terminal() && !state.is_interrupted();
         let fenced = self.run_was_fenced(id);
-        if fenced && !state.is_terminal() && !state.is_interrupted() {
+        if fenced && unfinished {
             tracing::info!(
                 task = id,
                 "the run stopped when its lease's deadline passed; the task is left to be adopted"
             );
         }
-        let orphaned = !st.detached
-            && !state.is_terminal()
-            && !state.is_interrupted()
-            && !self.is_halted()
-            && self.holds(id)
-            && !fenced;
+        let orphaned = !st.detached && unfinished && !self.is_halted() && self.holds(id) && !fenced;
         if orphaned {
             drop(st);
             let why = "the agent ended its run without a result";

@@ -99,12 +99,12 @@ impl Drop for SqliteStore {
 
 #[async_trait]
 impl Store for SqliteStore {
-    // The span (and the line after the writer answered) run in the
-    // caller's task, so they carry the caller's spans: a request's id.
     async fn commit(&self, batch: Batch) -> Result<(), StoreError> {
         self.commit_giving_back(batch).await.0
     }
 
+    // The span (and the line after the writer answered) run in the
+    // caller's task, so they carry the caller's spans: a request's id.
     #[tracing::instrument(name = "store.commit", level = "debug", skip_all, fields(size = batch.size(), tasks = batch.tasks.len()))]
     async fn commit_giving_back(&self, batch: Batch) -> (Result<(), StoreError>, Vec<TaskRecord>) {
         if !batch.push_upserts.is_empty() {

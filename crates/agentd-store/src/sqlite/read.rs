@@ -46,9 +46,13 @@ impl ReadPool {
         Arc::new(Self { path, idle: Mutex::new(Vec::new()), permits })
     }
 
+    /// An idle pooled connection, if any.
+    fn pooled(&self) -> Result<Option<Connection>, StoreError> {
+        Ok(self.idle.lock().map_err(|_| StoreError::backend("read pool poisoned"))?.pop())
+    }
+
     fn take(&self) -> Result<Connection, StoreError> {
-        let pooled = self.idle.lock().map_err(|_| StoreError::backend("read pool poisoned"))?.pop();
-        match pooled {
+        match self.pooled()? {
             Some(conn) => Ok(conn),
             None => open_reader(&self.path),
         }
@@ -81,14 +85,13 @@ impl ReadPool {
         T: Send + 'static,
         F: Fn(&mut Connection, usize) -> Result<Point<T>, StoreError> + Send + 'static,
     {
-        if let Ok(_permit) = Arc::clone(&self.permits).try_acquire_owned() {
-            let pooled = self.idle.lock().map_err(|_| StoreError::backend("read pool poisoned"))?.pop();
-            if let Some(mut conn) = pooled {
-                let out = f(&mut conn, INLINE_ROW_BYTES);
-                self.give(conn);
-                if let Point::Read(t) = out? {
-                    return Ok(t);
-                }
+        if let Ok(_permit) = Arc::clone(&self.permits).try_acquire_owned()
+            && let Some(mut conn) = self.pooled()?
+        {
+            let out = f(&mut conn, INLINE_ROW_BYTES);
+            self.give(conn);
+            if let Point::Read(t) = out? {
+                return Ok(t);
             }
         }
         self.run(move |conn| match f(conn, usize::MAX)? {
