@@ -40,7 +40,10 @@ pub(crate) enum Wake {
     /// Some process committed events up to this seq.
     Notified(u64),
     /// The listener (re)connected: whatever was committed meanwhile is due.
-    Rescan,
+    /// `outbox_lost`: it had been connected before, so outbox
+    /// notifications may have been lost (the first connection is made
+    /// before the store's open returns, ahead of the worker's first scan).
+    Rescan { outbox_lost: bool },
     /// Some process committed outbox rows.
     OutboxQueued,
 }
@@ -108,9 +111,10 @@ impl Follower {
                     self.announcer.outbox_queued();
                     continue;
                 }
-                Wake::Rescan => {
-                    // Outbox notifications sent while disconnected are lost too.
-                    self.announcer.outbox_queued();
+                Wake::Rescan { outbox_lost } => {
+                    if outbox_lost {
+                        self.announcer.outbox_queued();
+                    }
                     if let Some(through) = self.last_committed().await {
                         self.committed_through = self.committed_through.max(through);
                     }
@@ -191,13 +195,19 @@ impl Follower {
 
 /// Holds a LISTEN connection and turns notifications into wakes; connects
 /// again whenever the connection is lost, with a rescan each time.
+/// `listening` is answered once the first LISTEN is in place (dropped if
+/// that first attempt fails).
 pub(crate) async fn listen(
     config: tokio_postgres::Config,
     wakes: mpsc::UnboundedSender<Wake>,
     task_writes: broadcast::Sender<Arc<str>>,
     instance: Arc<str>,
+    listening: oneshot::Sender<()>,
 ) {
+    let mut listening = Some(listening);
+    let mut connected_before = false;
     loop {
+        let first = listening.take();
         match config.connect(NoTls).await {
             Ok((client, mut connection)) => {
                 let (notes, mut noted) = mpsc::unbounded_channel();
@@ -244,7 +254,11 @@ pub(crate) async fn listen(
                         tracing::warn!(error = %e, "event feed: LISTEN failed");
                         return;
                     }
-                    let _ = wakes.send(Wake::Rescan);
+                    let _ = wakes.send(Wake::Rescan { outbox_lost: connected_before });
+                    connected_before = true;
+                    if let Some(first) = first {
+                        let _ = first.send(());
+                    }
                     // Task writes notified while disconnected are lost: every
                     // followed task is due for a read.
                     let _ = task_writes.send(Arc::from(""));

@@ -174,11 +174,17 @@ impl PostgresStore {
         // The store's own tasks, not the engine's: the store is made before
         // the engine and outlives it; they end when the store is dropped.
         #[allow(clippy::disallowed_methods, reason = "ended by the store's Drop")]
+        let (listening, listened) = oneshot::channel();
         let tasks = [
             tokio::spawn(follower.run(woken)).abort_handle(),
-            tokio::spawn(feed::listen(config, wakes.clone(), task_writes.clone(), instance)).abort_handle(),
+            tokio::spawn(feed::listen(config, wakes.clone(), task_writes.clone(), instance, listening))
+                .abort_handle(),
             tokio::spawn(writer.run(queued)).abort_handle(),
         ];
+        // Open returns listening: a commit of another process after it is
+        // heard. If the first attempt failed, the listener retries and
+        // rescans when it connects.
+        let _ = listened.await;
         Ok(PostgresStore { pool, wakes, announcer, task_writes, jobs, tasks })
     }
 

@@ -17,14 +17,26 @@ fn scripts(second_call_ms: u64, adopter_ms: u64) -> [Value; 3] {
     ]
 }
 
-/// The requests the adopters' models got: exactly one, the turn's second
-/// model call, rebuilt from the journal (with the first call's tool result).
+/// The requests the adopters' models got: one, the turn's second model
+/// call, rebuilt from the journal (with the first call's tool result).
+/// An adopter whose own run was stopped on its lease (a loaded machine
+/// stalled it past the deadline) leaves the turn to be adopted again, and
+/// that adoption makes the call again: one more adoption and at most one
+/// more call per such stop, never one without it.
 fn assert_adopted_once(rs: &Replicas) {
     let adopted: Vec<Value> = rs.r[1..].iter().flat_map(Replica::recorded).collect();
-    assert_eq!(adopted.len(), 1, "one adopter made one model call: {adopted:#?}");
-    assert_eq!(tool_results(&adopted[0]).len(), 1, "the journaled tool result: {:#}", adopted[0]);
     let adopters_logs = format!("{}{}", rs.r[1].d.log(), rs.r[2].d.log());
-    assert_eq!(adopters_logs.matches("adopting a task whose lease expired").count(), 1, "{adopters_logs}");
+    let stops = adopters_logs.matches("lease lost; the run stops here").count()
+        + adopters_logs.matches("the run stopped when its lease's deadline passed").count();
+    let adoptions = adopters_logs.matches("adopting a task whose lease expired").count();
+    assert_eq!(adoptions, 1 + stops, "one adoption, and one more per stopped adopter: {adopters_logs}");
+    assert!(
+        !adopted.is_empty() && adopted.len() <= adoptions,
+        "one adopter made one model call ({stops} adopters' runs stopped): {adopted:#?}"
+    );
+    for call in &adopted {
+        assert_eq!(tool_results(call).len(), 1, "the journaled tool result: {call:#}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
