@@ -122,6 +122,11 @@ pub struct Config {
     /// `AGENTD_*` variables set that are no configuration key (logged at start).
     #[serde(skip)]
     pub unknown_env: Vec<String>,
+    /// The instruction document as [`load`] read it for its `!config`:
+    /// the daemon starts from the same reading (one parse, and no second
+    /// read of a file that may have changed in between).
+    #[serde(skip)]
+    pub document: crate::instruction::Preloaded,
 }
 
 /// How the agent presents itself on its card. Unset name and description
@@ -732,6 +737,7 @@ impl Default for Config {
             metrics: MetricsConfig::default(),
             ignored_document_keys: Vec::new(),
             unknown_env: Vec::new(),
+            document: Default::default(),
             reminders: RemindersConfig::default(),
             events: EventsConfig::default(),
         }
@@ -901,7 +907,8 @@ pub fn load_from(flags: &ServeFlags, env: &BTreeMap<String, String>) -> anyhow::
         .instruction
         .clone()
         .or_else(|| tree.get("instruction").and_then(|v| v.as_str()).map(PathBuf::from));
-    let fragments = crate::instruction::load(document.as_deref())?.config;
+    let mut instruction = crate::instruction::load(document.as_deref())?;
+    let fragments = std::mem::take(&mut instruction.config);
     store_shorthand(&mut tree);
     let mut from_document = Vec::new();
     let mut ignored = Vec::new();
@@ -995,6 +1002,7 @@ pub fn load_from(flags: &ServeFlags, env: &BTreeMap<String, String>) -> anyhow::
     }
     cfg.ignored_document_keys = ignored;
     cfg.unknown_env = overlay.unknown;
+    cfg.document = crate::instruction::Preloaded::new(document, instruction);
     validate(&cfg)?;
     Ok(cfg)
 }

@@ -112,7 +112,7 @@ impl Daemon {
         if let Some(t) = DelegateTool::new(delegator.clone()) {
             tools.push(Arc::new(t));
         }
-        let instruction = crate::instruction::load(cfg.instruction.as_deref())?;
+        let instruction = cfg.document.take_or_load(cfg.instruction.as_deref())?;
         // Told the workflows once they exist (they are made with the engine).
         let workflows_handle = WorkflowsHandle::default();
         if let Some(t) = RunWorkflowTool::new(&instruction.workflows, workflows_handle.clone()) {

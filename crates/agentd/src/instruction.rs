@@ -3,7 +3,8 @@
 //! the daemon at start with every refusal as `FILE:line: message`.
 
 use anyhow::bail;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// The document used when none is configured.
 pub const DEFAULT_DOCUMENT: &str = include_str!("assets/default-agent.md");
@@ -25,6 +26,36 @@ pub struct Instruction {
     pub config: Vec<ConfigFragment>,
     /// Its workflows and the people their gates address.
     pub workflows: agentd_runtime::workflows::Catalog,
+}
+
+/// A document loaded ahead (for its `!config`), handed to the daemon once.
+/// Clones share it; the first [`Preloaded::take`] for its path gets it.
+#[derive(Clone, Default)]
+pub struct Preloaded(Arc<Mutex<Option<LoadedFrom>>>);
+
+/// A document and the path it was loaded from (`None`: the built-in one).
+type LoadedFrom = (Option<PathBuf>, Instruction);
+
+impl Preloaded {
+    pub fn new(path: Option<PathBuf>, instruction: Instruction) -> Self {
+        Self(Arc::new(Mutex::new(Some((path, instruction)))))
+    }
+
+    /// The document loaded from `path`, if it was and nobody took it yet;
+    /// else loaded now.
+    pub fn take_or_load(&self, path: Option<&Path>) -> anyhow::Result<Instruction> {
+        let taken = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        match taken {
+            Some((loaded_from, instruction)) if loaded_from.as_deref() == path => Ok(instruction),
+            _ => load(path),
+        }
+    }
+}
+
+impl std::fmt::Debug for Preloaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Preloaded")
+    }
 }
 
 /// One `!config` block's YAML body.
@@ -121,6 +152,23 @@ fn first_paragraph(text: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    /// The daemon acts on the reading the configuration came from: a
+    /// document changed on disk after it is not read again.
+    #[test]
+    fn the_daemon_takes_the_document_as_the_configuration_read_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agent.md");
+        std::fs::write(&path, "# First\n\nThe first text.\n").unwrap();
+        let read = super::Preloaded::new(Some(path.clone()), super::load(Some(&path)).unwrap());
+        std::fs::write(&path, "# Second\n\nThe second text.\n").unwrap();
+        let shared = read.clone();
+        assert_eq!(shared.take_or_load(Some(&path)).unwrap().title.as_deref(), Some("First"));
+        // Taken once; after that (or for another path) the file is read.
+        assert_eq!(read.take_or_load(Some(&path)).unwrap().title.as_deref(), Some("Second"));
+        let other = super::Preloaded::new(Some(path.clone()), super::load(Some(&path)).unwrap());
+        assert_eq!(other.take_or_load(None).unwrap().title.as_deref(), Some("agentd"));
+    }
+
     #[test]
     fn title_and_first_paragraph_name_the_agent() {
         let text = "# Triage bot\n\n- a list\n\nSorts incoming\ntickets by urgency.\n\nMore.\n";

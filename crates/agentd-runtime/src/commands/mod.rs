@@ -107,7 +107,8 @@ pub fn skills() -> Vec<AgentSkill> {
 /// The command handler the engine calls.
 pub struct Commands {
     grants: Grants,
-    schemas: Schemas,
+    /// Compiled on the first command: start-up does not pay for them.
+    schemas: std::sync::OnceLock<Schemas>,
     subagents: Arc<SubagentManager>,
     workflows: Option<Arc<Workflows>>,
     model: String,
@@ -119,12 +120,16 @@ impl Commands {
     pub fn new(grants: Grants, subagents: Arc<SubagentManager>, model: &str) -> Self {
         Self {
             grants,
-            schemas: Schemas::compile(),
+            schemas: std::sync::OnceLock::new(),
             subagents,
             workflows: None,
             model: model.to_owned(),
             started: Instant::now(),
         }
+    }
+
+    fn schemas(&self) -> &Schemas {
+        self.schemas.get_or_init(Schemas::compile)
     }
 
     /// Runs the `workflow.*` ops with `workflows`.
@@ -138,7 +143,7 @@ impl Commands {
     }
 
     fn check(&self, p: &Principal, op: &str, args: &Value) -> Result<(), Error> {
-        if !self.schemas.knows(op) {
+        if !self.schemas().knows(op) {
             return Err(Error::invalid(
                 FieldPath::default().member("op"),
                 format!("{op:?} is not a command op; this agent runs: {}", ops::names().join(", ")),
@@ -154,7 +159,7 @@ impl Commands {
             .with_meta("op", op)
             .with_meta("role", role));
         }
-        self.schemas.check(op, args)
+        self.schemas().check(op, args)
     }
 
     async fn status(&self, p: &Principal, engine: &Runtime) -> Result<Value, Error> {

@@ -40,9 +40,10 @@ pub(crate) enum Wake {
     /// Some process committed events up to this seq.
     Notified(u64),
     /// The listener (re)connected: whatever was committed meanwhile is due.
-    /// `outbox_lost`: it had been connected before, so outbox
-    /// notifications may have been lost (the first connection is made
-    /// before the store's open returns, ahead of the worker's first scan).
+    /// `outbox_lost`: the store's open returned before this connection (a
+    /// reconnect, or the first attempt failed), so the outbox worker may
+    /// have missed notifications; the first connection is made before
+    /// open returns, ahead of the worker's first scan.
     Rescan { outbox_lost: bool },
     /// Some process committed outbox rows.
     OutboxQueued,
@@ -205,7 +206,6 @@ pub(crate) async fn listen(
     listening: oneshot::Sender<()>,
 ) {
     let mut listening = Some(listening);
-    let mut connected_before = false;
     loop {
         let first = listening.take();
         match config.connect(NoTls).await {
@@ -254,8 +254,9 @@ pub(crate) async fn listen(
                         tracing::warn!(error = %e, "event feed: LISTEN failed");
                         return;
                     }
-                    let _ = wakes.send(Wake::Rescan { outbox_lost: connected_before });
-                    connected_before = true;
+                    // After open returned (a first attempt failed too), the
+                    // worker may have missed notifications.
+                    let _ = wakes.send(Wake::Rescan { outbox_lost: first.is_none() });
                     if let Some(first) = first {
                         let _ = first.send(());
                     }
@@ -280,7 +281,11 @@ pub(crate) async fn listen(
                     () = forward => {}
                 }
             }
-            Err(e) => tracing::warn!(error = %e, "event feed: cannot connect the listener"),
+            Err(e) => {
+                // Open stops waiting now, not after the reconnect delay.
+                drop(first);
+                tracing::warn!(error = %e, "event feed: cannot connect the listener");
+            }
         }
         if wakes.is_closed() {
             return;

@@ -173,8 +173,8 @@ impl PostgresStore {
         let (jobs, queued) = mpsc::unbounded_channel();
         // The store's own tasks, not the engine's: the store is made before
         // the engine and outlives it; they end when the store is dropped.
-        #[allow(clippy::disallowed_methods, reason = "ended by the store's Drop")]
         let (listening, listened) = oneshot::channel();
+        #[allow(clippy::disallowed_methods, reason = "ended by the store's Drop")]
         let tasks = [
             tokio::spawn(follower.run(woken)).abort_handle(),
             tokio::spawn(feed::listen(config, wakes.clone(), task_writes.clone(), instance, listening))

@@ -148,26 +148,35 @@ fn query_tasks(conn: &Connection, sql: &str, args: &[Value]) -> Result<Vec<TaskR
 
 /// One task, decoded straight from the row's text (GetTask's path: no
 /// copy of the JSON columns, no SQL built per call).
-/// A row bigger than `max_bytes` of JSON is not decoded: [`Point::TooBig`].
+/// A row bigger than `max_bytes` of JSON is not read: [`Point::TooBig`].
+/// Its size comes from the record header (`octet_length` reads no
+/// overflow page), so a big row costs the calling thread a B-tree seek,
+/// not the reading of megabytes.
 pub(crate) fn get_task(
     conn: &mut Connection,
     id: &str,
     max_bytes: usize,
 ) -> Result<Point<Option<TaskRecord>>, StoreError> {
-    const SQL: &str = "SELECT owner, created_ms, task_json, status_history_json, meta_json, version FROM tasks WHERE id = ?1";
-    debug_assert!(SQL.contains(TASK_COLUMNS));
+    const SQL: &str = "SELECT owner, created_ms, n, \
+        CASE WHEN n <= ?2 THEN task_json END, \
+        CASE WHEN n <= ?2 THEN status_history_json END, \
+        CASE WHEN n <= ?2 THEN meta_json END, version \
+        FROM (SELECT *, octet_length(task_json) + octet_length(status_history_json) \
+        + octet_length(meta_json) AS n FROM tasks WHERE id = ?1)";
+    let max = i64::try_from(max_bytes).unwrap_or(i64::MAX);
     let mut stmt = conn.prepare_cached(SQL).map_err(err("prepare task query"))?;
-    let mut rows = stmt.query([id]).map_err(err("query tasks"))?;
+    let mut rows = stmt.query(rusqlite::params![id, max]).map_err(err("query tasks"))?;
     let Some(row) = rows.next().map_err(err("query tasks"))? else {
         return Ok(Point::Read(None));
     };
-    let text = |i: usize| row.get_ref(i).and_then(|v| Ok(v.as_str()?)).map_err(err("query tasks"));
-    let (task, history, meta) = (text(2)?, text(3)?, text(4)?);
-    if task.len() + history.len() + meta.len() > max_bytes {
+    let size: i64 = row.get(2).map_err(err("query tasks"))?;
+    if size > max {
         return Ok(Point::TooBig);
     }
+    let text = |i: usize| row.get_ref(i).and_then(|v| Ok(v.as_str()?)).map_err(err("query tasks"));
+    let (task, history, meta) = (text(3)?, text(4)?, text(5)?);
     let (created, version) =
-        (row.get(1).map_err(err("query tasks"))?, row.get(5).map_err(err("query tasks"))?);
+        (row.get(1).map_err(err("query tasks"))?, row.get(6).map_err(err("query tasks"))?);
     decode_task(text(0)?.to_owned(), created, task, history, meta, version).map(|t| Point::Read(Some(t)))
 }
 
