@@ -167,14 +167,25 @@ async fn concurrent_appends_on_two_instances_are_announced_in_order_everywhere()
 
 /// When its LISTEN connection is cut, an instance connects again and
 /// announces what another instance committed meanwhile (read from the
-/// table), without a gap or a duplicate.
+/// table), without a gap or a duplicate, and wakes its outbox worker:
+/// notifications of queued rows may have been lost too. (The first
+/// connection, made before open returned, wakes nobody: the worker's first
+/// round comes after it.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_listener_reconnects_and_rescans() {
     let Some(options) = postgres::database().await else { return };
     let (a, b) = (open(&options).await, open(&options).await);
+    let woken = async |s: &PostgresStore| {
+        tokio::select! {
+            biased;
+            () = s.outbox_queued() => true,
+            () = std::future::ready(()) => false,
+        }
+    };
     let mut rx_b = b.subscribe_events();
     a.commit(Batch { events: vec![event("x", "before")], ..Batch::default() }).await.expect("commit");
     assert_eq!(receive_through(&mut rx_b, 1).await, [1], "seen before the cut");
+    assert!(!woken(&b).await, "b's first connection woke its outbox worker");
     // Cut every LISTEN connection of the database: the listeners' backends.
     let mut config = options.config().expect("config");
     config.dbname("postgres");
@@ -197,6 +208,7 @@ async fn a_lost_listener_reconnects_and_rescans() {
             .expect("commit");
     }
     assert_eq!(receive_through(&mut rx_b, 6).await, [2, 3, 4, 5, 6], "the rest, once, in order");
+    assert!(woken(&b).await, "b's listener connected again and woke its outbox worker");
 }
 
 #[tokio::test]
