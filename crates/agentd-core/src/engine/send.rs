@@ -126,9 +126,9 @@ impl Engine {
         let Some(msg) = req.message else {
             return Err(Error::invalid(FieldPath::of("message"), "is required"));
         };
-        v.message(&FieldPath::of("message"), &msg);
+        v.message("message", &msg);
         let cfg = req.configuration.unwrap_or_default();
-        v.history_length(FieldPath::of("configuration.historyLength"), cfg.history_length);
+        v.history_length("configuration.historyLength", cfg.history_length);
         v.finish()?;
         self.check_media_types(&msg)?;
         let push = self.inline_push_config(p, &cfg).await?;
