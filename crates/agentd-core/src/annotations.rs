@@ -1,9 +1,11 @@
 //! The task-annotations object of a record: what the engine recorded about
 //! a task, in the shape `docs/ext/task-annotations` specifies.
 
-use crate::record::{LinkKind, TaskRecord};
-use agentd_proto::TaskState;
+use crate::record::{LinkKind, StatusEntry, TaskRecord};
 use agentd_proto::ext::task_annotations::{self as ta, StatusChange, TaskAnnotations};
+use agentd_proto::{TaskState, Timestamp};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 
 /// Builds the annotations of `rec`. The gate members appear only while the
 /// task waits for input on a gate that declares them.
@@ -26,6 +28,56 @@ pub fn of(rec: &TaskRecord) -> TaskAnnotations {
         ask_schema: gate.and_then(|g| g.ask_schema.clone()),
         ask_channel: gate.and_then(|g| g.ask_channel.clone()),
         command: rec.meta.command.clone(),
+    }
+}
+
+/// [`of`] as it is written out, lent from the record: the same JSON, with
+/// nothing copied only to be serialized (an event's annotations).
+pub fn lent(rec: &TaskRecord) -> impl Serialize + '_ {
+    let (kind, id) = match &rec.meta.link {
+        Some(l) => (link_kind(l.kind), l.id.as_str()),
+        None => (ta::LinkKind::Turn, rec.task.id.as_str()),
+    };
+    let gate = rec.meta.gate.as_ref().filter(|_| rec.state() == TaskState::InputRequired);
+    Lent {
+        link: LentLink { kind, id },
+        created: rec.status_history.first().map_or(rec.created_at, |e| e.timestamp),
+        status_history: StatusChanges(&rec.status_history),
+        principal: Some(rec.owner.as_str()),
+        ask_schema: gate.and_then(|g| g.ask_schema.as_ref()),
+        ask_channel: gate.and_then(|g| g.ask_channel.as_deref()),
+        command: rec.meta.command.as_deref(),
+    }
+}
+
+/// `TaskAnnotations`, member for member, borrowed.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Lent<'a> {
+    link: LentLink<'a>,
+    created: Timestamp,
+    status_history: StatusChanges<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    principal: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ask_schema: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ask_channel: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    command: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct LentLink<'a> {
+    kind: ta::LinkKind,
+    id: &'a str,
+}
+
+struct StatusChanges<'a>(&'a [StatusEntry]);
+
+impl Serialize for StatusChanges<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|e| StatusChange { state: e.state, ts: e.timestamp }))
     }
 }
 
@@ -102,5 +154,29 @@ mod tests {
         let working = of(&rec(TaskState::Working, meta));
         assert_eq!((working.ask_schema, working.ask_channel), (None, None));
         assert_eq!(working.link, ta::Link { kind: ta::LinkKind::Turn, id: "t1".into() });
+    }
+
+    #[test]
+    fn lent_writes_the_same_json() {
+        let gate = OpenGate {
+            ask_schema: Some(json!({"type": "boolean"})),
+            ask_channel: Some("#ops".into()),
+            ..OpenGate::default()
+        };
+        let metas = [
+            TaskMeta::default(),
+            TaskMeta { gate: Some(gate), command: Some("workflow.run".into()), ..TaskMeta::default() },
+            TaskMeta { link: Some(TaskLink::new(LinkKind::Subagent, "helper-1")), ..TaskMeta::default() },
+        ];
+        for meta in metas {
+            for state in [TaskState::Working, TaskState::InputRequired] {
+                let mut r = rec(state, meta.clone());
+                let want = serde_json::to_string(&of(&r)).unwrap();
+                assert_eq!(serde_json::to_string(&lent(&r)).unwrap(), want);
+                r.status_history.clear();
+                let want = serde_json::to_string(&of(&r)).unwrap();
+                assert_eq!(serde_json::to_string(&lent(&r)).unwrap(), want, "no status history");
+            }
+        }
     }
 }

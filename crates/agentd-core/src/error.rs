@@ -208,16 +208,18 @@ impl Violations {
     }
 
     /// The REQUIRED members of a client Message (A2A §4.1.4, §5.7) at `at`.
-    pub fn message(&mut self, at: &FieldPath, m: &Message) {
+    /// The paths are made only for a problem found: a valid request
+    /// allocates none.
+    pub fn message(&mut self, at: &'static str, m: &Message) {
         for (name, why) in agentd_proto::validate::message_problems(m) {
-            self.add(at.clone().field(name), why);
+            self.add(FieldPath::of(at).field(name), why);
         }
     }
 
-    /// A `historyLength` that must not be negative.
-    pub fn history_length(&mut self, at: FieldPath, n: Option<i32>) {
+    /// A `historyLength` (at the dotted path `at`) that must not be negative.
+    pub fn history_length(&mut self, at: &'static str, n: Option<i32>) {
         if n.is_some_and(|n| n < 0) {
-            self.add(at, "must not be negative");
+            self.add(FieldPath::of(at), "must not be negative");
         }
     }
 

@@ -57,11 +57,35 @@ impl NewEvent {
 #[derive(Clone, PartialEq, Eq)]
 pub struct EventJson(Arc<str>);
 
+/// The most [`EventJson::of`]'s buffer keeps between events, per thread.
+const KEPT_BUFFER: usize = 16 * 1024;
+
 impl EventJson {
     /// `v` as compact JSON (`null` if it cannot be serialized, which the
     /// event types never fail).
     pub fn of<T: Serialize + ?Sized>(v: &T) -> Self {
-        Self(serde_json::to_string(v).unwrap_or_else(|_| "null".to_owned()).into())
+        // Written into a buffer the thread keeps, then copied once into the
+        // shared text: one allocation, where a fresh `String` grows by
+        // doubling (three or four more for a task event) before that copy.
+        thread_local! {
+            static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let fresh = || serde_json::to_string(v).unwrap_or_else(|_| "null".to_owned()).into();
+        let text = BUF.with(|buf| {
+            // Taken already (a `Serialize` that makes an event): a fresh one.
+            let Ok(mut buf) = buf.try_borrow_mut() else { return fresh() };
+            buf.clear();
+            let text = match serde_json::to_writer(&mut *buf, v) {
+                Ok(()) => std::str::from_utf8(&buf).map_or_else(|_| "null".into(), Arc::from),
+                Err(_) => "null".into(),
+            };
+            // A big event's buffer is not kept.
+            if buf.capacity() > KEPT_BUFFER {
+                *buf = Vec::new();
+            }
+            text
+        });
+        Self(text)
     }
     /// Text the store wrote from an `EventJson`: taken as it is.
     pub fn from_stored(text: String) -> Self {
@@ -112,4 +136,38 @@ pub struct EventLogBounds {
 pub struct EventRetention {
     pub max_count: u64,
     pub min_ts_ms: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventJson;
+    use serde::{Serialize, Serializer};
+    use serde_json::json;
+
+    /// Makes an event while it is being written.
+    struct Nested;
+    impl Serialize for Nested {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_str(EventJson::of(&json!({"inner": [1, 2]})).as_str())
+        }
+    }
+
+    /// Never written.
+    struct Fails;
+    impl Serialize for Fails {
+        fn serialize<S: Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+            Err(serde::ser::Error::custom("no"))
+        }
+    }
+
+    #[test]
+    fn the_text_is_what_serde_json_writes() {
+        let big = json!({"text": "é\"".repeat(20_000)});
+        for v in [json!(null), json!({"a": [1, 2.5, "x"]}), big.clone(), json!("after a big one")] {
+            assert_eq!(EventJson::of(&v).as_str(), serde_json::to_string(&v).unwrap());
+        }
+        assert_eq!(EventJson::of(&Nested).as_str(), serde_json::to_string(&Nested).unwrap());
+        assert_eq!(EventJson::of(&Fails).as_str(), "null");
+        assert_eq!(EventJson::of(&json!([1])).as_str(), "[1]", "a failed write leaves nothing behind");
+    }
 }

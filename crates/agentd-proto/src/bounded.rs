@@ -13,6 +13,9 @@ use serde_json::{Map, Number, Value};
 use std::cell::Cell;
 use std::fmt;
 
+mod scan;
+pub use scan::plain_within;
+
 /// Bounds on one JSON document.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct JsonLimits {

@@ -7,6 +7,9 @@ use crate::error::{A2aError, ErrorKind};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+mod lent;
+pub use lent::{LentRequest, parse_request_lent};
+
 /// A request whose envelope is valid.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Request {

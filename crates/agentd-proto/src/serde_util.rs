@@ -3,6 +3,9 @@
 use base64::Engine as _;
 use serde::{Deserialize, Deserializer, Serializer};
 
+mod proto_enum;
+pub use proto_enum::{EnumWire, ProtoEnum};
+
 /// ProtoJSON treats `null` as "field absent": use with `#[serde(default)]`.
 pub fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>
 where

@@ -139,18 +139,13 @@ macro_rules! proto_enum {
         }
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                match Value::deserialize(d)? {
-                    Value::Null => Ok($name::default()),
-                    Value::String(s) => $name::from_name(&s).ok_or_else(|| {
-                        D::Error::custom(format!("unknown {} value `{}`", stringify!($name), s))
-                    }),
-                    Value::Number(n) => n.as_i64().and_then($name::from_number).ok_or_else(|| {
-                        D::Error::custom(format!("unknown {} number {}", stringify!($name), n))
-                    }),
-                    other => Err(D::Error::custom(format!(
-                        "expected a {} name, got {}", stringify!($name), other
-                    ))),
-                }
+                d.deserialize_any(crate::serde_util::ProtoEnum::new(
+                    stringify!($name),
+                    |v| match v {
+                        crate::serde_util::EnumWire::Name(s) => $name::from_name(s),
+                        crate::serde_util::EnumWire::Number(n) => $name::from_number(n),
+                    },
+                ))
             }
         }
     };

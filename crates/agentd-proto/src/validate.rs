@@ -6,16 +6,70 @@ use crate::strict::ObjectsOnly;
 use crate::types::{Message, Role};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// Decodes `params` into `T`; a failure is InvalidParams naming the path of
 /// the offending member (e.g. `message.parts[0]`). Message-typed members
 /// must be JSON objects ([`ObjectsOnly`]): an array is not a message.
 pub fn decode<T: DeserializeOwned>(params: Value) -> Result<T, A2aError> {
-    serde_path_to_error::deserialize::<_, T>(ObjectsOnly(params)).map_err(|e| {
-        let path = e.path().to_string();
-        let field = if path == "." || path.is_empty() { "params".to_owned() } else { path };
-        A2aError::invalid_field(&field, e.inner().to_string())
-    })
+    serde_path_to_error::deserialize::<_, T>(ObjectsOnly(params))
+        .map_err(|e| invalid(&e, e.inner().to_string()))
+}
+
+/// Request parameters as a binding has them: a `Value`, or the text of a
+/// JSON object lent from the request body (decoded straight into the
+/// request's type, no `Value` built on the way).
+#[derive(Clone, Debug)]
+pub enum Params<'a> {
+    Value(Value),
+    Text(&'a RawValue),
+}
+
+impl Params<'_> {
+    /// [`decode`] from either form, with the same outcome. The text must
+    /// hold no duplicate keys (a `Value` keeps the later one, a struct read
+    /// from text refuses them): [`crate::bounded::plain_within`] checks it.
+    pub fn decode<T: DeserializeOwned>(self) -> Result<T, A2aError> {
+        match self {
+            Params::Value(v) => decode(v),
+            Params::Text(raw) => {
+                let mut de = serde_json::Deserializer::from_str(raw.get());
+                serde_path_to_error::deserialize::<_, T>(ObjectsOnly(&mut de))
+                    .map_err(|e| invalid(&e, without_position(e.inner())))
+            }
+        }
+    }
+
+    /// The params as a `Value`.
+    pub fn into_value(self) -> Result<Value, A2aError> {
+        match self {
+            Params::Value(v) => Ok(v),
+            Params::Text(raw) => serde_json::from_str(raw.get()).map_err(|e| {
+                A2aError::new(crate::ErrorKind::ParseError, format!("Invalid JSON payload: {e}"))
+            }),
+        }
+    }
+}
+
+/// InvalidParams naming the member a decode failed at.
+fn invalid<E>(e: &serde_path_to_error::Error<E>, description: String) -> A2aError {
+    let path = e.path().to_string();
+    let field = if path == "." || path.is_empty() { "params".to_owned() } else { path };
+    A2aError::invalid_field(&field, description)
+}
+
+/// An error met reading text as a `Value`'s deserializer words it: without
+/// the position the text reader appends (a `Value` has none).
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    if e.line() == 0 {
+        return text;
+    }
+    let at = format!(" at line {} column {}", e.line(), e.column());
+    match text.strip_suffix(&at) {
+        Some(message) => message.to_owned(),
+        None => text,
+    }
 }
 
 /// One step of the path [`decode_at`] reports: a JSON member or a list index.

@@ -12,6 +12,7 @@ use crate::routes::{read_body, with_extensions};
 use crate::sse::{self, Framing};
 use crate::state::AppState;
 use agentd_proto::jsonrpc::{self as rpc};
+use agentd_proto::validate::Params;
 use axum::extract::{Request, State};
 use axum::response::Response;
 use http::StatusCode;
@@ -36,11 +37,10 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Response {
             return r;
         }
     };
-    let req = match rpc::parse_request_within(&bytes, state.config.json) {
+    let req = match rpc::parse_request_lent(&bytes, state.config.json) {
         Ok(r) => r,
         Err(env) => return jsonrpc_error(&env.id, &env.error),
     };
-    drop(bytes);
     let ctx = match service_params(&state, principal, headers, uri.query(), &req.method) {
         Ok(c) => c,
         Err(e) => return jsonrpc_error(&req.id, &e),
@@ -55,22 +55,26 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Response {
         Ok(s) => s.flatten(),
         Err(e) => return with_extensions(jsonrpc_error(&req.id, &e), &ctx.activated),
     };
-    let params = req.params.unwrap_or_else(|| Value::Object(Default::default()));
+    let params = req.params.unwrap_or_else(|| Params::Value(Value::Object(Default::default())));
+    // Decoded before anything is awaited: the params are lent from the
+    // body, which is let go of once they are read.
+    let op = kind.ok_or_else(|| method_not_found(&req.method)).and_then(|k| k.decode(params, &ctx));
+    let id = req.id;
+    drop(bytes);
     let outcome = async {
-        let op = kind.ok_or_else(|| method_not_found(&req.method))?.decode(params, &ctx)?;
-        execute(&state, crate::metrics::Binding::JsonRpc, &ctx, op).await.map_err(crate::errors::json)
+        execute(&state, crate::metrics::Binding::JsonRpc, &ctx, op?).await.map_err(crate::errors::json)
     };
     let response = match outcome.await {
         Ok(Outcome::Value(reply)) => {
-            let prefix = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, req.id);
+            let prefix = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, id);
             match reply.into_json(prefix.as_bytes(), b"}") {
                 Ok(json) => json_bytes_response(StatusCode::OK, json),
-                Err(e) => jsonrpc_error(&req.id, &e),
+                Err(e) => jsonrpc_error(&id, &e),
             }
         }
-        Ok(Outcome::Done) => json_response(StatusCode::OK, &rpc::Success::new(&req.id, &Value::Null)),
-        Ok(Outcome::Stream(src)) => sse::response(&state, src, Framing::JsonRpc { id: req.id }, slot),
-        Err(e) => jsonrpc_error(&req.id, &e),
+        Ok(Outcome::Done) => json_response(StatusCode::OK, &rpc::Success::new(&id, &Value::Null)),
+        Ok(Outcome::Stream(src)) => sse::response(&state, src, Framing::JsonRpc { id }, slot),
+        Err(e) => jsonrpc_error(&id, &e),
     };
     with_extensions(response, &ctx.activated)
 }

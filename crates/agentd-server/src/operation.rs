@@ -9,13 +9,12 @@
 use crate::params::RequestContext;
 use agentd_proto::ext::{events, reminders};
 use agentd_proto::jsonrpc::methods as m;
-use agentd_proto::validate::decode;
+use agentd_proto::validate::Params;
 use agentd_proto::{
     A2aError, CancelTaskRequest, ErrorKind, GetExtendedAgentCardRequest, GetTaskRequest,
     ListTaskPushNotificationConfigsRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest,
     TaskPushConfigRef, TaskPushNotificationConfig,
 };
-use serde_json::Value;
 
 /// An operation with its decoded request.
 #[derive(Debug)]
@@ -147,24 +146,25 @@ impl OperationKind {
         }
     }
 
-    /// The params (JSON-RPC's, or REST's assembled from path, query and
-    /// body) as this operation's request: InvalidParams naming the field.
+    /// The params (JSON-RPC's, lent from the body, or REST's assembled
+    /// from path, query and body) as this operation's request:
+    /// InvalidParams naming the field.
     /// The events feed is ExtensionNotActivated unless the request
     /// activated its extension, whatever the params.
-    pub fn decode(self, params: Value, ctx: &RequestContext) -> Result<Operation, A2aError> {
+    pub fn decode(self, params: Params<'_>, ctx: &RequestContext) -> Result<Operation, A2aError> {
         Ok(match self {
-            Self::SendMessage => Operation::SendMessage(decode(params)?),
-            Self::SendStreamingMessage => Operation::SendStreamingMessage(decode(params)?),
-            Self::GetTask => Operation::GetTask(decode(params)?),
-            Self::ListTasks => Operation::ListTasks(decode(params)?),
-            Self::CancelTask => Operation::CancelTask(decode(params)?),
-            Self::SubscribeToTask => Operation::SubscribeToTask(decode(params)?),
-            Self::CreatePushConfig => Operation::CreatePushConfig(decode(params)?),
-            Self::GetPushConfig => Operation::GetPushConfig(decode(params)?),
-            Self::ListPushConfigs => Operation::ListPushConfigs(decode(params)?),
-            Self::DeletePushConfig => Operation::DeletePushConfig(decode(params)?),
-            Self::GetExtendedCard => Operation::GetExtendedCard(decode(params)?),
-            Self::InjectReminder => Operation::InjectReminder(decode(params)?),
+            Self::SendMessage => Operation::SendMessage(params.decode()?),
+            Self::SendStreamingMessage => Operation::SendStreamingMessage(params.decode()?),
+            Self::GetTask => Operation::GetTask(params.decode()?),
+            Self::ListTasks => Operation::ListTasks(params.decode()?),
+            Self::CancelTask => Operation::CancelTask(params.decode()?),
+            Self::SubscribeToTask => Operation::SubscribeToTask(params.decode()?),
+            Self::CreatePushConfig => Operation::CreatePushConfig(params.decode()?),
+            Self::GetPushConfig => Operation::GetPushConfig(params.decode()?),
+            Self::ListPushConfigs => Operation::ListPushConfigs(params.decode()?),
+            Self::DeletePushConfig => Operation::DeletePushConfig(params.decode()?),
+            Self::GetExtendedCard => Operation::GetExtendedCard(params.decode()?),
+            Self::InjectReminder => Operation::InjectReminder(params.decode()?),
             Self::SubscribeEvents => {
                 if !ctx.activated.contains(events::URI) {
                     return Err(A2aError::new(
@@ -177,7 +177,7 @@ impl OperationKind {
                     )
                     .with_meta("uri", events::URI));
                 }
-                Operation::SubscribeEvents(events::SubscribeParams::decode(&params)?)
+                Operation::SubscribeEvents(events::SubscribeParams::decode(&params.into_value()?)?)
             }
         })
     }

@@ -12,6 +12,7 @@ use crate::routes::{read_body, with_extensions};
 use crate::sse::{self, Framing};
 use crate::state::AppState;
 use agentd_proto::bounded;
+use agentd_proto::validate::Params;
 use agentd_proto::{A2aError, ErrorKind};
 use axum::Extension;
 use axum::body::Body;
@@ -176,9 +177,14 @@ pub async fn handle(
     // not kept while the operation waits (see the JSON-RPC handler).
     drop((headers, uri));
     let outcome = async {
-        execute(&state, crate::metrics::Binding::Rest, &ctx, route.op.decode(Value::Object(params), &ctx)?)
-            .await
-            .map_err(crate::errors::json)
+        execute(
+            &state,
+            crate::metrics::Binding::Rest,
+            &ctx,
+            route.op.decode(Params::Value(Value::Object(params)), &ctx)?,
+        )
+        .await
+        .map_err(crate::errors::json)
     };
     let response = match outcome.await {
         Ok(Outcome::Done) => json_response(StatusCode::OK, &Value::Object(Map::new())),

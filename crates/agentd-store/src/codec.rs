@@ -6,11 +6,11 @@ use agentd_core::{
 };
 use agentd_proto::{Task, TaskPushNotificationConfig, TaskState, Timestamp};
 
-/// A task row as columns.
-pub(crate) struct EncodedTask {
-    pub id: String,
-    pub context_id: String,
-    pub owner: String,
+/// A task row as columns, the id, context and owner lent from the record.
+pub(crate) struct EncodedTask<'a> {
+    pub id: &'a str,
+    pub context_id: &'a str,
+    pub owner: &'a str,
     pub state: i64,
     pub updated_ms: i64,
     pub created_ms: i64,
@@ -30,11 +30,11 @@ pub(crate) fn state_number(state: TaskState) -> i64 {
     i64::from(state.number())
 }
 
-pub(crate) fn encode_task(record: &TaskRecord) -> Result<EncodedTask, StoreError> {
+pub(crate) fn encode_task(record: &TaskRecord) -> Result<EncodedTask<'_>, StoreError> {
     Ok(EncodedTask {
-        id: record.task.id.clone(),
-        context_id: record.task.context_id.clone(),
-        owner: record.owner.clone(),
+        id: &record.task.id,
+        context_id: &record.task.context_id,
+        owner: &record.owner,
         state: state_number(record.state()),
         updated_ms: record.updated_ms(),
         created_ms: record.created_at.millis(),
@@ -68,7 +68,14 @@ pub(crate) fn decode_task(
 /// millisecond precision, ProtoJSON normal form).
 pub(crate) fn normalize_task(record: &TaskRecord) -> Result<TaskRecord, StoreError> {
     let e = encode_task(record)?;
-    decode_task(e.owner, e.created_ms, &e.task_json, &e.status_history_json, &e.meta_json, e.version)
+    decode_task(
+        e.owner.to_owned(),
+        e.created_ms,
+        &e.task_json,
+        &e.status_history_json,
+        &e.meta_json,
+        e.version,
+    )
 }
 
 pub(crate) fn encode_config(config: &TaskPushNotificationConfig) -> Result<String, StoreError> {

@@ -15,25 +15,55 @@ use agentd_proto::ext::events::{
     ConversationData, ConversationEvent, EventKind, LifecycleData, LifecycleEvent, SubagentData,
     SubagentEvent,
 };
-use agentd_proto::{Message, StreamResponse, Timestamp};
+use agentd_proto::{Message, Metadata, StreamResponse, TaskStatus, Timestamp};
+use serde::Serialize;
 use serde_json::Value;
 
 /// The `task` event of a record: the Task with its last messages and no
 /// artifacts, and its annotations for subscribers that activated them.
 pub(super) fn task_event(rec: &TaskRecord, ts: Timestamp) -> NewEvent {
-    let history = i32::try_from(TASK_EVENT_HISTORY).unwrap_or(i32::MAX);
-    let mut task = super::read::view(rec, Some(history), false);
-    if let Some(h) = task.history.as_mut() {
-        keep_recent_within(h, TASK_EVENT_HISTORY_BYTES);
-    }
-    let mut ev = NewEvent::for_task(EventKind::Task, rec, ts, EventJson::of(&task));
-    ev.annotations = Some(EventJson::of(&crate::annotations::of(rec)));
+    let mut ev = NewEvent::for_task(EventKind::Task, rec, ts, EventJson::of(&TaskEventView::of(rec)));
+    ev.annotations = Some(EventJson::of(&crate::annotations::lent(rec)));
     ev
 }
 
-/// Drops the oldest messages until the rest, newest first, fit in `budget`
-/// bytes of JSON; a newest message over the budget alone leaves none.
-fn keep_recent_within(history: &mut Vec<Message>, budget: usize) {
+/// The Task of a `task` event, serialized as `read::view(rec,
+/// Some(TASK_EVENT_HISTORY), false)` with its history cut to
+/// [`recent_within`] would be, but lent from the record: nothing of it is
+/// copied only to be written out.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TaskEventView<'a> {
+    id: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    context_id: &'a str,
+    status: &'a TaskStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    history: Option<&'a [Message]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<&'a Metadata>,
+}
+
+impl<'a> TaskEventView<'a> {
+    fn of(rec: &'a TaskRecord) -> Self {
+        let t = &rec.task;
+        let history = t.history.as_deref().filter(|h| !h.is_empty()).map(|h| {
+            let last = &h[h.len() - TASK_EVENT_HISTORY.min(h.len())..];
+            recent_within(last, TASK_EVENT_HISTORY_BYTES)
+        });
+        Self {
+            id: &t.id,
+            context_id: &t.context_id,
+            status: &t.status,
+            history,
+            metadata: t.metadata.as_ref(),
+        }
+    }
+}
+
+/// The newest messages that, newest first, fit in `budget` bytes of JSON;
+/// a newest message over the budget alone leaves none.
+fn recent_within(history: &[Message], budget: usize) -> &[Message] {
     let mut used = 0usize;
     let mut keep = 0;
     for m in history.iter().rev() {
@@ -43,7 +73,7 @@ fn keep_recent_within(history: &mut Vec<Message>, budget: usize) {
         }
         keep += 1;
     }
-    history.drain(..history.len() - keep);
+    &history[history.len() - keep..]
 }
 
 /// The events of a task just created: the task itself, a turn of its
@@ -159,8 +189,10 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use super::keep_recent_within;
-    use agentd_proto::{Message, Part, Role};
+    use super::{TaskEventView, recent_within};
+    use crate::events::{TASK_EVENT_HISTORY, TASK_EVENT_HISTORY_BYTES};
+    use crate::record::{TaskMeta, TaskRecord};
+    use agentd_proto::{Message, Part, Role, Task, TaskState, TaskStatus, Timestamp};
 
     fn msg(id: &str, text_len: usize) -> Message {
         Message {
@@ -177,20 +209,68 @@ mod tests {
 
     #[test]
     fn task_events_keep_the_newest_messages_that_fit() {
-        let mut h = vec![msg("a", 10), msg("b", 10), msg("c", 10)];
-        keep_recent_within(&mut h, 10_000);
-        assert_eq!(ids(&h), ["a", "b", "c"], "all fit");
+        let h = vec![msg("a", 10), msg("b", 10), msg("c", 10)];
+        let h = recent_within(&h, 10_000);
+        assert_eq!(ids(h), ["a", "b", "c"], "all fit");
 
-        let mut h = vec![msg("old", 5_000), msg("b", 10), msg("c", 10)];
-        keep_recent_within(&mut h, 1_000);
-        assert_eq!(ids(&h), ["b", "c"], "the old big one goes, and nothing older than it");
+        let h = vec![msg("old", 5_000), msg("b", 10), msg("c", 10)];
+        let h = recent_within(&h, 1_000);
+        assert_eq!(ids(h), ["b", "c"], "the old big one goes, and nothing older than it");
 
-        let mut h = vec![msg("a", 10), msg("big", 5_000), msg("c", 10)];
-        keep_recent_within(&mut h, 1_000);
-        assert_eq!(ids(&h), ["c"], "no gap: older than a dropped message is dropped too");
+        let h = vec![msg("a", 10), msg("big", 5_000), msg("c", 10)];
+        let h = recent_within(&h, 1_000);
+        assert_eq!(ids(h), ["c"], "no gap: older than a dropped message is dropped too");
 
-        let mut h = vec![msg("a", 10), msg("huge", 5_000)];
-        keep_recent_within(&mut h, 1_000);
+        let h = vec![msg("a", 10), msg("huge", 5_000)];
+        let h = recent_within(&h, 1_000);
         assert!(h.is_empty(), "a newest message over the budget leaves none");
+    }
+
+    fn record(history: Option<Vec<Message>>, context_id: &str, metadata: bool) -> TaskRecord {
+        let now = Timestamp::from_millis(1_000).unwrap();
+        let mut md = serde_json::Map::new();
+        md.insert("k".into(), serde_json::json!([1, "two"]));
+        TaskRecord {
+            task: Task {
+                id: "t1".into(),
+                context_id: context_id.into(),
+                status: TaskStatus {
+                    state: TaskState::Completed,
+                    message: Some(msg("s", 3)),
+                    timestamp: Some(now),
+                },
+                artifacts: Some(Vec::new()),
+                history,
+                metadata: metadata.then_some(md),
+            },
+            owner: "user:a".into(),
+            created_at: now,
+            status_history: Vec::new(),
+            meta: TaskMeta::default(),
+            version: 3,
+        }
+    }
+
+    #[test]
+    fn the_lent_view_writes_what_the_cloned_view_wrote() {
+        let many: Vec<Message> =
+            (0..14).map(|i| msg(&format!("m{i}"), if i == 9 { 70_000 } else { 10 })).collect();
+        let huge = vec![msg("a", 10), msg("huge", TASK_EVENT_HISTORY_BYTES)];
+        for rec in [
+            record(Some(many), "c1", true),
+            record(Some(huge), "c1", false),
+            record(Some(vec![msg("one", 1)]), "", true),
+            record(Some(Vec::new()), "c1", false),
+            record(None, "c1", false),
+        ] {
+            let history = i32::try_from(TASK_EVENT_HISTORY).unwrap();
+            let mut cloned = crate::engine::read::view(&rec, Some(history), false);
+            if let Some(h) = cloned.history.as_mut() {
+                let keep = recent_within(h, TASK_EVENT_HISTORY_BYTES).len();
+                h.drain(..h.len() - keep);
+            }
+            let want = serde_json::to_string(&cloned).unwrap();
+            assert_eq!(serde_json::to_string(&TaskEventView::of(&rec)).unwrap(), want);
+        }
     }
 }

@@ -337,8 +337,13 @@ impl Engine {
 
     /// Applies one change to a live task (used by agent runs).
     pub(crate) async fn apply_change(&self, id: &str, change: Change) -> Result<(), Error> {
+        // Only on a store replicas share is a change made again (after a
+        // conflict, see `commit_locked`); otherwise it is moved in, not copied.
+        let again = self.inner.store.leases().is_some();
+        let mut change = Some(change);
         let f = |rec: &mut TaskRecord, now| {
-            transition::apply(rec, change.clone(), now).map_err(|r| refused(id, r))
+            let change = if again { change.clone() } else { change.take() }.ok_or_else(Error::internal)?;
+            transition::apply(rec, change, now).map_err(|r| refused(id, r))
         };
         self.mutate_then(id, Batch::default(), f, |_| ()).await
     }

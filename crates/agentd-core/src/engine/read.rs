@@ -71,7 +71,7 @@ impl Engine {
         if req.id.is_empty() {
             v.add(FieldPath::of("id"), "is required");
         }
-        v.history_length(FieldPath::of("historyLength"), req.history_length);
+        v.history_length("historyLength", req.history_length);
         v.finish()?;
         let rec = self.visible_record(p, &req.id).await?;
         let mut t = self.owned_view(rec, req.history_length, true);
@@ -91,7 +91,7 @@ impl Engine {
                 format!("must be between 1 and {MAX_PAGE_SIZE}, got {page_size}"),
             );
         }
-        v.history_length(FieldPath::of("historyLength"), req.history_length);
+        v.history_length("historyLength", req.history_length);
         let after = match req.page_token.as_str() {
             "" => None,
             tok => match decode_cursor(tok) {

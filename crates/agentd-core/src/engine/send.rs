@@ -126,9 +126,9 @@ impl Engine {
         let Some(msg) = req.message else {
             return Err(Error::invalid(FieldPath::of("message"), "is required"));
         };
-        v.message(&FieldPath::of("message"), &msg);
+        v.message("message", &msg);
         let cfg = req.configuration.unwrap_or_default();
-        v.history_length(FieldPath::of("configuration.historyLength"), cfg.history_length);
+        v.history_length("configuration.historyLength", cfg.history_length);
         v.finish()?;
         self.check_media_types(&msg)?;
         let push = self.inline_push_config(p, &cfg).await?;
@@ -215,7 +215,7 @@ impl Engine {
         let batch = inline_push_batch(push, &id);
         let events = Some((cfg.history_length, close_on_interrupt));
         let defer = !cfg.return_immediately && ANSWER_WHEN_SETTLED.try_with(|_| ()).is_ok();
-        let (_, events) = self.create_task(start, batch, events, defer, claim).await?;
+        let ((), events) = self.create_task(start, batch, events, defer, claim, |_| ()).await?;
         Ok(SendOutcome::Task(events.ok_or_else(Error::internal)?))
     }
 
@@ -253,7 +253,7 @@ impl Engine {
         {
             return Err(Error::Internal(format!("task id {id:?} is already taken")));
         }
-        Ok(self.create_task(start, Batch::default(), None, false, None).await?.0)
+        Ok(self.create_task(start, Batch::default(), None, false, None, TaskRecord::clone).await?.0)
     }
 
     /// The one creation path: commit the new task (with `batch`), make it
@@ -261,15 +261,18 @@ impl Engine {
     /// interrupt), then start its run. With `defer` (a blocking SendMessage,
     /// answered when the task settles), the creation may be left pending,
     /// to be committed with the run's first change. `claim` (on the task's
-    /// context) is held until the creation is committed.
-    async fn create_task(
+    /// context) is held until the creation is committed. Answers with what
+    /// `then` reads from the record as created (nothing, for a SendMessage:
+    /// no copy of the record).
+    async fn create_task<R>(
         &self,
         start: StartTask,
         mut batch: Batch,
         events: Option<(Option<i32>, bool)>,
         defer: bool,
         claim: Option<ContextClaim>,
-    ) -> Result<(TaskRecord, Option<TaskEvents>), Error> {
+        then: impl FnOnce(&TaskRecord) -> R,
+    ) -> Result<(R, Option<TaskEvents>), Error> {
         let id = start.id.unwrap_or_else(new_id);
         let context_id = start.context_id.filter(|c| !c.is_empty()).unwrap_or_else(new_id);
         let now = Timestamp::now();
@@ -279,7 +282,7 @@ impl Engine {
         if input.message_id.is_empty() {
             input.message_id = new_id();
         }
-        let mut rec = TaskRecord {
+        let rec = TaskRecord {
             task: Task {
                 id: id.clone(),
                 context_id,
@@ -299,10 +302,12 @@ impl Engine {
             batch.reminders.extend(self.inherited_reminders(parent, &id).await);
         }
         let answered_when_settled = ANSWER_WHEN_SETTLED.try_with(|_| ()).is_ok();
-        let slot = Slot::new(rec.clone(), self.inner.config.stream_capacity);
-        let mut st = slot.state.lock().await;
-        super::emit::on_create(&rec, &mut batch);
-        if defer && events.is_some() && self.inner.conversations.is_idle(&rec.task.context_id) {
+        // The record lives in the slot from here on: nothing copies it.
+        let slot = Slot::new(rec, self.inner.config.stream_capacity);
+        let mut guard = slot.state.lock().await;
+        let st = &mut *guard;
+        super::emit::on_create(&st.record, &mut batch);
+        if defer && events.is_some() && self.inner.conversations.is_idle(&st.record.task.context_id) {
             // A blocking SendMessage's new task, whose run starts at once:
             // its creation is committed with the run's first change (or
             // before anything shows or reads it: `commit_pending`). Nothing
@@ -313,11 +318,11 @@ impl Engine {
             st.pending = Some(batch);
             st.claim = claim;
         } else {
-            self.commit_record(&mut rec, &[], batch).await?;
-            self.count_commit(None, &rec);
+            self.commit_record(&mut st.record, &[], batch).await?;
+            self.count_commit(None, &st.record);
             drop(claim);
         }
-        if let Some(parent) = &rec.meta.parent {
+        if let Some(parent) = &st.record.meta.parent {
             self.remember_child(parent, &id);
         }
         if let Some(agent) = start.agent {
@@ -328,13 +333,19 @@ impl Engine {
             if answered_when_settled {
                 // SendMessage answers with the settled record (or, with
                 // `returnImmediately`, reads it): no snapshot, no events.
-                return TaskEvents::settling(self, &slot, &id, rec.state());
+                return TaskEvents::settling(self, &slot, &id, st.record.state());
             }
-            TaskEvents::new(self, self.view(&rec, history_length, true), slot.subscribe(), close_on_interrupt)
-                .with_slot(&slot)
+            TaskEvents::new(
+                self,
+                self.view(&st.record, history_length, true),
+                slot.subscribe(),
+                close_on_interrupt,
+            )
+            .with_slot(&slot)
         });
-        self.start_run(&mut st, input, false);
-        Ok((rec, events))
+        let out = then(&st.record);
+        self.start_run(st, input, false);
+        Ok((out, events))
     }
 
     async fn continue_task(

@@ -211,7 +211,16 @@ impl TaskEvents {
         if st.detached && !st.record.state().is_terminal() {
             return None;
         }
-        Some(st.record.clone())
+        if Arc::strong_count(&slot) > 1 {
+            return Some(st.record.clone());
+        }
+        // Nobody else holds the slot (its run and the map let go of it) and
+        // nobody can get it any more: its record is moved out, not copied.
+        drop(st);
+        match Arc::try_unwrap(slot) {
+            Ok(slot) => Some(slot.state.into_inner().record),
+            Err(slot) => Some(slot.state.lock().await.record.clone()),
+        }
     }
 }
 

@@ -12,6 +12,7 @@ use crate::{AppState, Authenticator, CardConfig, CardService, DeclaredExtension,
 use crate::{ServerConfig, card};
 use agentd_core::{EngineBuilder, EngineConfig, Principal, PrincipalRole};
 use agentd_proto::ext::events;
+use agentd_proto::validate::Params;
 use axum::body::Body;
 use http::{Method, Request};
 use http_body_util::BodyExt;
@@ -167,7 +168,8 @@ fn every_operation_decodes_from_its_jsonrpc_method() {
     };
     for kind in K::ALL {
         assert_eq!(K::from_method(kind.method()), Some(kind), "{kind:?}");
-        let op: Operation = kind.decode(row(kind).params, &ctx).unwrap_or_else(|e| panic!("{kind:?}: {e:?}"));
+        let op: Operation =
+            kind.decode(Params::Value(row(kind).params), &ctx).unwrap_or_else(|e| panic!("{kind:?}: {e:?}"));
         assert_eq!(op.kind(), kind);
     }
 }

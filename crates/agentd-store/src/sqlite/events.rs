@@ -13,12 +13,16 @@ const APPEND: &str = "INSERT INTO events (ts_ms, kind, task_id, owner, data_json
 /// follow it one by one: this one writer assigns every seq), `None` if
 /// there are none.
 pub(crate) fn append(tx: &Connection, events: &[NewEvent]) -> Result<Option<u64>, StoreError> {
+    if events.is_empty() {
+        return Ok(None);
+    }
+    // One statement for all of them: each `prepare_cached` copies its SQL
+    // into a new cache key.
+    let mut append = tx.prepare_cached(APPEND).map_err(err("append event"))?;
     let mut first = None;
     for (i, e) in (0u64..).zip(events) {
         let c = event_log::encode(e);
-        tx.prepare_cached(APPEND)
-            .and_then(|mut s| s.execute(params![c.0, c.1, c.2, c.3, c.4, c.5]))
-            .map_err(err("append event"))?;
+        append.execute(params![c.0, c.1, c.2, c.3, c.4, c.5]).map_err(err("append event"))?;
         let seq = u64::try_from(tx.last_insert_rowid()).map_err(err("event seq"))?;
         let first = *first.get_or_insert(seq);
         if seq != first + i {

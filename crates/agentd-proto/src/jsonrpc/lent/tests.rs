@@ -1,0 +1,161 @@
+//! The lent reading answers every body as the `Value` reading does: the
+//! same envelope errors, and the same request or InvalidParams error once
+//! the params are decoded.
+
+use super::*;
+use crate::{GetTaskRequest, ListTasksRequest, SendMessageRequest, TaskPushNotificationConfig};
+use serde::de::DeserializeOwned;
+use std::fmt::Debug;
+
+const LIMITS: JsonLimits = JsonLimits { max_depth: 8, max_values: 60 };
+
+fn msg(message: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":"r1","method":"SendMessage","params":{{"message":{message}}}}}"#)
+}
+
+fn envelope_cases() -> Vec<String> {
+    let plain = r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}}"#;
+    [
+        plain,
+        " \n{\"jsonrpc\":\"2.0\",\"method\":\"GetTask\"}\t",
+        "{",
+        "",
+        "{\"jsonrpc\":\"2.0\",}",
+        "{} x",
+        "[{\"jsonrpc\":\"2.0\"}]",
+        "5",
+        "\"x\"",
+        "null",
+        r#"{"jsonrpc":"2.0","id":true,"method":"x"}"#,
+        r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#,
+        r#"{"jsonrpc":"2.0","id":[1],"method":"x"}"#,
+        r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
+        r#"{"jsonrpc":"2.0","id":-1.50,"method":"x"}"#,
+        r#"{"jsonrpc":"2.0","id":1e2,"method":"x"}"#,
+        r#"{"jsonrpc":"2.0","id":"a\u00e9\n","method":"x"}"#,
+        r#"{"jsonrpc":"1.0","id":5,"method":"GetTask"}"#,
+        r#"{"jsonrpc":2.0,"id":5,"method":"GetTask"}"#,
+        r#"{"id":5,"method":"GetTask"}"#,
+        r#"{"jsonrpc":"2\u002e0","id":5,"method":"GetTask"}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":""}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":5}"#,
+        r#"{"jsonrpc":"2.0","id":5}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"Send\u004dessage","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"GetTask","params":null}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"GetTask","params":[]}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"GetTask","params":"x"}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"GetTask","params":{"id":"a","id":"b"}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"GetTask","params":{"id":"a"},"params":{"id":"b"}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"GetTask","params":{"\u0069d":"a"}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"GetTask","extra":[1,{"a":2}],"params":{"id":"a"}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"GetTask","params":{"id":[[[[[[[[1]]]]]]]]}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"GetTask","params":{"id":1e999}}"#,
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect()
+}
+
+fn params_cases() -> Vec<String> {
+    let mut out: Vec<String> = [
+        r#"{"messageId":"m","role":"ROLE_USER","parts":[{"text":"h\u00e9"}]}"#,
+        r#"{"message_id":"m","role":1,"parts":[{"data":null},{"url":"u","mediaType":"a/b"}]}"#,
+        r#"{"messageId":5,"role":"ROLE_USER","parts":[]}"#,
+        r#"{"messageId":"m","role":"NOPE","parts":[]}"#,
+        r#"{"messageId":"m","role":9,"parts":[]}"#,
+        r#"{"messageId":"m","role":1.0,"parts":[]}"#,
+        r#"{"messageId":"m","role":[1,"a"],"parts":[]}"#,
+        r#"{"messageId":"m","role":{"a":true},"parts":[]}"#,
+        r#"{"messageId":"m","role":false,"parts":[]}"#,
+        r#"{"messageId":"m","parts":"x"}"#,
+        r#"{"messageId":"m","parts":[{}]}"#,
+        r#"{"messageId":"m","parts":[{"text":"a","url":"b"}]}"#,
+        r#"{"messageId":"m","parts":[{"raw":"!!"}]}"#,
+        r#"{"messageId":"m","parts":[{"text":5}]}"#,
+        r#"{"messageId":"m","parts":[{"text":"a","metadata":[]}]}"#,
+        r#"{"messageId":"m","metadata":5}"#,
+        r#"{"messageId":"m","extensions":"x"}"#,
+        r#"{"messageId":"m","referenceTaskIds":[1]}"#,
+        r#"{"messageId":"m","messageId":"n"}"#,
+        r#"{"messageId":"m","message_id":"n"}"#,
+        r#"["m","","","ROLE_USER"]"#,
+        r#""m""#,
+        "null",
+    ]
+    .into_iter()
+    .map(msg)
+    .collect();
+    for p in [
+        r#"{"configuration":[]}"#,
+        r#"{"configuration":{"historyLength":"x"}}"#,
+        r#"{"configuration":{"historyLength":1.5}}"#,
+        r#"{"configuration":{"historyLength":"1e2","returnImmediately":"true"}}"#,
+        r#"{"configuration":{"historyLength":99999999999}}"#,
+        r#"{"configuration":{"returnImmediately":3}}"#,
+        r#"{"configuration":{"taskPushNotificationConfig":{"url":5}}}"#,
+        r#"{"tenant":null,"metadata":{"a":[1,2.5,-3]}}"#,
+        r#"{"id":"t","historyLength":-1,"pageSize":"x","status":"NOPE"}"#,
+        r#"{"pageSize":2.5,"statusTimestampAfter":"yesterday"}"#,
+        r#"{"statusTimestampAfter":"2025-01-01T00:00:00Z","includeArtifacts":"no"}"#,
+        r#"{"taskId":"t","url":"https://x","authentication":{"scheme":5}}"#,
+        r#"{"taskId":"t","url":"https://x","token":[]}"#,
+    ] {
+        out.push(format!(r#"{{"jsonrpc":"2.0","id":2,"method":"M","params":{p}}}"#));
+    }
+    out
+}
+
+fn same_decode<T: DeserializeOwned + PartialEq + Debug>(
+    body: &str,
+    lent: Option<Params>,
+    value: Option<Value>,
+) {
+    let lent: Result<T, _> = lent.unwrap_or(Params::Value(Value::Object(Default::default()))).decode();
+    let value: Result<T, _> =
+        crate::validate::decode(value.unwrap_or_else(|| Value::Object(Default::default())));
+    assert_eq!(lent, value, "{body}");
+}
+
+/// Whether the body's params were read lent.
+fn same_reading(body: &str) -> bool {
+    let lent = parse_request_lent(body.as_bytes(), LIMITS);
+    let mut lent_text = false;
+    let value = super::super::parse_request_within(body.as_bytes(), LIMITS);
+    match (lent, value) {
+        (Err(l), Err(v)) => {
+            assert_eq!((l.id, l.error), (v.id, v.error), "{body}");
+        }
+        (Ok(l), Ok(v)) => {
+            assert_eq!((&l.id, &*l.method), (&v.id, v.method.as_str()), "{body}");
+            lent_text = matches!(l.params, Some(Params::Text(_)));
+            same_decode::<SendMessageRequest>(body, l.params.clone(), v.params.clone());
+            same_decode::<GetTaskRequest>(body, l.params.clone(), v.params.clone());
+            same_decode::<ListTasksRequest>(body, l.params.clone(), v.params.clone());
+            same_decode::<TaskPushNotificationConfig>(body, l.params, v.params);
+        }
+        (l, v) => panic!("{body}: lent {l:?}, value {v:?}"),
+    }
+    lent_text
+}
+
+#[test]
+fn every_body_reads_as_its_value_reads() {
+    for body in envelope_cases() {
+        same_reading(&body);
+    }
+    let cases = params_cases();
+    let lent = cases.iter().filter(|body| same_reading(body)).count();
+    assert_eq!(lent, cases.len() - 1, "all but the one with a repeated key are read lent");
+}
+
+#[test]
+fn a_plain_body_is_read_lent() {
+    let body = r#"{"jsonrpc":"2.0","id":"a","method":"SendMessage","params":{"message":{"parts":[]}}}"#;
+    let r = parse_request_lent(body.as_bytes(), LIMITS).unwrap();
+    assert!(matches!(r.method, Cow::Borrowed("SendMessage")));
+    assert!(matches!(r.params, Some(Params::Text(t)) if t.get() == r#"{"message":{"parts":[]}}"#));
+    // A repeated key leaves it to the `Value` reading (the later one wins).
+    let body = r#"{"jsonrpc":"2.0","id":"a","method":"GetTask","params":{"id":"x","id":"y"}}"#;
+    let r = parse_request_lent(body.as_bytes(), LIMITS).unwrap();
+    assert!(matches!(&r.params, Some(Params::Value(v)) if v["id"] == "y"));
+}
