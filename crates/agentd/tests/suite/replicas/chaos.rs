@@ -30,13 +30,17 @@ const NAMES: [&str; 3] = ["r1", "r2", "r3"];
 const TERMINAL: [&str; 3] = ["TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED"];
 
 /// The script of one replica process: tool steps (a turn that gets one
-/// goes on: a multi-step turn) and answers, alternating. Concurrent turns
-/// take steps in turn, so a turn has one step or several. Tool call ids
-/// are unique to the process.
+/// goes on: a multi-step turn) and answers. Concurrent turns take steps in
+/// turn, so a turn has one step or several. Three steps in eight are tool
+/// steps, spread by a hash of the step's index: with steps alternating, a
+/// turn whose calls came every second (fourth, ...) step, in lockstep with
+/// others, got tool steps only and ran into `limits.max_steps` (here no
+/// run of tool steps at any such stride up to 8 is longer than 7). Tool call
+/// ids are unique to the process.
 fn script(name: &str, generation: usize) -> Value {
-    let step = |k: usize| match k % 2 {
-        0 => json!({"tool_calls": [{"id": format!("{name}.{generation}.{k}"), "name": "wait_a_moment"}],
-                    "delay_ms": 40}),
+    let step = |k: usize| match (k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 61 {
+        0..=2 => json!({"tool_calls": [{"id": format!("{name}.{generation}.{k}"), "name": "wait_a_moment"}],
+                        "delay_ms": 40}),
         _ => json!({"text": "Done.", "deltas": ["Done."], "delay_ms": 40}),
     };
     Value::Array((0..1000).map(step).collect())
