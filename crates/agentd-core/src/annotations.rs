@@ -140,13 +140,18 @@ mod tests {
         );
     }
 
-    #[test]
-    fn gate_members_only_while_input_is_required() {
-        let gate = OpenGate {
+    /// A gate asking #ops for a yes or no.
+    fn ops_gate() -> OpenGate {
+        OpenGate {
             ask_schema: Some(json!({"type": "boolean"})),
             ask_channel: Some("#ops".into()),
             ..OpenGate::default()
-        };
+        }
+    }
+
+    #[test]
+    fn gate_members_only_while_input_is_required() {
+        let gate = ops_gate();
         let meta = TaskMeta { gate: Some(gate), ..TaskMeta::default() };
         let waiting = of(&rec(TaskState::InputRequired, meta.clone()));
         assert_eq!(waiting.ask_channel.as_deref(), Some("#ops"));
@@ -158,11 +163,7 @@ mod tests {
 
     #[test]
     fn lent_writes_the_same_json() {
-        let gate = OpenGate {
-            ask_schema: Some(json!({"type": "boolean"})),
-            ask_channel: Some("#ops".into()),
-            ..OpenGate::default()
-        };
+        let gate = ops_gate();
         let metas = [
             TaskMeta::default(),
             TaskMeta { gate: Some(gate), command: Some("workflow.run".into()), ..TaskMeta::default() },
