@@ -181,46 +181,89 @@ pub(crate) fn get_task(
 }
 
 pub(crate) fn list_tasks(conn: &mut Connection, q: &TaskQuery) -> Result<TaskPage, StoreError> {
-    let mut filter = vec!["1 = 1".to_owned()];
-    let mut args: Vec<Value> = Vec::new();
-    if let Some(owner) = &q.owner {
-        filter.push("owner = ?".into());
-        args.push(Value::Text(owner.clone()));
-    }
-    if let Some(context_id) = &q.context_id {
-        filter.push("context_id = ?".into());
-        args.push(Value::Text(context_id.clone()));
-    }
-    if let Some(state) = q.state {
-        filter.push("state = ?".into());
-        args.push(Value::Integer(state_number(state)));
-    }
-    if let Some(since) = q.updated_since_ms {
-        filter.push("updated_ms >= ?".into());
-        args.push(Value::Integer(since));
-    }
-    let filter = filter.join(" AND ");
+    let sql = ListSql::of(q);
     // One read transaction: the count and the page see the same snapshot.
     let tx = conn.transaction().map_err(err("begin read"))?;
     let total: i64 = tx
-        .prepare_cached(&format!("SELECT COUNT(*) FROM tasks WHERE {filter}"))
-        .and_then(|mut s| s.query_row(params_from_iter(args.iter()), |row| row.get(0)))
+        .prepare_cached(&sql.count)
+        .and_then(|mut s| s.query_row(params_from_iter(sql.args.iter()), |row| row.get(0)))
         .map_err(err("count tasks"))?;
-    let mut page_args = args;
-    let mut cursor = String::new();
-    if let Some((ms, id)) = &q.after {
-        cursor = " AND (updated_ms < ? OR (updated_ms = ? AND id < ?))".into();
-        page_args.extend([Value::Integer(*ms), Value::Integer(*ms), Value::Text(id.clone())]);
-    }
-    page_args.push(Value::Integer(i64::try_from(q.limit).unwrap_or(i64::MAX - 1).saturating_add(1)));
-    let sql = format!(
-        "SELECT {TASK_COLUMNS} FROM tasks WHERE {filter}{cursor} \
-         ORDER BY updated_ms DESC, id DESC LIMIT ?"
-    );
-    let mut tasks = query_tasks(&tx, &sql, &page_args)?;
+    let mut tasks = query_tasks(&tx, &sql.page, &sql.page_args)?;
     let more = tasks.len() > q.limit;
     tasks.truncate(q.limit);
     Ok(TaskPage { tasks, total: usize::try_from(total).unwrap_or(0), more })
+}
+
+/// The two statements of a listing: the count of every match, and the page.
+struct ListSql {
+    count: String,
+    page: String,
+    /// The filter's values (the count's parameters).
+    args: Vec<Value>,
+    /// The filter's, then the cursor's and the limit.
+    page_args: Vec<Value>,
+}
+
+impl ListSql {
+    fn of(q: &TaskQuery) -> Self {
+        let mut filter = vec!["1 = 1".to_owned()];
+        let mut args: Vec<Value> = Vec::new();
+        if let Some(owner) = &q.owner {
+            filter.push("owner = ?".into());
+            args.push(Value::Text(owner.clone()));
+        }
+        if let Some(context_id) = &q.context_id {
+            filter.push("context_id = ?".into());
+            args.push(Value::Text(context_id.clone()));
+        }
+        if let Some(state) = q.state {
+            filter.push("state = ?".into());
+            args.push(Value::Integer(state_number(state)));
+        }
+        if let Some(since) = q.updated_since_ms {
+            filter.push("updated_ms >= ?".into());
+            args.push(Value::Integer(since));
+        }
+        let filter = filter.join(" AND ");
+        let mut page_args = args.clone();
+        let mut cursor = String::new();
+        if let Some((ms, id)) = &q.after {
+            cursor = " AND (updated_ms < ? OR (updated_ms = ? AND id < ?))".into();
+            page_args.extend([Value::Integer(*ms), Value::Integer(*ms), Value::Text(id.clone())]);
+        }
+        page_args.push(Value::Integer(i64::try_from(q.limit).unwrap_or(i64::MAX - 1).saturating_add(1)));
+        let (count_from, page_from) = Self::sources(q);
+        Self {
+            count: format!("SELECT COUNT(*) FROM {count_from} WHERE {filter}"),
+            page: format!(
+                "SELECT {TASK_COLUMNS} FROM {page_from} WHERE {filter}{cursor} \
+                 ORDER BY updated_ms DESC, id DESC LIMIT ?"
+            ),
+            args,
+            page_args,
+        }
+    }
+
+    /// Which index the count and the page read. Left to itself, SQLite
+    /// walks the owner's tasks newest first (the order asked for, no sort)
+    /// and checks each row's context or state: a page of an old
+    /// conversation, or of the few tasks waiting for input, read the
+    /// owner's whole history. A context holds few tasks, and so does a
+    /// state that is not final (only live tasks are in one): reading those
+    /// and sorting them is cheap. A final state may hold most tasks: its
+    /// page walks the tasks newest first, and its count reads the
+    /// `(state, owner)` index alone.
+    fn sources(q: &TaskQuery) -> (&'static str, &'static str) {
+        const CONTEXT: &str = "tasks INDEXED BY tasks_context";
+        const STATE: &str = "tasks INDEXED BY tasks_state";
+        match (&q.context_id, q.state, &q.owner) {
+            (Some(_), _, _) => (CONTEXT, CONTEXT),
+            (None, Some(s), _) if !s.is_terminal() => (STATE, STATE),
+            (None, Some(_), Some(_)) => (STATE, "tasks INDEXED BY tasks_owner_updated"),
+            (None, Some(_), None) => (STATE, "tasks INDEXED BY tasks_updated"),
+            (None, None, _) => ("tasks", "tasks"),
+        }
+    }
 }
 
 pub(crate) fn context_tasks(conn: &mut Connection, context_id: &str) -> Result<Vec<TaskRecord>, StoreError> {
@@ -383,4 +426,94 @@ pub(crate) fn journal(conn: &mut Connection, task_id: &str) -> Result<Vec<Journa
         })
         .map_err(err("read journal"))?;
     rows.iter().map(|(seq, body)| crate::codec::decode_entry(task_id, *seq, body)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The plans of a listing's count and page, on the current schema:
+    /// each plan's steps, joined.
+    fn plans(q: &TaskQuery) -> (String, String) {
+        let mut conn = Connection::open_in_memory().unwrap();
+        super::super::schema::migrate(&mut conn).unwrap();
+        let plan = |sql: &str, args: &[Value]| {
+            let mut s = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let steps = s.query_map(params_from_iter(args.iter()), |r| r.get::<_, String>(3)).unwrap();
+            steps.map(Result::unwrap).collect::<Vec<_>>().join("; ")
+        };
+        let sql = ListSql::of(q);
+        (plan(&sql.count, &sql.args), plan(&sql.page, &sql.page_args))
+    }
+
+    fn query(owner: Option<&str>, context: Option<&str>, state: Option<TaskState>) -> TaskQuery {
+        TaskQuery {
+            owner: owner.map(str::to_owned),
+            context_id: context.map(str::to_owned),
+            state,
+            updated_since_ms: None,
+            after: Some((5, "t".into())),
+            limit: 50,
+        }
+    }
+
+    const LIVE: [TaskState; 4] =
+        [TaskState::Submitted, TaskState::Working, TaskState::InputRequired, TaskState::AuthRequired];
+
+    #[test]
+    fn a_listing_of_one_conversation_reads_only_its_tasks() {
+        for q in [
+            query(Some("user:a"), Some("c1"), None),
+            query(Some("user:a"), Some("c1"), Some(TaskState::Completed)),
+            query(None, Some("c1"), None),
+        ] {
+            let (count, page) = plans(&q);
+            for plan in [count, page] {
+                assert!(
+                    plan.starts_with("SEARCH tasks USING") && plan.contains("tasks_context (context_id=?"),
+                    "{plan}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_listing_by_a_state_that_is_not_final_reads_only_tasks_in_it() {
+        for state in LIVE {
+            let (count, page) = plans(&query(Some("user:a"), None, Some(state)));
+            assert!(
+                count.starts_with("SEARCH tasks USING COVERING INDEX tasks_state (state=? AND owner=?)"),
+                "{count}"
+            );
+            assert!(page.starts_with("SEARCH tasks USING INDEX tasks_state (state=? AND owner=?)"), "{page}");
+            let (count, page) = plans(&query(None, None, Some(state)));
+            assert!(count.starts_with("SEARCH tasks USING COVERING INDEX tasks_state (state=?)"), "{count}");
+            assert!(page.starts_with("SEARCH tasks USING INDEX tasks_state (state=?)"), "{page}");
+        }
+    }
+
+    /// A final state or none: the page walks the tasks newest first and
+    /// stops at the limit (no sort of every match); the count reads an
+    /// index alone.
+    #[test]
+    fn other_listings_walk_the_tasks_newest_first_and_count_from_an_index() {
+        let cases = [
+            (
+                query(Some("user:a"), None, None),
+                "tasks_owner_updated (owner=?)",
+                "tasks_owner_updated (owner=?",
+            ),
+            (
+                query(Some("user:a"), None, Some(TaskState::Completed)),
+                "tasks_state (state=? AND owner=?)",
+                "tasks_owner_updated (owner=?",
+            ),
+            (query(None, None, Some(TaskState::Failed)), "tasks_state (state=?)", "tasks_updated"),
+        ];
+        for (q, counted, walked) in cases {
+            let (count, page) = plans(&q);
+            assert!(count.contains(&format!("COVERING INDEX {counted}")), "{count}");
+            assert!(page.contains(walked) && !page.contains("TEMP B-TREE"), "{page}");
+        }
+    }
 }

@@ -119,6 +119,10 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         body TEXT NOT NULL,
         PRIMARY KEY (task_id, seq)
     ) WITHOUT ROWID;",
+    // 9: a state's tasks by owner: an owner's count of tasks in a state
+    // reads the index alone, not each of their tasks' rows.
+    "DROP INDEX tasks_state;
+    CREATE INDEX tasks_state ON tasks (state, owner);",
 ];
 
 /// Opens the one read-write connection: WAL, busy timeout, foreign keys,

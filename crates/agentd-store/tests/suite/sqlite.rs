@@ -198,6 +198,10 @@ async fn rows_written_before_versions_read_back_as_version_1() {
     assert_eq!(store.schema_version().await.ok(), Some(SqliteStore::latest_schema_version()));
     let old = store.get_task("old").await.expect("get").expect("the old row is still there");
     assert_eq!(old.version, 1, "a row from before versions is its first version");
+    // The state index, rebuilt by a later migration, finds the old row.
+    let q = TaskQuery { state: Some(Working), owner: Some("alice".into()), limit: 10, ..Default::default() };
+    let page = store.list_tasks(&q).await.expect("list by state");
+    assert_eq!((page.total, page.tasks.len()), (1, 1), "{page:?}");
     let stale = store.commit(tasks_batch(vec![old.clone()])).await;
     assert!(matches!(stale, Err(agentd_core::StoreError::Conflict { .. })), "{stale:?}");
     let next = agentd_core::TaskRecord { version: 2, ..old };
