@@ -1,5 +1,6 @@
 //! Bytes → `parse_request`, then the params decoded as every core method's
-//! request and round-tripped (`agentd_proto::fuzzing`).
+//! request and round-tripped; and the lent reader must agree with the
+//! `Value` reader (`agentd_proto::fuzzing`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -8,9 +8,10 @@
 //! round-trip: encode it, decode that, and get an equal value back whose
 //! encoding is byte-identical.
 
+use crate::bounded::JsonLimits;
 use crate::error::{A2aError, ErrorKind};
 use crate::jsonrpc::{self, methods as m};
-use crate::validate::{self, decode, decode_bytes};
+use crate::validate::{self, Params, decode, decode_bytes};
 use crate::*;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -40,8 +41,18 @@ pub const METHODS: &[&str] = &[
 ];
 
 /// `jsonrpc_request`: the envelope, then the params decoded as the request
-/// of *every* core method (not only the one named), each round-tripped.
+/// of *every* core method (not only the one named), each round-tripped;
+/// and the lent reader must answer as the `Value` reader does
+/// ([`check_lent_agrees`]).
 pub fn check_jsonrpc_roundtrip(bytes: &[u8]) {
+    check_envelope(bytes);
+    // The server's limits, and tight ones: a fuzzed body is too small to
+    // reach the default value count.
+    check_lent_agrees(bytes, JsonLimits::default());
+    check_lent_agrees(bytes, JsonLimits { max_depth: 8, max_values: 64 });
+}
+
+fn check_envelope(bytes: &[u8]) {
     match jsonrpc::parse_request(bytes) {
         Ok(req) => {
             assert!(!req.method.is_empty(), "an accepted envelope has a method");
@@ -67,6 +78,81 @@ pub fn check_jsonrpc_roundtrip(bytes: &[u8]) {
             let _ = jsonrpc::failure(&e.id, &e.error);
         }
     }
+}
+
+/// [`jsonrpc::parse_request_lent`] (the server's reader) against
+/// [`jsonrpc::parse_request_within`] with the same limits, the reference:
+/// the same envelope error, or the same id, method and params presence,
+/// and the params decoded by [`Params::decode`] (what dispatch calls) as
+/// every method's request with the same outcome from either form.
+pub fn check_lent_agrees(bytes: &[u8], limits: JsonLimits) {
+    let body = || String::from_utf8_lossy(bytes);
+    match (jsonrpc::parse_request_lent(bytes, limits), jsonrpc::parse_request_within(bytes, limits)) {
+        (Err(l), Err(v)) => {
+            assert_eq!(
+                (&l.id, &l.error),
+                (&v.id, &v.error),
+                "lent and Value envelope errors differ: {}",
+                body()
+            );
+        }
+        (Ok(l), Ok(v)) => {
+            assert_eq!(
+                (&l.id, &*l.method),
+                (&v.id, v.method.as_str()),
+                "lent and Value read another id or method: {}",
+                body()
+            );
+            assert_eq!(
+                l.params.is_some(),
+                v.params.is_some(),
+                "params present in one reading only: {}",
+                body()
+            );
+            // Absent params are an empty object to dispatch, on both paths.
+            let lent = l.params.unwrap_or_else(|| Params::Value(Value::Object(Default::default())));
+            let value = v.params.unwrap_or_else(|| Value::Object(Default::default()));
+            for method in METHODS {
+                same_params(method, &lent, &value, bytes);
+            }
+            // The events feed reads its params as a `Value`.
+            let as_value = lent.into_value();
+            assert_eq!(as_value.as_ref(), Ok(&value), "lent params read as a Value differ: {}", body());
+        }
+        (l, v) => panic!("lent reader: {l:?}, Value reader: {v:?}: {}", body()),
+    }
+}
+
+/// Decodes both forms as `method`'s request (the type dispatch decodes).
+fn same_params(method: &str, lent: &Params, value: &Value, body: &[u8]) {
+    match method {
+        m::SEND_MESSAGE | m::SEND_STREAMING_MESSAGE => same::<SendMessageRequest>(method, lent, value, body),
+        m::GET_TASK => same::<GetTaskRequest>(method, lent, value, body),
+        m::LIST_TASKS => same::<ListTasksRequest>(method, lent, value, body),
+        m::CANCEL_TASK => same::<CancelTaskRequest>(method, lent, value, body),
+        m::SUBSCRIBE_TO_TASK => same::<SubscribeToTaskRequest>(method, lent, value, body),
+        m::CREATE_PUSH_CONFIG => same::<TaskPushNotificationConfig>(method, lent, value, body),
+        m::GET_PUSH_CONFIG | m::DELETE_PUSH_CONFIG => same::<TaskPushConfigRef>(method, lent, value, body),
+        m::LIST_PUSH_CONFIGS | m::LIST_PUSH_CONFIGS_RC => {
+            same::<ListTaskPushNotificationConfigsRequest>(method, lent, value, body)
+        }
+        m::GET_EXTENDED_CARD => same::<GetExtendedAgentCardRequest>(method, lent, value, body),
+        crate::ext::reminders::METHOD => {
+            same::<crate::ext::reminders::InjectTaskReminderRequest>(method, lent, value, body)
+        }
+        other => panic!("{other} is in METHODS but has no request type here"),
+    }
+}
+
+fn same<T: DeserializeOwned + PartialEq + Debug>(method: &str, lent: &Params, value: &Value, body: &[u8]) {
+    let from_lent: Result<T, A2aError> = lent.clone().decode();
+    let from_value: Result<T, A2aError> = Params::Value(value.clone()).decode();
+    assert_eq!(
+        from_lent,
+        from_value,
+        "{method}: params decode otherwise from the lent text than from the Value: {}",
+        String::from_utf8_lossy(body)
+    );
 }
 
 /// Decodes `params` as the request of `method` (as dispatch does) and

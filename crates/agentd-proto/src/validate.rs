@@ -34,8 +34,10 @@ impl Params<'_> {
             Params::Value(v) => decode(v),
             Params::Text(raw) => {
                 let mut de = serde_json::Deserializer::from_str(raw.get());
-                serde_path_to_error::deserialize::<_, T>(ObjectsOnly(&mut de))
-                    .map_err(|e| invalid(&e, without_position(e.inner())))
+                // A refusal is worded by the `Value` reading: the text reader
+                // words some otherwise (an enum given `5` is "expected value"
+                // there, "invalid type: integer `5`, …" from a `Value`).
+                T::deserialize(ObjectsOnly(&mut de)).or_else(|_| decode(Params::Text(raw).into_value()?))
             }
         }
     }
@@ -56,20 +58,6 @@ fn invalid<E>(e: &serde_path_to_error::Error<E>, description: String) -> A2aErro
     let path = e.path().to_string();
     let field = if path == "." || path.is_empty() { "params".to_owned() } else { path };
     A2aError::invalid_field(&field, description)
-}
-
-/// An error met reading text as a `Value`'s deserializer words it: without
-/// the position the text reader appends (a `Value` has none).
-fn without_position(e: &serde_json::Error) -> String {
-    let text = e.to_string();
-    if e.line() == 0 {
-        return text;
-    }
-    let at = format!(" at line {} column {}", e.line(), e.column());
-    match text.strip_suffix(&at) {
-        Some(message) => message.to_owned(),
-        None => text,
-    }
 }
 
 /// One step of the path [`decode_at`] reports: a JSON member or a list index.

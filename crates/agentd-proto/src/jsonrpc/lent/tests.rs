@@ -3,6 +3,7 @@
 //! the params are decoded.
 
 use super::*;
+use crate::ext::reminders::InjectTaskReminderRequest;
 use crate::{GetTaskRequest, ListTasksRequest, SendMessageRequest, TaskPushNotificationConfig};
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
@@ -99,6 +100,12 @@ fn params_cases() -> Vec<String> {
         r#"{"statusTimestampAfter":"2025-01-01T00:00:00Z","includeArtifacts":"no"}"#,
         r#"{"taskId":"t","url":"https://x","authentication":{"scheme":5}}"#,
         r#"{"taskId":"t","url":"https://x","token":[]}"#,
+        // A derived enum refused: serde_json's text reader words it otherwise.
+        r#"{"reminder":{"propagate":[]}}"#,
+        r#"{"taskId":"t","reminder":{"body":"b","roleHint":5}}"#,
+        r#"{"reminder":{"roleHint":{"user":null,"system":null}}}"#,
+        r#"{"reminder":{"roleHint":{}}}"#,
+        r#"{"reminder":{"roleHint":{"user":null},"propagate":"subagents"}}"#,
     ] {
         out.push(format!(r#"{{"jsonrpc":"2.0","id":2,"method":"M","params":{p}}}"#));
     }
@@ -131,7 +138,8 @@ fn same_reading(body: &str) -> bool {
             same_decode::<SendMessageRequest>(body, l.params.clone(), v.params.clone());
             same_decode::<GetTaskRequest>(body, l.params.clone(), v.params.clone());
             same_decode::<ListTasksRequest>(body, l.params.clone(), v.params.clone());
-            same_decode::<TaskPushNotificationConfig>(body, l.params, v.params);
+            same_decode::<TaskPushNotificationConfig>(body, l.params.clone(), v.params.clone());
+            same_decode::<InjectTaskReminderRequest>(body, l.params, v.params);
         }
         (l, v) => panic!("{body}: lent {l:?}, value {v:?}"),
     }
