@@ -13,6 +13,7 @@ pub mod conversations;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod fanout;
 pub mod gate;
 pub mod journal;
 pub mod lease;

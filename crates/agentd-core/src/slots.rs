@@ -5,12 +5,13 @@
 //! sharded.
 
 use crate::claims::ContextClaim;
+use crate::fanout::{Fanout, Subscription};
 use crate::record::TaskRecord;
 use crate::store::Batch;
 use agentd_proto::{Message, StreamResponse};
 use dashmap::DashMap;
 use std::sync::{Arc, OnceLock};
-use tokio::sync::{Mutex, broadcast, watch};
+use tokio::sync::{Mutex, watch};
 use tokio_util::sync::CancellationToken;
 
 pub type Event = Arc<Published>;
@@ -74,13 +75,8 @@ pub struct SlotState {
 
 pub struct Slot {
     pub state: Mutex<SlotState>,
-    /// The task's events, made by its first subscriber: a channel holds
-    /// `capacity` events (tens of KiB) from its creation, and most tasks,
-    /// answered by a blocking SendMessage, never get a stream. An event
-    /// published before it exists has nobody to reach, as with a channel
-    /// that has no receiver.
-    events: OnceLock<broadcast::Sender<Event>>,
-    capacity: usize,
+    /// The task's events, to the streams that follow it (`fanout`).
+    events: Fanout<Event>,
     /// How many statuses that end a blocking SendMessage's wait (terminal
     /// or interrupted) were published: such a wait needs no event, only
     /// this count to move past the one it saw.
@@ -100,15 +96,14 @@ impl Slot {
                 pending: None,
                 claim: None,
             }),
-            events: OnceLock::new(),
-            capacity,
+            events: Fanout::new(capacity),
             settles: watch::Sender::new(0),
         })
     }
 
-    /// A receiver of the events published from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.events.get_or_init(|| broadcast::channel(self.capacity).0).subscribe()
+    /// A subscription to the events published from now on.
+    pub fn subscribe(&self) -> Subscription<Event> {
+        self.events.subscribe()
     }
 
     /// The count of settling statuses published so far, and a receiver
@@ -127,15 +122,15 @@ impl Slot {
         {
             self.settles.send_modify(|n| *n += 1);
         }
-        if let Some(tx) = self.events.get() {
-            let _ = tx.send(Arc::new(Published::new(ev)));
+        if self.events.receiver_count() > 0 {
+            self.events.publish(Arc::new(Published::new(ev)));
         }
     }
 
     /// How many follow the task (streams, waits): a task that waits with
     /// nothing running stays live while anyone does.
     pub fn followers(&self) -> usize {
-        self.events.get().map_or(0, broadcast::Sender::receiver_count) + self.settles.receiver_count()
+        self.events.receiver_count() + self.settles.receiver_count()
     }
 }
 
@@ -201,14 +196,14 @@ mod tests {
     fn events_have_no_channel_until_a_stream_subscribes_and_then_reach_it() {
         let s = slot();
         s.publish(status(TaskState::Working));
-        assert!(s.events.get().is_none(), "nobody subscribed: no channel");
+        assert_eq!(s.events.receiver_count(), 0, "nobody subscribed");
         assert_eq!(s.followers(), 0);
-        let mut rx = s.subscribe();
+        let mut sub = s.subscribe();
         assert_eq!(s.followers(), 1);
         s.publish(status(TaskState::Completed));
-        let ev = rx.try_recv().expect("the event published after subscribing");
+        let ev = sub.rx.try_recv().expect("the event published after subscribing");
         assert!(matches!(&**ev, StreamResponse::StatusUpdate(u) if u.status.state == TaskState::Completed));
-        drop(rx);
+        drop(sub);
         assert_eq!(s.followers(), 0);
     }
 
@@ -234,6 +229,6 @@ mod tests {
         s.publish(status(TaskState::Working));
         s.publish(status(TaskState::Failed));
         assert_eq!(*rx.borrow(), 2);
-        assert!(s.events.get().is_none(), "a waiter makes no channel");
+        assert_eq!(s.events.receiver_count(), 0, "a waiter makes no channel");
     }
 }

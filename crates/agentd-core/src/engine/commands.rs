@@ -6,6 +6,7 @@
 
 use super::{Engine, Runtime, SendOutcome, TaskEvents};
 use crate::error::{Error, FieldPath};
+use crate::fanout::Subscription;
 use crate::principal::Principal;
 use crate::record::TaskRecord;
 use agentd_proto::{Message, Part, PartContent, Role, SendMessageConfiguration, TaskState, new_id};
@@ -161,9 +162,8 @@ impl Engine {
                 return Ok(TaskEvents::new(self, first, slot.subscribe(), close_on_interrupt));
             }
             let rec = self.record(id).await?.ok_or_else(|| Error::task_not_found(id))?;
-            let (_, rx) = tokio::sync::broadcast::channel(1);
             let first = self.view(&rec, history_length, true);
-            return Ok(TaskEvents::new(self, first, rx, close_on_interrupt));
+            return Ok(TaskEvents::new(self, first, Subscription::closed(), close_on_interrupt));
         }
     }
 

@@ -444,17 +444,26 @@ impl Engine {
                     return Err(e);
                 }
             };
-            let mut events = TaskEvents::new(
-                self,
-                self.view(rec, cfg.history_length, true),
-                slot.subscribe(),
-                close_on_interrupt,
-            )
-            .with_slot(&slot);
-            if !p.can_see(&rec.owner) {
+            let stream = || {
+                TaskEvents::new(
+                    self,
+                    self.view(rec, cfg.history_length, true),
+                    slot.subscribe(),
+                    close_on_interrupt,
+                )
+                .with_slot(&slot)
+            };
+            let events = if !p.can_see(&rec.owner) {
                 // A gate's answerer sees the task as its answer left it.
-                events = events.snapshot_only();
-            }
+                stream().snapshot_only()
+            } else if ANSWER_WHEN_SETTLED.try_with(|_| ()).is_ok() {
+                // Answered once the task settles: a wait on the count of
+                // settling statuses, not a stream woken among the task's
+                // other streams for each event.
+                TaskEvents::settling(self, &slot, &id, rec.state())
+            } else {
+                stream()
+            };
             let mut input = msg;
             input.context_id.clone_from(&rec.task.context_id);
             if approval && running {

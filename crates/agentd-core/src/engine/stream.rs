@@ -4,11 +4,12 @@
 //! at an interrupted one).
 
 use crate::error::Error;
+use crate::fanout::Subscription;
 use crate::record::TaskRecord;
 use crate::slots::{Event, Published, Slot};
 use agentd_proto::{StreamResponse, Task};
 use std::sync::Arc;
-use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::watch;
 
 pub struct TaskEvents {
@@ -19,7 +20,7 @@ pub struct TaskEvents {
     first: Option<Box<Task>>,
     task_id: String,
     /// The events; `None` for a wait that only settles (see [`Self::settling`]).
-    rx: Option<broadcast::Receiver<Event>>,
+    rx: Option<Subscription<Event>>,
     /// For such a wait: the slot's count of settling statuses, and the
     /// value it had when the wait began.
     settles: Option<(watch::Receiver<u64>, u64)>,
@@ -42,7 +43,7 @@ impl TaskEvents {
     pub(crate) fn new(
         engine: &super::Engine,
         first: Task,
-        rx: broadcast::Receiver<Event>,
+        rx: Subscription<Event>,
         close_on_interrupt: bool,
     ) -> Self {
         let engine = Some(engine.clone());
