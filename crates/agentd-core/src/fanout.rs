@@ -74,23 +74,21 @@ impl<T: Clone + Send + 'static> Fanout<T> {
     /// nobody (as a channel without receivers).
     pub fn publish(&self, ev: T) {
         let Some(tx) = self.tx.get() else { return };
-        let ring = {
-            let mut bells = self.bells.lock().unwrap_or_else(PoisonError::into_inner);
-            if tx.send(ev).is_err() {
-                return; // no receiver left
-            }
-            bells.prune();
-            bells.all.clone()
-        };
+        let mut bells = self.bells.lock().unwrap_or_else(PoisonError::into_inner);
+        if tx.send(ev).is_err() {
+            return; // no receiver left
+        }
+        bells.prune();
         match tokio::runtime::Handle::try_current() {
-            Ok(rt) if ring.len() > RING_SLICE => {
+            Ok(rt) if bells.all.len() > RING_SLICE => {
                 // Not on `Background`: the ringer holds only weak bells and
                 // ends after its last slice; a shutdown has nothing to wait
                 // for in it.
                 #[allow(clippy::disallowed_methods)]
-                rt.spawn(ring_in_slices(ring));
+                rt.spawn(ring_in_slices(bells.all.clone()));
             }
-            _ => ring_all(&ring),
+            // A few: rung here (a ring only marks a stream to be run).
+            _ => ring_all(&bells.all),
         }
     }
 
