@@ -4,7 +4,10 @@ use base64::Engine as _;
 use serde::{Deserialize, Deserializer, Serializer};
 
 mod proto_enum;
+mod wire_name;
 pub use proto_enum::{EnumWire, ProtoEnum};
+pub(crate) use wire_name::wire_name_enum;
+pub use wire_name::{WireName, wire_name};
 
 /// ProtoJSON treats `null` as "field absent": use with `#[serde(default)]`.
 pub fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>

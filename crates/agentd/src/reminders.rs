@@ -3,6 +3,7 @@
 use agentd_core::ReminderLimits;
 use agentd_proto::ext::reminders::{self, Propagate, RemindersCapabilities, RoleHint};
 use agentd_proto::jsonrpc::methods;
+use agentd_proto::serde_util::WireName;
 use agentd_server::DeclaredExtension;
 
 /// The card entry: never required; `params` are the capabilities. It is

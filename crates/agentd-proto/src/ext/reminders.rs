@@ -5,6 +5,7 @@
 //! are refused) and their JSON Schema is generated from these types
 //! ([`schema_bundle`]), so the binary is the schema's source of truth.
 
+use crate::serde_util::wire_name_enum;
 use crate::types::{Metadata, Timestamp};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -18,7 +19,7 @@ pub const METHOD: &str = "InjectTaskReminder";
 pub const SCHEMA_ID: &str = "https://agentd.dev/a2a/ext/reminders/schema.json";
 
 /// How a provider may place a reminder (advisory).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RoleHint {
     System,
@@ -26,8 +27,9 @@ pub enum RoleHint {
     User,
 }
 
+wire_name_enum!(RoleHint { System = "system", Developer = "developer", User = "user" });
+
 impl RoleHint {
-    pub const ALL: [RoleHint; 3] = [RoleHint::System, RoleHint::Developer, RoleHint::User];
     pub fn as_str(self) -> &'static str {
         match self {
             RoleHint::System => "system",
@@ -38,7 +40,7 @@ impl RoleHint {
 }
 
 /// Where a reminder applies besides its task.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Propagate {
     /// The task only.
@@ -49,9 +51,7 @@ pub enum Propagate {
     Subagents,
 }
 
-impl Propagate {
-    pub const ALL: [Propagate; 2] = [Propagate::None, Propagate::Subagents];
-}
+wire_name_enum!(Propagate { None = "none", Subagents = "subagents" });
 
 /// A reminder as a client sends it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -202,5 +202,43 @@ mod tests {
             let def = &b["$defs"][name];
             assert_eq!(def["additionalProperties"], json!(false), "{name}: {def}");
         }
+    }
+
+    /// The names a hint or a propagation is read from are those it is
+    /// written as, and the schema's.
+    #[test]
+    fn enums_read_the_names_they_write() {
+        use crate::serde_util::WireName;
+        fn check<T: WireName + Serialize + std::fmt::Debug + PartialEq + for<'a> Deserialize<'a>>(def: &str) {
+            let b = schema_bundle();
+            let schema_names: Vec<String> = match b["$defs"][def]["enum"].as_array() {
+                Some(names) => names.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect(),
+                None => b["$defs"][def]["oneOf"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|v| v["const"].as_str().or(v["enum"][0].as_str()).map(str::to_owned))
+                    .collect(),
+            };
+            assert_eq!(schema_names, T::NAMES, "{def}");
+            for (v, name) in T::ALL.iter().zip(T::NAMES) {
+                assert_eq!(serde_json::to_value(v).unwrap(), json!(name));
+                assert_eq!(serde_json::from_value::<T>(json!(name)).unwrap(), *v);
+            }
+        }
+        check::<RoleHint>("RoleHint");
+        check::<Propagate>("Propagate");
+    }
+
+    /// The externally tagged form serde's derive would take is refused.
+    #[test]
+    fn a_tagged_hint_is_refused() {
+        let body = |hint: &str| format!(r#"{{"taskId":"t","reminder":{{"body":"b","roleHint":{hint}}}}}"#);
+        assert!(serde_json::from_str::<InjectTaskReminderRequest>(&body(r#""user""#)).is_ok());
+        let err = serde_json::from_str::<InjectTaskReminderRequest>(&body(r#"{"user":null}"#)).unwrap_err();
+        assert!(err.to_string().starts_with("invalid type: map"), "{err}");
+        let err = serde_json::from_str::<ReminderInput>(r#"{"body":"b","propagate":{"subagents":null}}"#)
+            .unwrap_err();
+        assert!(err.to_string().starts_with("invalid type: map"), "{err}");
     }
 }

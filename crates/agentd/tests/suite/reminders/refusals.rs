@@ -36,6 +36,9 @@ async fn bad_reminders_unknown_and_ended_tasks_and_strangers_are_refused_on_both
         (params(&id, json!({"body": "b", "ttlTurns": -1})), "reminder.ttlTurns"),
         (params(&id, json!({"body": "b", "roleHint": "boss"})), "reminder.roleHint"),
         (params(&id, json!({"body": "b", "propagate": "everyone"})), "reminder.propagate"),
+        // Only the names: not the tagged form serde would otherwise take.
+        (params(&id, json!({"body": "b", "roleHint": {"user": null}})), "reminder.roleHint"),
+        (params(&id, json!({"body": "b", "propagate": {"subagents": null}})), "reminder.propagate"),
         (params(&id, json!({"body": "b", "id": ""})), "reminder.id"),
         (params(&id, json!({"body": "b", "dedupeKey": ""})), "reminder.dedupeKey"),
         (params(&id, json!({"body": "b", "colour": "red"})), "reminder.colour"),
