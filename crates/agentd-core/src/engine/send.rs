@@ -64,11 +64,14 @@ impl Engine {
         if let Some(inject) = Engine::compat_reminder(&req)? {
             // A reminder, not a turn: the message enters no history.
             let task_id = inject.task_id.clone();
-            self.inject_reminder(p, inject).await?;
+            Box::pin(self.inject_reminder(p, inject)).await?;
             let rec = self.visible_record(p, &task_id).await?;
             return Ok(SendMessageResponse::Task(super::read::view(&rec, cfg.history_length, true)));
         }
-        match ANSWER_WHEN_SETTLED.scope((), self.route(p, req, true)).await? {
+        // Boxed, here and in `route`, where one branch is far larger than
+        // the rest: a future holds room for its largest await, and every
+        // move of it copies all of that room.
+        match ANSWER_WHEN_SETTLED.scope((), Box::pin(self.route(p, req, true))).await? {
             SendOutcome::Message(m) => Ok(SendMessageResponse::Message(m)),
             SendOutcome::Task(mut events) => {
                 if let Some(snapshot) = events.take_snapshot() {
@@ -118,7 +121,7 @@ impl Engine {
         if let Some(inject) = Engine::compat_reminder(&req)? {
             // Answered with the task's stream; the message starts no turn.
             let id = inject.task_id.clone();
-            self.inject_reminder(p, inject).await?;
+            Box::pin(self.inject_reminder(p, inject)).await?;
             let sub = agentd_proto::SubscribeToTaskRequest { tenant: req.tenant, id };
             return Ok(SendOutcome::Task(self.subscribe(p, sub).await?));
         }
@@ -141,12 +144,12 @@ impl Engine {
                     "is not accepted with a command; register a config on the task the command started",
                 ));
             }
-            return self.run_command(p, command, &msg, &cfg, close_on_interrupt).await;
+            return Box::pin(self.run_command(p, command, &msg, &cfg, close_on_interrupt)).await;
         }
         if msg.task_id.is_empty() {
-            self.new_task(p, msg, &cfg, push, close_on_interrupt).await
+            Box::pin(self.new_task(p, msg, &cfg, push, close_on_interrupt)).await
         } else {
-            self.continue_task(p, msg, &cfg, push, close_on_interrupt).await
+            Box::pin(self.continue_task(p, msg, &cfg, push, close_on_interrupt)).await
         }
     }
 
