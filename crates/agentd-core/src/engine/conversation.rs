@@ -60,11 +60,13 @@ impl Engine {
             closed_by: p.id.clone(),
             closed_ms: Timestamp::now().millis(),
         };
-        let batch = Batch { closed_contexts: vec![closed], ..Batch::default() };
+        // The `conversation` event is committed with the closing: a crash
+        // cannot leave one without the other.
+        let owner = turns.first().map_or(p.id.as_str(), |t| t.owner.as_str());
+        let events = vec![super::emit::context_closed(context_id, owner)];
+        let batch = Batch { closed_contexts: vec![closed], events, ..Batch::default() };
         self.inner.store.commit(batch).await?;
         self.inner.closed_contexts.insert(context_id.to_owned());
-        let owner = turns.first().map_or(p.id.as_str(), |t| t.owner.as_str());
-        self.emit_context_closed(context_id, owner).await?;
         let mut canceled = Vec::new();
         for t in turns.iter().filter(|t| !t.state().is_terminal()) {
             match self.cancel_because(p, t.id(), why).await {

@@ -126,6 +126,23 @@ fn subagent_event(rec: &TaskRecord, event: SubagentEvent, ts: Timestamp) -> NewE
     NewEvent::for_task(EventKind::Subagent, rec, ts, EventJson::of(&data))
 }
 
+/// The `conversation` event of `context_id`'s closing (visible to `owner`).
+pub(super) fn context_closed(context_id: &str, owner: &str) -> NewEvent {
+    let data = ConversationData {
+        context_id: context_id.to_owned(),
+        event: ConversationEvent::Closed,
+        task_id: None,
+    };
+    NewEvent {
+        ts: Timestamp::now(),
+        kind: EventKind::Conversation,
+        task_id: None,
+        owner: Some(owner.to_owned()),
+        data: EventJson::of(&data),
+        annotations: None,
+    }
+}
+
 impl Engine {
     /// Appends an event of any kind about a task to the durable log and
     /// publishes it to the feed once committed. Its visibility is the
@@ -134,24 +151,6 @@ impl Engine {
     pub(crate) async fn emit_event(&self, kind: EventKind, task_id: &str, data: Value) -> Result<(), Error> {
         let rec = self.record(task_id).await?.ok_or_else(|| Error::task_not_found(task_id))?;
         let ev = NewEvent::for_task(kind, &rec, Timestamp::now(), EventJson::of(&data));
-        self.commit_events(vec![ev]).await
-    }
-
-    /// The conversation `context_id` was closed (visible to `owner`).
-    pub(super) async fn emit_context_closed(&self, context_id: &str, owner: &str) -> Result<(), Error> {
-        let data = ConversationData {
-            context_id: context_id.to_owned(),
-            event: ConversationEvent::Closed,
-            task_id: None,
-        };
-        let ev = NewEvent {
-            ts: Timestamp::now(),
-            kind: EventKind::Conversation,
-            task_id: None,
-            owner: Some(owner.to_owned()),
-            data: EventJson::of(&data),
-            annotations: None,
-        };
         self.commit_events(vec![ev]).await
     }
 

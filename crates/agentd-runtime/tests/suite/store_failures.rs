@@ -5,6 +5,7 @@
 
 use crate::engine_support::AnyUrl;
 use agentd_core::{EngineBuilder, EngineConfig, Principal, Store};
+use agentd_proto::ext::events::EventKind;
 use agentd_proto::{GetTaskRequest, Message, Part, Role, SendMessageRequest, SendMessageResponse, TaskState};
 use agentd_runtime::agent_loop::{Limits, LoopAgent, Tools};
 use agentd_runtime::model::{ScriptStep, ScriptedProvider};
@@ -49,4 +50,59 @@ async fn a_reply_the_store_refuses_fails_the_task_with_the_cause() {
     let stored = stored.expect("the task is there");
     assert_eq!(stored.status.state, TaskState::Failed);
     assert_eq!(stored.status.message.as_ref().map(Message::text).unwrap_or_default(), reason);
+}
+
+/// A batch that writes the `conversation` event of a closing.
+fn carries_a_closing_event(batch: &agentd_core::Batch) -> bool {
+    batch.events.iter().any(|e| e.kind == EventKind::Conversation && e.task_id.is_none())
+}
+
+/// Closing a conversation and its `conversation` event are one commit: when
+/// the store refuses it, the conversation stays open and takes turns; when
+/// it accepts it, both the closing and the event are in the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_closing_leaves_the_conversation_open_and_no_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite =
+        SqliteStore::open(&dir.path().join("agentd.db"), SqliteOptions::default()).expect("open store");
+    let store = Arc::new(FaultyStore::new(Arc::new(sqlite), 1, carries_a_closing_event));
+    let steps = vec![ScriptStep::text("first"), ScriptStep::text("second")];
+    let model = Arc::new(ScriptedProvider::from_steps(steps));
+    let agent = LoopAgent::new(model, "You are careful.", Limits::default(), Tools::default());
+    let shared: Arc<dyn Store> = store.clone();
+    let engine =
+        EngineBuilder::new(shared, Arc::new(agent), Arc::new(AnyUrl), EngineConfig::default()).build();
+    let op = Principal::local_operator();
+    let turn = |id: &str| {
+        let message = Message {
+            message_id: id.into(),
+            context_id: "ctx-close".into(),
+            role: Role::User,
+            parts: vec![Part::text("hello")],
+            ..Message::default()
+        };
+        SendMessageRequest { message: Some(message), ..SendMessageRequest::default() }
+    };
+    let completed = |r: SendMessageResponse| matches!(r, SendMessageResponse::Task(t) if t.status.state == TaskState::Completed);
+    assert!(completed(engine.send_message(&op, turn("m1")).await.expect("first turn")));
+
+    let field = agentd_core::FieldPath::default().member("contextId");
+    let refused = engine.close_context(&op, "ctx-close", &field, "closed").await;
+    assert!(refused.is_err(), "the store refused the closing: {refused:?}");
+    assert_eq!(store.failed(), 1);
+    assert!(!engine.context_closed("ctx-close"), "a refused closing closes nothing");
+    assert!(!store.closed_contexts().await.unwrap().contains(&"ctx-close".to_owned()));
+    let closings = |events: Vec<agentd_core::EventRecord>| {
+        events.iter().filter(|e| e.event.kind == EventKind::Conversation && e.event.task_id.is_none()).count()
+    };
+    assert_eq!(closings(store.read_events(0, 1_000).await.unwrap()), 0, "and logs no closing");
+    assert!(
+        completed(engine.send_message(&op, turn("m2")).await.expect("a turn after the refused closing")),
+        "the conversation still takes turns"
+    );
+
+    engine.close_context(&op, "ctx-close", &field, "closed").await.expect("the closing, accepted");
+    assert!(engine.context_closed("ctx-close"));
+    assert!(store.closed_contexts().await.unwrap().contains(&"ctx-close".to_owned()));
+    assert_eq!(closings(store.read_events(0, 1_000).await.unwrap()), 1, "one closing, one event");
 }
