@@ -28,8 +28,8 @@ pub use agent::{Agent, ConversationTurn, TaskControl, Turn};
 pub use approval::{ApprovalOutcome, ApprovalRequest, PendingApproval};
 pub use background::Background;
 pub use engine::{
-    CommandHandler, CommandOutcome, Engine, EngineBuilder, EngineConfig, Outbox, PushUrlPolicy,
-    ReplicaConfig, Runtime, SendOutcome, StartTask, TaskEvents, TaskObserver,
+    CommandHandler, CommandOutcome, Drained, Engine, EngineBuilder, EngineConfig, Halted, Outbox,
+    PushUrlPolicy, ReplicaConfig, Runtime, SendOutcome, StartTask, TaskEvents, TaskObserver,
 };
 pub use engine::{EventFeed, FeedItem};
 pub use error::{Error, FieldPath, Invalid, Naming, Segment, Violation, Violations};

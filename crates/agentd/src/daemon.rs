@@ -8,7 +8,7 @@
 //! process the same way.
 
 use crate::config::{Config, StoreKind, StoreSync};
-use agentd_core::{EngineBuilder, EngineConfig, GateBridge, Outbox, Runtime};
+use agentd_core::{Drained, EngineBuilder, EngineConfig, GateBridge, Halted, Outbox, Runtime};
 use agentd_proto::AgentProvider;
 use agentd_proto::ext::events::LifecycleEvent;
 use agentd_proto::jsonrpc::methods;
@@ -414,15 +414,30 @@ async fn drain(runtime: &Runtime, readiness: &Readiness, grace: Duration) {
     if let Err(e) = runtime.emit_lifecycle(LifecycleEvent::Stopping, VERSION).await {
         tracing::warn!(error = %e, "cannot write the stop event");
     }
-    if runtime.drain_runs(grace).await {
+    let drained = runtime.drain_runs(grace).await;
+    if drained == Drained::All {
         return;
     }
-    let failed = runtime.halt(HALT_WAIT).await;
-    tracing::warn!(
-        tasks = failed,
-        grace_secs = grace.as_secs(),
-        "turns still running after the shutdown grace were stopped; their tasks failed (workflow runs resume at the next start)"
-    );
+    let Halted { failed, left } = runtime.halt(HALT_WAIT).await;
+    if drained == Drained::WaitingForPeople {
+        tracing::info!(
+            tasks = left,
+            "the turns left wait for a person (an approval, a gate): they keep waiting, and resume at the next start"
+        );
+    } else if failed == 0 {
+        tracing::warn!(
+            tasks = left,
+            grace_secs = grace.as_secs(),
+            "turns still running after the shutdown grace were stopped; they resume at the next start"
+        );
+    } else {
+        tracing::warn!(
+            failed,
+            resuming = left,
+            grace_secs = grace.as_secs(),
+            "turns still running after the shutdown grace were stopped; those their agent cannot resume failed, the others resume at the next start"
+        );
+    }
 }
 
 /// The store the configuration names: SQLite in the data directory (the

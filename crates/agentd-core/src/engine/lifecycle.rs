@@ -1,6 +1,7 @@
 //! Stopping the engine. A shutdown first stops taking new work (a new
 //! message is refused as Unavailable), then lets the running turns finish
-//! within a grace, then stops what is left: each such task gets an
+//! within a grace (or until the runs left all wait for a person), then
+//! stops what is left: each such task gets an
 //! explicit FAILED status saying the daemon stopped while it ran (not the
 //! message `recover` writes after a crash), except the runs that can resume
 //! (workflow runs from their checkpoint, turns from their step journal),
@@ -13,6 +14,30 @@ use crate::transition::{self, Change};
 use agentd_proto::{Message, TaskState};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+
+/// How often a drain checks whether the runs left all wait for a person.
+const WAITING_CHECK: Duration = Duration::from_millis(100);
+
+/// How [`Engine::drain_runs`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Drained {
+    /// Every run ended.
+    All,
+    /// Every run left waits for a person (an approval, a gate).
+    WaitingForPeople,
+    /// The grace ran out with runs still going.
+    GraceOver,
+}
+
+/// What [`Engine::halt`] did with the runs still going.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Halted {
+    /// Tasks failed with [`STOPPED`]: their agent cannot resume them.
+    pub failed: usize,
+    /// Runs stopped where they were, for the next start to resume (or, a
+    /// call waiting for its approval, to keep waiting).
+    pub left: usize,
+}
 
 /// The status message of a task whose turn a shutdown stopped.
 pub const STOPPED: &str =
@@ -51,20 +76,52 @@ impl Engine {
     }
 
     /// Waits up to `grace` for every run of a turn to end (runs started
-    /// meanwhile, a queued turn or a subagent, included); true when none
-    /// is left.
-    pub(crate) async fn drain_runs(&self, grace: Duration) -> bool {
+    /// meanwhile, a queued turn or a subagent, included). A run that waits
+    /// for a person (a tool call's approval, a workflow's gate) cannot end
+    /// by itself within any grace: once every run left waits for one, the
+    /// wait ends there (they are left for the next start by [`Engine::halt`]).
+    pub(crate) async fn drain_runs(&self, grace: Duration) -> Drained {
         self.inner.runs.close();
-        tokio::time::timeout(grace, self.inner.runs.wait()).await.is_ok()
+        let deadline = tokio::time::Instant::now() + grace;
+        let mut check = tokio::time::interval(WAITING_CHECK);
+        loop {
+            tokio::select! {
+                biased;
+                () = self.inner.runs.wait() => return Drained::All,
+                () = tokio::time::sleep_until(deadline) => return Drained::GraceOver,
+                _ = check.tick() => {
+                    if self.runs_wait_for_people().await {
+                        return Drained::WaitingForPeople;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether some run is going and every run going waits for a person:
+    /// its task is INPUT_REQUIRED or AUTH_REQUIRED while its run lives.
+    async fn runs_wait_for_people(&self) -> bool {
+        let mut waiting = 0;
+        for slot in self.inner.slots.all() {
+            let st = slot.state.lock().await;
+            if st.detached || !st.running {
+                continue;
+            }
+            if !matches!(st.record.state(), TaskState::InputRequired | TaskState::AuthRequired) {
+                return false;
+            }
+            waiting += 1;
+        }
+        waiting > 0
     }
 
     /// Stops every run still going: its task fails with [`STOPPED`], or,
     /// when it can resume (a workflow run, a journaled turn) or a tool call
     /// waits for its approval, is left for the next start. Waits up
-    /// to `within` for the runs to end. Returns how many tasks failed.
-    pub(crate) async fn halt(&self, within: Duration) -> usize {
+    /// to `within` for the runs to end.
+    pub(crate) async fn halt(&self, within: Duration) -> Halted {
         self.inner.halted.store(true, Ordering::SeqCst);
-        let mut failed = 0;
+        let mut halted = Halted::default();
         for slot in self.inner.slots.all() {
             let mut st = slot.state.lock().await;
             // A detached slot's task ended (or left memory) meanwhile.
@@ -78,6 +135,7 @@ impl Engine {
                 && st.record.meta.approval.as_ref().is_some_and(|a| a.decision.is_none());
             if resumable || approving {
                 st.cancel.cancel();
+                halted.left += 1;
                 continue;
             }
             let change =
@@ -86,7 +144,7 @@ impl Engine {
             let fail =
                 |rec: &mut _, now| transition::apply(rec, change.clone(), now).map_err(|r| refused(&id, r));
             match self.commit_locked(&slot, &mut st, fail, Batch::default()).await {
-                Ok(_) => failed += 1,
+                Ok(_) => halted.failed += 1,
                 Err(e) => {
                     tracing::warn!(task = %st.record.id(), error = %e, "could not record that a shutdown stopped the task")
                 }
@@ -97,6 +155,6 @@ impl Engine {
         }
         // What is left resumes on another replica at once (a shared store).
         self.release_all().await;
-        failed
+        halted
     }
 }

@@ -29,6 +29,7 @@ pub use builder::EngineBuilder;
 pub use commands::{CommandHandler, CommandOutcome, TaskObserver};
 pub use feed::{EventFeed, FeedItem};
 pub use leasing::ReplicaConfig;
+pub use lifecycle::{Drained, Halted};
 pub use outbox::Outbox;
 pub use runtime::Runtime;
 pub use send::{SendOutcome, StartTask};

@@ -127,17 +127,16 @@ impl Runtime {
     }
 
     /// Waits up to `grace` for every run of a turn to end (runs started
-    /// meanwhile, a queued turn or a subagent, included); true when none
-    /// is left.
-    pub async fn drain_runs(&self, grace: Duration) -> bool {
+    /// meanwhile, a queued turn or a subagent, included), or until every
+    /// run left waits for a person.
+    pub async fn drain_runs(&self, grace: Duration) -> super::Drained {
         self.engine.drain_runs(grace).await
     }
 
     /// Stops every run still going: its task fails with
     /// [`super::lifecycle::STOPPED`], or, when it can resume (a workflow
     /// run, a journaled turn), is left for the next start to resume. Waits up to `within` for the runs to end.
-    /// Returns how many tasks failed.
-    pub async fn halt(&self, within: Duration) -> usize {
+    pub async fn halt(&self, within: Duration) -> super::Halted {
         self.engine.halt(within).await
     }
 }

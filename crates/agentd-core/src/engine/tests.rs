@@ -146,7 +146,7 @@ impl Agent for Completes {
     }
 }
 
-fn engine(agent: Completes) -> (Engine, Arc<CountingStore>) {
+fn engine<A: Agent + 'static>(agent: A) -> (Engine, Arc<CountingStore>) {
     let store = Arc::new(CountingStore::default());
     let engine =
         EngineBuilder::new(store.clone(), Arc::new(agent), Arc::new(AnyUrl), EngineConfig::default())
@@ -349,6 +349,31 @@ async fn a_stopping_engine_refuses_new_messages_and_commits_nothing() {
     assert!(store.commits().is_empty(), "nothing was created");
 }
 
+/// Asks a question and waits for its run to be stopped, as a tool call
+/// waiting for a person's approval does.
+struct AsksAndWaits;
+
+#[async_trait]
+impl Agent for AsksAndWaits {
+    async fn run(&self, turn: Turn) {
+        let question = Message::agent_text("May I?");
+        if turn.control.input_required(question).await.is_ok() {
+            turn.control.cancelled().cancelled().await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_drain_ends_once_every_run_left_waits_for_a_person() {
+    let (engine, _store) = engine(AsksAndWaits);
+    let task = task_of(engine.send_message(&user(), request(true)).await.unwrap());
+    // An hour of grace: nobody answers within it, so it is not waited out.
+    let drained = engine.drain_runs(std::time::Duration::from_secs(3600)).await;
+    assert_eq!(drained, super::Drained::WaitingForPeople);
+    let rec = engine.record(&task.id).await.unwrap().expect("the task");
+    assert_eq!(rec.state(), TaskState::InputRequired, "the question is still open");
+}
+
 #[tokio::test]
 async fn a_halt_fails_a_running_task_with_the_stop_reason() {
     let store = Arc::new(CountingStore::default());
@@ -362,13 +387,16 @@ async fn a_halt_fails_a_running_task_with_the_stop_reason() {
     .engine()
     .clone();
     let task = task_of(engine.send_message(&user(), request(true)).await.unwrap());
-    assert!(!engine.drain_runs(std::time::Duration::ZERO).await, "the turn is still running");
-    assert_eq!(engine.halt(std::time::Duration::from_secs(10)).await, 1);
+    let drained = engine.drain_runs(std::time::Duration::ZERO).await;
+    assert_eq!(drained, super::Drained::GraceOver, "the turn is still running");
+    let halted = engine.halt(std::time::Duration::from_secs(10)).await;
+    assert_eq!(halted, super::Halted { failed: 1, left: 0 });
     let stored = store.task(&task.id).expect("committed");
     assert_eq!(stored.state(), TaskState::Failed);
     let why = stored.task.status.message.as_ref().map(|m| format!("{:?}", m.parts)).unwrap_or_default();
     assert!(why.contains(super::lifecycle::STOPPED), "{why}");
-    assert!(engine.drain_runs(std::time::Duration::ZERO).await, "the run ended");
+    let drained = engine.drain_runs(std::time::Duration::ZERO).await;
+    assert_eq!(drained, super::Drained::All, "the run ended");
 }
 
 #[test]

@@ -205,6 +205,27 @@ async fn a_graceful_stop_keeps_a_pending_approval_for_the_next_start() {
     survives(false, "shutdown:\n  grace_secs: 1\n", Scripted::restart).await;
 }
 
+/// A run that waits in its turn for an approval (an agent that does not
+/// resume turns) is not waited for by a stop: nobody answering, it would
+/// fill any grace. Its question is still open after the restart.
+#[tokio::test]
+async fn a_stop_does_not_wait_out_the_grace_for_a_run_waiting_on_an_approval() {
+    if skipped() {
+        return;
+    }
+    let server = HttpServer::start();
+    let rx = Receiver::start(0).await;
+    // A process (in-process daemons have no grace), given 45 s to stop by
+    // the harness, with 120 s of grace.
+    let grace = "shutdown:\n  grace_secs: 120\n";
+    let (mut s, _doc) = approving_in(&server, &rx, 1, 3600, true, grace, false);
+    let task_id = ask(&s).await["id"].as_str().expect("id").to_owned();
+    s.restart();
+    let t = s.alice().ok(B, "GetTask", json!({"id": task_id})).await;
+    assert_eq!(t["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "the question is still open: {t}");
+    assert_eq!(calls(&server).await, 0, "the call waiting for its approval never ran");
+}
+
 /// Asks, stops the daemon with `stop` and starts it again, then checks
 /// the approval is still there and applies to the same call once.
 async fn survives(process: bool, extra: &str, stop: fn(&mut Scripted)) {
