@@ -63,7 +63,7 @@ impl EngineBuilder {
             slots: Slots::default(),
             conversations: Default::default(),
             claims: Arc::default(),
-            push_config_writes: tokio::sync::Mutex::new(()),
+            push_config_writes: Default::default(),
             installed: OnceLock::new(),
             task_agents: Default::default(),
             closed_contexts: Default::default(),

@@ -106,8 +106,8 @@ struct Inner {
     /// Contexts whose first task is being created (see `claims.rs`).
     claims: Arc<ContextClaims>,
     /// Held by CreateTaskPushNotificationConfig from its config-id check to
-    /// its commit (see `push.rs`).
-    push_config_writes: tokio::sync::Mutex<()>,
+    /// its commit, one lock per stripe of task ids (see `push.rs`).
+    push_config_writes: push::ConfigWriteLocks,
     /// The parts the builder installed (commands, observers, link agents,
     /// gate keeper), set once by [`EngineBuilder::build`].
     installed: OnceLock<builder::Installed>,

@@ -40,11 +40,11 @@ impl Engine {
         if cfg.id.is_empty() {
             cfg.id = new_id();
         }
-        // The id check and the write are one step: under the engine's lock
-        // on config writes, and under the task's lock while it is live (the
-        // lock an inline config is checked and committed under), so two
-        // principals writing one id cannot both pass the check.
-        let _writes = self.inner.push_config_writes.lock().await;
+        // The id check and the write are one step: under the lock on the
+        // task's config writes, and under the task's lock while it is live
+        // (the lock an inline config is checked and committed under), so
+        // two principals writing one id cannot both pass the check.
+        let _writes = self.inner.push_config_writes.of(&cfg.task_id).lock().await;
         let live = self.slot(&cfg.task_id).await?;
         let _task = match &live {
             Some(slot) => Some(slot.state.lock().await),
@@ -146,4 +146,52 @@ fn require_ref(r: &TaskPushConfigRef) -> Result<(), Error> {
         }
     }
     v.finish()
+}
+
+/// The locks CreateTaskPushNotificationConfig takes from its id check to
+/// its commit: one per stripe of task ids, so writes to one task wait for
+/// each other and writes to most other tasks do not (a lock per task id
+/// would need a map that forgets them).
+pub(super) struct ConfigWriteLocks([tokio::sync::Mutex<()>; CONFIG_WRITE_STRIPES]);
+
+const CONFIG_WRITE_STRIPES: usize = 64;
+
+impl Default for ConfigWriteLocks {
+    fn default() -> Self {
+        Self(std::array::from_fn(|_| tokio::sync::Mutex::new(())))
+    }
+}
+
+impl ConfigWriteLocks {
+    /// The lock of `task_id`'s stripe.
+    pub(super) fn of(&self, task_id: &str) -> &tokio::sync::Mutex<()> {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(task_id);
+        &self.0[(hash % CONFIG_WRITE_STRIPES as u64) as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ConfigWriteLocks;
+
+    #[test]
+    fn one_task_has_one_lock_and_tasks_spread_over_the_stripes() {
+        let locks = ConfigWriteLocks::default();
+        assert!(std::ptr::eq(locks.of("t-1"), locks.of("t-1")));
+        let used: std::collections::HashSet<*const _> =
+            (0..1_000).map(|i| locks.of(&format!("task-{i}")) as *const _).collect();
+        assert!(used.len() > 32, "a thousand tasks fall in {} stripes", used.len());
+    }
+
+    #[tokio::test]
+    async fn a_write_to_one_task_does_not_wait_for_another_tasks() {
+        let locks = ConfigWriteLocks::default();
+        let other =
+            (0..).map(|i| format!("task-{i}")).find(|id| !std::ptr::eq(locks.of(id), locks.of("t-1")));
+        let other = other.expect("another stripe");
+        let _held = locks.of("t-1").lock().await;
+        assert!(locks.of(&other).try_lock().is_ok(), "another task's writes go on");
+        assert!(locks.of("t-1").try_lock().is_err(), "the same task's wait");
+    }
 }
