@@ -64,6 +64,7 @@ impl Engine {
         if let Some(inject) = Engine::compat_reminder(&req)? {
             // A reminder, not a turn: the message enters no history.
             let task_id = inject.task_id.clone();
+            self.check_reminder_message(p, &req, &task_id).await?;
             Box::pin(self.inject_reminder(p, inject)).await?;
             let rec = self.visible_record(p, &task_id).await?;
             return Ok(SendMessageResponse::Task(super::read::view(&rec, cfg.history_length, true)));
@@ -121,6 +122,7 @@ impl Engine {
         if let Some(inject) = Engine::compat_reminder(&req)? {
             // Answered with the task's stream; the message starts no turn.
             let id = inject.task_id.clone();
+            self.check_reminder_message(p, &req, &id).await?;
             Box::pin(self.inject_reminder(p, inject)).await?;
             let sub = agentd_proto::SubscribeToTaskRequest { tenant: req.tenant, id };
             return Ok(SendOutcome::Task(self.subscribe(p, sub).await?));
@@ -151,6 +153,44 @@ impl Engine {
         } else {
             Box::pin(self.continue_task(p, msg, &cfg, push, close_on_interrupt)).await
         }
+    }
+
+    /// A SendMessage that carries a reminder is checked as any other before
+    /// the reminder is injected: its message, its configuration (a webhook
+    /// is registered with a turn, not with a reminder) and its context,
+    /// which must be the task's.
+    async fn check_reminder_message(
+        &self,
+        p: &Principal,
+        req: &SendMessageRequest,
+        id: &str,
+    ) -> Result<(), Error> {
+        let mut v = Violations::default();
+        let Some(msg) = &req.message else { return Ok(()) };
+        v.message("message", msg);
+        let cfg = req.configuration.clone().unwrap_or_default();
+        v.history_length("configuration.historyLength", cfg.history_length);
+        if cfg.task_push_notification_config.is_some() {
+            v.add(
+                FieldPath::of("configuration.taskPushNotificationConfig"),
+                "is not accepted with a reminder; register a config on the task",
+            );
+        }
+        v.finish()?;
+        self.check_media_types(msg)?;
+        if !msg.context_id.is_empty() {
+            let rec = self.visible_record(p, id).await?;
+            if msg.context_id != rec.task.context_id {
+                return Err(Error::invalid(
+                    FieldPath::of("message.contextId"),
+                    format!(
+                        "does not match the context of task {id:?}; omit it or send {:?}",
+                        rec.task.context_id
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn check_media_types(&self, msg: &Message) -> Result<(), Error> {

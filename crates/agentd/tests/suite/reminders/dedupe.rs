@@ -4,7 +4,7 @@
 use super::*;
 use crate::common::scripted::*;
 use crate::common::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[tokio::test]
 async fn a_newer_reminder_displaces_the_older_with_its_key_and_other_keys_stay() {
@@ -64,6 +64,37 @@ async fn a_send_message_carrying_a_reminder_is_an_injection() {
     m["metadata"] = json!({URI: {"reminder": {"body": "b", "ttlTurns": "two"}}});
     expect_error(d.op(Binding::JsonRpc, "SendMessage", json!({"message": m})).await, -32602)
         .assert_field(&format!("message.metadata[\"{URI}\"].reminder.ttlTurns"));
+    // The SendMessage around the reminder is checked as any other, and a
+    // refused one injects nothing (the model's request below has the two
+    // reminders sent above only).
+    let carrying = |f: &dyn Fn(&mut Value, &mut Value)| {
+        let mut m = user_msg(&uid("compat"), "x");
+        m["taskId"] = json!(id);
+        m["metadata"] = json!({URI: {"reminder": {"body": "refused"}}});
+        let mut p = json!({});
+        f(&mut m, &mut p);
+        p["message"] = m;
+        p
+    };
+    let bad: Vec<(Value, &str)> = vec![
+        (carrying(&|m, _| m["messageId"] = json!("")), "message.messageId"),
+        (carrying(&|m, _| m["parts"] = json!([])), "message.parts"),
+        (carrying(&|m, _| m["contextId"] = json!("not-the-tasks-context")), "message.contextId"),
+        (carrying(&|_, p| p["configuration"] = json!({"historyLength": -1})), "configuration.historyLength"),
+        (
+            carrying(&|_, p| {
+                p["configuration"] =
+                    json!({"taskPushNotificationConfig": {"url": "https://example.com/hook"}})
+            }),
+            "configuration.taskPushNotificationConfig",
+        ),
+    ];
+    for (p, field) in bad {
+        expect_error(d.op(Binding::JsonRpc, "SendMessage", p.clone()).await, -32602).assert_field(field);
+    }
+    let mut unsupported = carrying(&|_, _| {});
+    unsupported["message"]["parts"] = json!([{"text": "x", "mediaType": "application/x-unsupported"}]);
+    expect_error(d.op(Binding::JsonRpc, "SendMessage", unsupported).await, -32005);
 
     let done = d.wait_task(Binding::JsonRpc, &id, 20, |t| task_state(t) == "TASK_STATE_COMPLETED").await;
     let reqs = s.recorded();
