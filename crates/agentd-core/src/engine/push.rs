@@ -30,11 +30,7 @@ impl Engine {
         if cfg.task_id.is_empty() {
             return Err(Error::invalid(FieldPath::of("taskId"), "is required"));
         }
-        if let Some(auth) = &cfg.authentication
-            && auth.scheme.trim().is_empty()
-        {
-            return Err(Error::invalid(FieldPath::of("authentication.scheme"), "is required"));
-        }
+        check_authentication(&cfg, FieldPath::of("authentication.scheme"))?;
         self.owned_record(p, &cfg.task_id, "watch").await?;
         self.check_push_url(FieldPath::of("url"), &cfg.url).await?;
         if cfg.id.is_empty() {
@@ -146,6 +142,15 @@ fn require_ref(r: &TaskPushConfigRef) -> Result<(), Error> {
         }
     }
     v.finish()
+}
+
+/// A config's `authentication`, when given, names its scheme (`at`: where
+/// the scheme is in the request), created alone or inline in a SendMessage.
+pub(super) fn check_authentication(cfg: &TaskPushNotificationConfig, at: FieldPath) -> Result<(), Error> {
+    match &cfg.authentication {
+        Some(auth) if auth.scheme.trim().is_empty() => Err(Error::invalid(at, "is required")),
+        _ => Ok(()),
+    }
 }
 
 /// The locks CreateTaskPushNotificationConfig takes from its id check to

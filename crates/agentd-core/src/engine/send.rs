@@ -218,6 +218,10 @@ impl Engine {
         if !self.inner.config.push_enabled {
             return Err(Error::PushNotSupported(None));
         }
+        super::push::check_authentication(
+            pc,
+            FieldPath::of("configuration.taskPushNotificationConfig.authentication.scheme"),
+        )?;
         self.check_push_url(FieldPath::of("configuration.taskPushNotificationConfig.url"), &pc.url).await?;
         Ok(Some(PushConfigRow { owner: p.id.clone(), config: pc.clone() }))
     }

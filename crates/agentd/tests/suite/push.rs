@@ -282,6 +282,22 @@ async fn private_webhook_urls_are_refused_at_registration() {
             "{url}: {r}"
         );
     }
+    // An authentication without a scheme: refused alone and inline alike.
+    let no_scheme =
+        json!({"url": "https://example.com/hook", "authentication": {"scheme": " ", "credentials": "c"}});
+    let mut create = no_scheme.clone();
+    create["taskId"] = json!(id);
+    let r = d.rpc("CreateTaskPushNotificationConfig", create).await;
+    assert_rpc_error(&r, -32602, None);
+    assert_eq!(violated_fields(&r["error"]["data"]), ["authentication.scheme"], "{r}");
+    let inline = json!({"message": user_msg(&uniq("tck-complete-task"), "x"), "configuration": {"taskPushNotificationConfig": no_scheme}});
+    let r = d.rpc("SendMessage", inline).await;
+    assert_rpc_error(&r, -32602, None);
+    assert_eq!(
+        violated_fields(&r["error"]["data"]),
+        ["configuration.taskPushNotificationConfig.authentication.scheme"],
+        "{r}"
+    );
     let list = d.call("ListTaskPushNotificationConfigs", json!({"taskId": id})).await;
     assert_eq!(list["configs"].as_array().map(Vec::len).unwrap_or(0), 0, "nothing was registered: {list}");
     let all = d.call("ListTasks", json!({})).await;
