@@ -31,6 +31,7 @@ impl Engine {
             return Err(Error::invalid(FieldPath::of("taskId"), "is required"));
         }
         check_authentication(&cfg, FieldPath::of("authentication.scheme"))?;
+        check_sizes(&cfg, "")?;
         self.owned_record(p, &cfg.task_id, "watch").await?;
         self.check_push_url(FieldPath::of("url"), &cfg.url).await?;
         if cfg.id.is_empty() {
@@ -47,6 +48,7 @@ impl Engine {
             None => None,
         };
         self.check_config_id(p, &cfg.task_id, &cfg.id, FieldPath::of("id")).await?;
+        self.check_config_room(&cfg.task_id, &cfg.id).await?;
         cfg.tenant.clear();
         let batch = Batch {
             push_upserts: vec![PushConfigRow { owner: p.id.clone(), config: cfg.clone() }],
@@ -111,10 +113,39 @@ impl Engine {
         }
         self.visible_record(p, &req.task_id).await?;
         let rows = self.inner.store.list_push_configs(&req.task_id).await?;
-        Ok(ListTaskPushNotificationConfigsResponse {
-            configs: rows.into_iter().filter(|r| p.can_see(&r.owner)).map(|r| r.config).collect(),
-            next_page_token: String::new(),
-        })
+        let mut configs: Vec<_> =
+            rows.into_iter().filter(|r| p.can_see(&r.owner)).map(|r| r.config).collect();
+        // A page starts after the config the token names (oldest first).
+        if !req.page_token.is_empty() {
+            let Some(at) = configs.iter().position(|c| c.id == req.page_token) else {
+                return Err(Error::invalid(
+                    FieldPath::of("pageToken"),
+                    "is not a page token of this list (the config it names is gone)",
+                ));
+            };
+            configs.drain(..=at);
+        }
+        let size = usize::try_from(req.page_size).unwrap_or(0);
+        let mut next_page_token = String::new();
+        if size > 0 && configs.len() > size {
+            configs.truncate(size);
+            next_page_token = configs.last().map(|c| c.id.clone()).unwrap_or_default();
+        }
+        Ok(ListTaskPushNotificationConfigsResponse { configs, next_page_token })
+    }
+
+    /// Refuses a config that would be one too many on its task: a new id
+    /// when the task has [`MAX_CONFIGS_PER_TASK`] already (a config that
+    /// replaces one of them is not one more).
+    pub(super) async fn check_config_room(&self, task_id: &str, id: &str) -> Result<(), Error> {
+        let rows = self.inner.store.list_push_configs(task_id).await?;
+        if rows.len() >= MAX_CONFIGS_PER_TASK && !rows.iter().any(|r| r.config.id == id) {
+            return Err(Error::unsupported(format!(
+                "task {task_id:?} has {MAX_CONFIGS_PER_TASK} push configs, the most a task may have; \
+                 delete one first"
+            )));
+        }
+        Ok(())
     }
 
     /// Idempotent: deleting a config that is not there succeeds.
@@ -151,6 +182,38 @@ pub(super) fn check_authentication(cfg: &TaskPushNotificationConfig, at: FieldPa
         Some(auth) if auth.scheme.trim().is_empty() => Err(Error::invalid(at, "is required")),
         _ => Ok(()),
     }
+}
+
+/// The most push configs one task may have.
+pub(super) const MAX_CONFIGS_PER_TASK: usize = 16;
+
+/// The longest `url`, `token`, authentication `scheme` and `credentials` of
+/// a config, in bytes: what a webhook needs, not what a body may carry.
+const MAX_URL_BYTES: usize = 2048;
+const MAX_TOKEN_BYTES: usize = 4096;
+const MAX_SCHEME_BYTES: usize = 64;
+const MAX_CREDENTIALS_BYTES: usize = 8192;
+
+/// Refuses a config field longer than its limit; `prefix` is where the
+/// config is in the request (empty, or the inline config's path).
+pub(super) fn check_sizes(cfg: &TaskPushNotificationConfig, prefix: &'static str) -> Result<(), Error> {
+    let at = |name: &'static str| match prefix {
+        "" => FieldPath::of(name),
+        _ => name.split('.').fold(FieldPath::of(prefix), FieldPath::field),
+    };
+    let mut v = Violations::default();
+    let mut limit = |name: &'static str, value: &str, max: usize| {
+        if value.len() > max {
+            v.add(at(name), format!("is {} bytes; the most is {max}", value.len()));
+        }
+    };
+    limit("url", &cfg.url, MAX_URL_BYTES);
+    limit("token", &cfg.token, MAX_TOKEN_BYTES);
+    if let Some(auth) = &cfg.authentication {
+        limit("authentication.scheme", &auth.scheme, MAX_SCHEME_BYTES);
+        limit("authentication.credentials", &auth.credentials, MAX_CREDENTIALS_BYTES);
+    }
+    v.finish()
 }
 
 /// The locks CreateTaskPushNotificationConfig takes from its id check to

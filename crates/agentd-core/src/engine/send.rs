@@ -222,6 +222,7 @@ impl Engine {
             pc,
             FieldPath::of("configuration.taskPushNotificationConfig.authentication.scheme"),
         )?;
+        super::push::check_sizes(pc, "configuration.taskPushNotificationConfig")?;
         self.check_push_url(FieldPath::of("configuration.taskPushNotificationConfig.url"), &pc.url).await?;
         Ok(Some(PushConfigRow { owner: p.id.clone(), config: pc.clone() }))
     }
@@ -424,6 +425,7 @@ impl Engine {
                     return Err(super::answerer_only(p, &id, "watch"));
                 }
                 self.check_config_id(p, &id, &row.config.id, FieldPath::of(INLINE_ID)).await?;
+                self.check_config_room(&id, &row.config.id).await?;
             }
             if !msg.context_id.is_empty() && msg.context_id != st.record.task.context_id {
                 return Err(Error::invalid(

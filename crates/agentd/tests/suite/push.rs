@@ -417,3 +417,71 @@ async fn a_hanging_receiver_holds_neither_the_stop_nor_the_event() {
     let hits = rx.until_state(&id, "TASK_STATE_INPUT_REQUIRED", Duration::from_secs(10)).await;
     assert_eq!(delivered(&hits), ["statusUpdate:TASK_STATE_INPUT_REQUIRED"], "{hits:#?}");
 }
+
+/// A task takes at most 16 configs (one that replaces a config is not one
+/// more), each field within its size; the list comes in pages.
+#[tokio::test]
+async fn configs_per_task_and_their_fields_are_bounded_and_listed_in_pages() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = push_daemon(tmp.path(), &[]);
+    let r = d.call("SendMessage", json!({"message": user_msg(&uniq("tck-input-required"), "x")})).await;
+    let id = r["task"]["id"].as_str().expect("id").to_owned();
+    let url = "https://example.com/hook";
+    let ids: Vec<String> = (0..16).map(|i| format!("c{i:02}")).collect();
+    for c in &ids {
+        d.call("CreateTaskPushNotificationConfig", json!({"taskId": id, "id": c, "url": url})).await;
+    }
+    let r =
+        d.rpc("CreateTaskPushNotificationConfig", json!({"taskId": id, "id": "one-more", "url": url})).await;
+    assert_rpc_error(&r, -32004, None);
+    assert!(r["error"]["message"].as_str().unwrap_or_default().contains("16 push configs"), "{r}");
+    let mut inline = json!({"message": user_msg(&uniq("m"), "more"), "configuration": {"taskPushNotificationConfig": {"id": "inline", "url": url}}});
+    inline["message"]["taskId"] = json!(id);
+    assert_rpc_error(&d.rpc("SendMessage", inline).await, -32004, None);
+    // Replacing one is not one more.
+    d.call(
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": id, "id": "c03", "url": "https://example.com/other"}),
+    )
+    .await;
+
+    let mut listed = Vec::new();
+    let mut token = String::new();
+    loop {
+        let page = d
+            .call("ListTaskPushNotificationConfigs", json!({"taskId": id, "pageSize": 5, "pageToken": token}))
+            .await;
+        let configs = page["configs"].as_array().expect("configs");
+        assert!(configs.len() <= 5, "{page}");
+        listed.extend(configs.iter().map(|c| c["id"].as_str().unwrap_or_default().to_owned()));
+        token = page["nextPageToken"].as_str().unwrap_or_default().to_owned();
+        if token.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(listed, ids, "every config once, oldest first");
+    let r = d
+        .rpc("ListTaskPushNotificationConfigs", json!({"taskId": id, "pageSize": 5, "pageToken": "nope"}))
+        .await;
+    assert_rpc_error(&r, -32602, None);
+    assert_eq!(violated_fields(&r["error"]["data"]), ["pageToken"], "{r}");
+
+    // Fields within their sizes, alone and inline.
+    let long_url = format!("https://example.com/{}", "a".repeat(2048));
+    let r = d
+        .rpc(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "c00", "url": long_url, "token": "t".repeat(4097)}),
+        )
+        .await;
+    assert_rpc_error(&r, -32602, None);
+    assert_eq!(violated_fields(&r["error"]["data"]), ["url", "token"], "{r}");
+    let inline = json!({"message": user_msg(&uniq("tck-complete-task"), "x"), "configuration": {"taskPushNotificationConfig": {"url": url, "authentication": {"scheme": "Bearer", "credentials": "k".repeat(8193)}}}});
+    let r = d.rpc("SendMessage", inline).await;
+    assert_rpc_error(&r, -32602, None);
+    assert_eq!(
+        violated_fields(&r["error"]["data"]),
+        ["configuration.taskPushNotificationConfig.authentication.credentials"],
+        "{r}"
+    );
+}
