@@ -237,6 +237,8 @@ async fn push_configs_racing_for_one_id_leave_it_one_owner() {
             (Ok(_), Ok(o)) => assert_eq!(stored, o, "{cfg_id}: the operator replaced it after alice"),
             (Err(a), Err(o)) => panic!("{cfg_id}: both refused: {a:?} {o:?}"),
         }
+        // Room for the next round: a task holds at most 16 configs.
+        p.ops.ok(b, "DeleteTaskPushNotificationConfig", json!({"taskId": id, "id": cfg_id})).await;
     }
 }
 
