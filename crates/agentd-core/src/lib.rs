@@ -45,4 +45,4 @@ pub use record::{
     TaskMeta, TaskRecord,
 };
 pub use reminder::{DeliveredReminder, ReminderEnd, ReminderLimits, ReminderRecord};
-pub use store::{Batch, ClosedContext, PushConfigRow, Store, StoreError, TaskPage, TaskQuery};
+pub use store::{Batch, ClosedContext, PushConfigRow, Store, StoreError, TaskMetaRow, TaskPage, TaskQuery};

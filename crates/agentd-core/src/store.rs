@@ -38,7 +38,7 @@
 use crate::events::{EventLogBounds, EventRecord, EventRetention, NewEvent};
 use crate::journal::JournalEntry;
 use crate::lease::{Fence, Leases};
-use crate::record::{BridgeDelivery, OutboxItem, TaskRecord};
+use crate::record::{BridgeDelivery, OutboxItem, TaskMeta, TaskRecord};
 use crate::reminder::ReminderRecord;
 use agentd_proto::{TaskPushNotificationConfig, TaskState};
 use async_trait::async_trait;
@@ -78,6 +78,15 @@ impl StoreError {
         }
         Err(StoreError::Conflict { task_id: rec.id().to_owned(), expected, found })
     }
+}
+
+/// A task's id, owner and meta, without its A2A body
+/// ([`Store::metas_in_state`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskMetaRow {
+    pub id: String,
+    pub owner: String,
+    pub meta: TaskMeta,
 }
 
 /// A push config as stored, with the principal that registered it.
@@ -243,6 +252,14 @@ pub trait Store: Send + Sync + 'static {
     /// change (oldest first, ties by id): for recovery at start, and for the
     /// gates addressed to a principal, which are listed newest first.
     async fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError>;
+    /// The id, owner and meta of each task in `state`, in the order of
+    /// [`Store::tasks_in_states`]: enough to find the gates addressed to a
+    /// principal without reading each waiting task whole (its history may
+    /// be megabytes). The default reads them whole.
+    async fn metas_in_state(&self, state: TaskState) -> Result<Vec<TaskMetaRow>, StoreError> {
+        let records = self.tasks_in_states(&[state]).await?;
+        Ok(records.into_iter().map(|r| TaskMetaRow { id: r.task.id, owner: r.owner, meta: r.meta }).collect())
+    }
     /// The tasks of a context in creation order (oldest first, ties by id):
     /// a conversation's turns.
     async fn context_tasks(&self, context_id: &str) -> Result<Vec<TaskRecord>, StoreError>;

@@ -59,7 +59,7 @@ pub(crate) fn decode_task(
         serde_json::from_str(status_history_json).map_err(err("decode status history"))?;
     let created_at = Timestamp::from_millis(created_ms)
         .ok_or_else(|| StoreError::backend(format!("decode task: bad created_ms {created_ms}")))?;
-    let meta: TaskMeta = serde_json::from_str(meta_json).map_err(err("decode task meta"))?;
+    let meta = decode_meta(meta_json)?;
     let version = u64::try_from(version).map_err(err("decode task version"))?;
     Ok(TaskRecord { task, owner, created_at, status_history, meta, version })
 }
@@ -76,6 +76,10 @@ pub(crate) fn normalize_task(record: &TaskRecord) -> Result<TaskRecord, StoreErr
         &e.meta_json,
         e.version,
     )
+}
+
+pub(crate) fn decode_meta(meta_json: &str) -> Result<TaskMeta, StoreError> {
+    serde_json::from_str(meta_json).map_err(err("decode task meta"))
 }
 
 pub(crate) fn encode_config(config: &TaskPushNotificationConfig) -> Result<String, StoreError> {

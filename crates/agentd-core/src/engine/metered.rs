@@ -42,6 +42,9 @@ impl Store for Metered {
     async fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError> {
         self.inner.tasks_in_states(states).await
     }
+    async fn metas_in_state(&self, state: TaskState) -> Result<Vec<crate::store::TaskMetaRow>, StoreError> {
+        self.inner.metas_in_state(state).await
+    }
     async fn context_tasks(&self, context_id: &str) -> Result<Vec<TaskRecord>, StoreError> {
         self.inner.context_tasks(context_id).await
     }

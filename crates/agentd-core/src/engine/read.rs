@@ -4,7 +4,7 @@
 use super::{Engine, refused};
 use crate::error::{Error, FieldPath, Violations};
 use crate::principal::Principal;
-use crate::record::TaskRecord;
+use crate::record::{OpenGate, TaskRecord};
 use crate::store::TaskQuery;
 use crate::transition::{self, Change};
 use agentd_proto::{
@@ -151,13 +151,25 @@ impl Engine {
         p: &Principal,
         limit: usize,
     ) -> Result<(Vec<TaskRecord>, bool), Error> {
-        let waiting = self.inner.store.tasks_in_states(&[TaskState::InputRequired]).await?;
+        // Only the waiting tasks' metas are read, and only the gates listed
+        // whole: a waiting task's history may be megabytes.
+        let waiting = self.inner.store.metas_in_state(TaskState::InputRequired).await?;
+        let addressed_to_p = |owner: &str, gate: Option<&OpenGate>| {
+            owner != p.id && gate.is_some_and(|g| g.answerers.contains(&p.id))
+        };
         // Oldest first from the store: walk it backwards.
-        let mut addressed = waiting
-            .into_iter()
-            .rev()
-            .filter(|r| r.owner != p.id && r.meta.gate.as_ref().is_some_and(|g| g.answerers.contains(&p.id)));
-        let gates: Vec<TaskRecord> = addressed.by_ref().take(limit).collect();
+        let mut addressed =
+            waiting.into_iter().rev().filter(|m| addressed_to_p(&m.owner, m.meta.gate.as_ref()));
+        let mut gates = Vec::new();
+        for m in addressed.by_ref().take(limit) {
+            // Read again whole: answered or ended meanwhile, it is left out.
+            if let Some(rec) = self.inner.store.get_task(&m.id).await?
+                && rec.state() == TaskState::InputRequired
+                && addressed_to_p(&rec.owner, rec.meta.gate.as_ref())
+            {
+                gates.push(rec);
+            }
+        }
         let more = addressed.next().is_some();
         Ok((gates, more))
     }

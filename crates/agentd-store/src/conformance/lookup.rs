@@ -2,8 +2,8 @@
 //! recovery by state and context ownership.
 
 use super::build::{commit, ids, ok, records, tasks_batch};
-use agentd_core::{Batch, ClosedContext, Store};
-use agentd_proto::TaskState::{self, Canceled, Completed, Submitted, Working};
+use agentd_core::{Batch, ClosedContext, OpenGate, Store, TaskMetaRow};
+use agentd_proto::TaskState::{self, Canceled, Completed, InputRequired, Submitted, Working};
 
 /// `tasks_in_states` returns exactly the tasks in the given states.
 pub async fn tasks_in_states(store: &dyn Store) {
@@ -26,6 +26,35 @@ pub async fn tasks_in_states(store: &dyn Store) {
         got.sort();
         assert_eq!(got, expected, "tasks_in_states({states:?})");
     }
+}
+
+/// `metas_in_state` gives the id, owner and meta of exactly the tasks in
+/// the state, in `tasks_in_states`' order, as `tasks_in_states` has them.
+pub async fn metas_in_state(store: &dyn Store) {
+    let specs = [
+        ("g1", "alice", "c", InputRequired, 1_000),
+        ("w1", "alice", "c", Working, 2_000),
+        ("g2", "bob", "c", InputRequired, 3_000),
+        ("g0", "carol", "c", InputRequired, 500),
+    ];
+    let mut recs = records(&specs);
+    for r in &mut recs {
+        r.meta.gate =
+            Some(OpenGate { answerers: vec![format!("user:{}-approver", r.owner)], ..OpenGate::default() });
+    }
+    commit(store, tasks_batch(recs), "four tasks, three waiting").await;
+    let whole = ok(store.tasks_in_states(&[InputRequired]).await, "tasks_in_states");
+    let metas = ok(store.metas_in_state(InputRequired).await, "metas_in_state");
+    let expected: Vec<TaskMetaRow> =
+        whole.into_iter().map(|r| TaskMetaRow { id: r.task.id, owner: r.owner, meta: r.meta }).collect();
+    assert_eq!(metas, expected);
+    let order: Vec<&str> = metas.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(order, ["g0", "g1", "g2"], "oldest change first");
+    assert_eq!(
+        metas[1].meta.gate.as_ref().map(|g| g.answerers.clone()),
+        Some(vec!["user:alice-approver".into()])
+    );
+    assert!(ok(store.metas_in_state(Canceled).await, "none").is_empty());
 }
 
 /// `context_foreign` is true iff the context's first task (oldest, ties by

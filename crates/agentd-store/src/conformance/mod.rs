@@ -82,6 +82,7 @@ define_checks!($
     tasks::total_ignores_cursor,
     tasks::list_filters,
     lookup::tasks_in_states,
+    lookup::metas_in_state,
     lookup::context_foreign,
     lookup::context_tasks,
     lookup::closed_contexts,

@@ -262,6 +262,10 @@ impl Store for PostgresStore {
         read::tasks_in_states(&self.client().await?, states).await
     }
 
+    async fn metas_in_state(&self, state: TaskState) -> Result<Vec<agentd_core::TaskMetaRow>, StoreError> {
+        read::metas_in_state(&self.client().await?, state).await
+    }
+
     async fn context_tasks(&self, context_id: &str) -> Result<Vec<TaskRecord>, StoreError> {
         read::context_tasks(&self.client().await?, context_id).await
     }

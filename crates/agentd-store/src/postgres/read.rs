@@ -3,11 +3,11 @@
 //! count and page share one snapshot (a REPEATABLE READ transaction).
 
 use super::db;
-use crate::codec::{decode_config, decode_reminder, decode_task, state_number};
+use crate::codec::{decode_config, decode_meta, decode_reminder, decode_task, state_number};
 use crate::event_log::{self, EventColumns};
 use agentd_core::{
     EventLogBounds, EventRecord, OutboxItem, OutboxTarget, PushConfigRow, ReminderRecord, StoreError,
-    TaskPage, TaskQuery, TaskRecord,
+    TaskMetaRow, TaskPage, TaskQuery, TaskRecord,
 };
 use agentd_proto::TaskState;
 use deadpool_postgres::GenericClient;
@@ -118,6 +118,20 @@ pub(crate) async fn tasks_in_states(
     let states: Vec<i32> = states.iter().map(|s| state_param(*s)).collect();
     let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE state = ANY($1) ORDER BY updated_ms, id");
     query_tasks(client, &sql, &[&states]).await
+}
+
+pub(crate) async fn metas_in_state(
+    client: &impl GenericClient,
+    state: TaskState,
+) -> Result<Vec<TaskMetaRow>, StoreError> {
+    let s = client
+        .prepare_cached("SELECT id, owner, meta_json FROM tasks WHERE state = $1 ORDER BY updated_ms, id")
+        .await
+        .map_err(db("prepare task metas"))?;
+    let rows = client.query(&s, &[&state_param(state)]).await.map_err(db("query task metas"))?;
+    rows.iter()
+        .map(|r| Ok(TaskMetaRow { id: r.get(0), owner: r.get(1), meta: decode_meta(r.get(2))? }))
+        .collect()
 }
 
 pub(crate) async fn context_foreign(

@@ -146,6 +146,10 @@ impl Store for SqliteStore {
         self.reads.run(move |conn| read::tasks_in_states(conn, &states)).await
     }
 
+    async fn metas_in_state(&self, state: TaskState) -> Result<Vec<agentd_core::TaskMetaRow>, StoreError> {
+        self.reads.run(move |conn| read::metas_in_state(conn, state)).await
+    }
+
     async fn context_tasks(&self, context_id: &str) -> Result<Vec<TaskRecord>, StoreError> {
         let context_id = context_id.to_owned();
         self.reads.run(move |conn| read::context_tasks(conn, &context_id)).await

@@ -4,10 +4,10 @@
 //! read transaction, so it sees every batch committed before it started.
 
 use super::schema::open_reader;
-use crate::codec::{decode_config, decode_reminder, decode_task, err, state_number};
+use crate::codec::{decode_config, decode_meta, decode_reminder, decode_task, err, state_number};
 use agentd_core::{
-    JournalEntry, OutboxItem, OutboxTarget, PushConfigRow, ReminderRecord, StoreError, TaskPage, TaskQuery,
-    TaskRecord,
+    JournalEntry, OutboxItem, OutboxTarget, PushConfigRow, ReminderRecord, StoreError, TaskMetaRow, TaskPage,
+    TaskQuery, TaskRecord,
 };
 use agentd_proto::TaskState;
 use rusqlite::types::Value;
@@ -282,6 +282,26 @@ pub(crate) fn tasks_in_states(
     let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE state IN ({marks}) ORDER BY updated_ms, id");
     let args: Vec<Value> = states.iter().map(|s| Value::Integer(state_number(*s))).collect();
     query_tasks(conn, &sql, &args)
+}
+
+pub(crate) fn metas_in_state(
+    conn: &mut Connection,
+    state: TaskState,
+) -> Result<Vec<TaskMetaRow>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached("SELECT id, owner, meta_json FROM tasks WHERE state = ?1 ORDER BY updated_ms, id")
+        .map_err(err("prepare task metas"))?;
+    let rows = stmt
+        .query_map(params![state_number(state)], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get::<_, String>(2)?))
+        })
+        .map_err(err("query task metas"))?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (id, owner, meta) = row.map_err(err("read task meta"))?;
+        out.push(TaskMetaRow { id, owner, meta: decode_meta(&meta)? });
+    }
+    Ok(out)
 }
 
 pub(crate) fn context_foreign(

@@ -70,6 +70,9 @@ impl Store for FaultyStore {
     async fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError> {
         self.inner.tasks_in_states(states).await
     }
+    async fn metas_in_state(&self, state: TaskState) -> Result<Vec<agentd_core::TaskMetaRow>, StoreError> {
+        self.inner.metas_in_state(state).await
+    }
     async fn context_tasks(&self, context_id: &str) -> Result<Vec<TaskRecord>, StoreError> {
         self.inner.context_tasks(context_id).await
     }
