@@ -223,6 +223,10 @@ pub struct TaskQuery {
     /// Start strictly after this `(status timestamp ms, task id)`.
     pub after: Option<(i64, String)>,
     pub limit: usize,
+    /// The page ends before a task that would take its stored JSON past
+    /// this many bytes (its first task is always in it), with `more` set;
+    /// 0: no bound.
+    pub max_bytes: usize,
 }
 
 /// One page of a listing.

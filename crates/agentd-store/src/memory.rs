@@ -260,12 +260,25 @@ impl Store for MemoryStore {
         let mut matched: Vec<&TaskRecord> = inner.tasks.values().filter(|r| matches(r, query)).collect();
         matched.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)));
         let total = matched.len();
-        let mut rest = matched.into_iter().filter(|r| match &query.after {
+        let rest = matched.into_iter().filter(|r| match &query.after {
             Some((ms, id)) => (r.updated_ms(), r.id()) < (*ms, id.as_str()),
             None => true,
         });
-        let tasks: Vec<TaskRecord> = rest.by_ref().take(query.limit).cloned().collect();
-        let more = rest.next().is_some();
+        let (mut tasks, mut bytes, mut more) = (Vec::new(), 0usize, false);
+        for r in rest {
+            // The size the other stores count: the task's and its status
+            // history's JSON.
+            let size =
+                crate::codec::encode_task(r).map(|e| e.task_json.len() + e.status_history_json.len())?;
+            let over_budget =
+                query.max_bytes > 0 && !tasks.is_empty() && bytes.saturating_add(size) > query.max_bytes;
+            if tasks.len() == query.limit || over_budget {
+                more = true;
+                break;
+            }
+            bytes = bytes.saturating_add(size);
+            tasks.push(r.clone());
+        }
         Ok(TaskPage { tasks, total, more })
     }
 

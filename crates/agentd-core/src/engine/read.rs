@@ -64,6 +64,11 @@ pub fn into_view(rec: TaskRecord, history_length: Option<i32>, artifacts: bool) 
     }
 }
 
+/// The stored JSON a ListTasks page reads at most (its first task always):
+/// a page of tasks with long histories ends early, with a next page token,
+/// instead of holding hundreds of megabytes for one answer.
+const LIST_PAGE_BYTES: usize = 16 << 20;
+
 impl Engine {
     #[tracing::instrument(name = "get_task", level = "debug", skip_all, fields(task_id = %req.id))]
     pub async fn get_task(&self, p: &Principal, req: GetTaskRequest) -> Result<Task, Error> {
@@ -110,6 +115,7 @@ impl Engine {
             updated_since_ms: req.status_timestamp_after.map(|t| t.millis()),
             after,
             limit: usize::try_from(page_size).unwrap_or(50),
+            max_bytes: LIST_PAGE_BYTES,
         };
         let page = self.inner.store.list_tasks(&query).await?;
         let include = req.include_artifacts.unwrap_or(false);

@@ -80,6 +80,7 @@ define_checks!($
     tasks::list_order,
     tasks::paginate_shared_timestamp,
     tasks::total_ignores_cursor,
+    tasks::page_bytes_bound,
     tasks::list_filters,
     lookup::tasks_in_states,
     lookup::metas_in_state,

@@ -174,6 +174,39 @@ pub async fn paginate_shared_timestamp(store: &dyn Store) {
     assert_eq!(seen, everything, "pages must return every task once, in list order");
 }
 
+/// A page ends before the task that would take its stored JSON past
+/// `max_bytes`, saying there is more; its first task is always in it, however
+/// big; paging on returns every task once.
+pub async fn page_bytes_bound(store: &dyn Store) {
+    let specs = [
+        ("big", "alice", "c", Working, 4_000),
+        ("small-1", "alice", "c", Working, 3_000),
+        ("small-2", "alice", "c", Working, 2_000),
+        ("small-3", "alice", "c", Working, 1_000),
+    ];
+    let mut recs = records(&specs);
+    let history = |n: usize| Some(vec![agentd_proto::Message::agent_text("x".repeat(n))]);
+    recs[0].task.history = history(20_000);
+    for r in &mut recs[1..] {
+        r.task.history = history(3_000);
+    }
+    commit(store, tasks_batch(recs), "a big task and three small").await;
+    let mut q = TaskQuery { max_bytes: 8_000, ..query() };
+    let mut pages = Vec::new();
+    for _ in 0..10 {
+        let page = list(store, &q).await;
+        pages.push(ids(&page.tasks));
+        if !page.more {
+            break;
+        }
+        let last = page.tasks.last().expect("a page saying more is not empty");
+        q.after = Some((last.updated_ms(), last.task.id.clone()));
+    }
+    assert_eq!(pages, [vec!["big"], vec!["small-1", "small-2"], vec!["small-3"]], "pages within 8,000 bytes");
+    let unbounded = list(store, &query()).await;
+    assert_eq!(unbounded.tasks.len(), 4, "0: no bound");
+}
+
 /// `total` counts the filtered rows before the cursor and limit.
 pub async fn total_ignores_cursor(store: &dyn Store) {
     let specs = [

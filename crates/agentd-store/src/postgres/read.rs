@@ -89,14 +89,31 @@ pub(crate) async fn list_tasks(
     }
     let limit = i64::try_from(q.limit).unwrap_or(i64::MAX - 1).saturating_add(1);
     args.push(&limit);
+    // The page's ids and sizes first (octet_length reads a value's size,
+    // not the value), then only the rows that fit the page's budget.
     let sql = format!(
-        "SELECT {TASK_COLUMNS} FROM tasks WHERE {filter}{cursor} ORDER BY updated_ms DESC, id DESC LIMIT ${}",
+        "SELECT id, octet_length(task_json) + octet_length(status_history_json) FROM tasks \
+         WHERE {filter}{cursor} ORDER BY updated_ms DESC, id DESC LIMIT ${}",
         args.len()
     );
-    let mut tasks = query_tasks(&tx, &sql, &args).await?;
+    let s = tx.prepare_cached(&sql).await.map_err(db("prepare task page"))?;
+    let sized = tx.query(&s, &args).await.map_err(db("query task page"))?;
+    let (mut ids, mut bytes, mut more) = (Vec::new(), 0usize, false);
+    for row in &sized {
+        let size = usize::try_from(row.get::<_, i32>(1)).unwrap_or(usize::MAX);
+        let over_budget = q.max_bytes > 0 && !ids.is_empty() && bytes.saturating_add(size) > q.max_bytes;
+        if ids.len() == q.limit || over_budget {
+            more = true;
+            break;
+        }
+        bytes = bytes.saturating_add(size);
+        ids.push(row.get::<_, String>(0));
+    }
+    let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ANY($1)");
+    let mut tasks = query_tasks(&tx, &sql, &[&ids]).await?;
     tx.commit().await.map_err(db("end read"))?;
-    let more = tasks.len() > q.limit;
-    tasks.truncate(q.limit);
+    // In the page's order.
+    tasks.sort_by_key(|t| ids.iter().position(|id| *id == t.task.id));
     Ok(TaskPage { tasks, total: usize::try_from(total).unwrap_or(0), more })
 }
 

@@ -188,9 +188,23 @@ pub(crate) fn list_tasks(conn: &mut Connection, q: &TaskQuery) -> Result<TaskPag
         .prepare_cached(&sql.count)
         .and_then(|mut s| s.query_row(params_from_iter(sql.args.iter()), |row| row.get(0)))
         .map_err(err("count tasks"))?;
-    let mut tasks = query_tasks(&tx, &sql.page, &sql.page_args)?;
-    let more = tasks.len() > q.limit;
-    tasks.truncate(q.limit);
+    let mut stmt = tx.prepare_cached(&sql.page).map_err(err("prepare task page"))?;
+    let mut rows = stmt.query(params_from_iter(sql.page_args.iter())).map_err(err("query tasks"))?;
+    let (mut tasks, mut bytes, mut more) = (Vec::new(), 0usize, false);
+    while let Some(row) = rows.next().map_err(err("read task row"))? {
+        // The size first, from the record header: a row past the budget is
+        // not read.
+        let size =
+            usize::try_from(row.get::<_, i64>(6).map_err(err("read task size"))?).unwrap_or(usize::MAX);
+        let over_budget = q.max_bytes > 0 && !tasks.is_empty() && bytes.saturating_add(size) > q.max_bytes;
+        if tasks.len() == q.limit || over_budget {
+            more = true;
+            break;
+        }
+        bytes = bytes.saturating_add(size);
+        let (owner, created, task, hist, meta, version) = task_from_row(row).map_err(err("read task row"))?;
+        tasks.push(decode_task(owner, created, &task, &hist, &meta, version)?);
+    }
     Ok(TaskPage { tasks, total: usize::try_from(total).unwrap_or(0), more })
 }
 
@@ -236,8 +250,8 @@ impl ListSql {
         Self {
             count: format!("SELECT COUNT(*) FROM {count_from} WHERE {filter}"),
             page: format!(
-                "SELECT {TASK_COLUMNS} FROM {page_from} WHERE {filter}{cursor} \
-                 ORDER BY updated_ms DESC, id DESC LIMIT ?"
+                "SELECT {TASK_COLUMNS}, octet_length(task_json) + octet_length(status_history_json) \
+                 FROM {page_from} WHERE {filter}{cursor} ORDER BY updated_ms DESC, id DESC LIMIT ?"
             ),
             args,
             page_args,
@@ -474,6 +488,7 @@ mod tests {
             updated_since_ms: None,
             after: Some((5, "t".into())),
             limit: 50,
+            max_bytes: 0,
         }
     }
 
