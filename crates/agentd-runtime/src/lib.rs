@@ -12,6 +12,8 @@ pub mod model;
 pub mod narrowing;
 pub mod subagents;
 mod tck;
+#[cfg(test)]
+mod wire_free;
 pub mod workflows;
 
 pub use echo::EchoAgent;

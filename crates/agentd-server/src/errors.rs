@@ -1,9 +1,12 @@
 //! Wire errors: the one place an engine error ([`agentd_core::Error`])
-//! becomes an [`A2aError`], and the only place an [`A2aError`] becomes
-//! bytes on HTTP. JSON-RPC errors go out with HTTP 200 (the envelope
-//! carries the error); REST errors with the table's HTTP status and a
-//! google.rpc.Status body. Both as `application/json`, which every official
-//! client decodes.
+//! becomes an [`A2aError`], and where an [`A2aError`] becomes bytes on
+//! HTTP (but for the refusal of a connection over a cap, which
+//! `listen/mod.rs` writes before HTTP is spoken). JSON-RPC errors go out
+//! with HTTP 200 (the envelope carries the error), except before the
+//! envelope is read: a caller not authenticated gets 401 (as on REST) and
+//! a body that could not be read the table's HTTP status. REST errors go
+//! out with the table's HTTP status and a google.rpc.Status body. Both as
+//! `application/json`, which every official client decodes.
 
 use agentd_core::{Error, Naming};
 use agentd_proto::{A2aError, FieldViolation, jsonrpc};

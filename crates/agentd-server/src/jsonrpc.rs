@@ -1,5 +1,7 @@
 //! The JSON-RPC 2.0 binding: POST on the interface URL (with or without a
-//! trailing slash). Errors are JSON-RPC error objects with HTTP 200; a
+//! trailing slash). Errors are JSON-RPC error objects with HTTP 200, but
+//! a body that could not be read (too large, too slow, broken) keeps the
+//! table's HTTP status, as an unauthenticated call keeps its 401; a
 //! streaming method answers with SSE once it validated, and with a plain
 //! error object before that.
 

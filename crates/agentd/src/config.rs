@@ -1278,7 +1278,7 @@ mod env_table;
 
 #[cfg(test)]
 mod tests {
-    use super::{ServeFlags, StoreKind, load_from};
+    use super::{ServeFlags, StoreKind, StoreSync, load_from};
     use std::collections::BTreeMap;
 
     fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -1289,6 +1289,7 @@ mod tests {
     fn the_store_is_sqlite_unless_a_postgres_url_is_given() {
         let cfg = load_from(&ServeFlags::default(), &env(&[])).expect("defaults");
         assert_eq!(cfg.store.kind().expect("kind"), StoreKind::Sqlite, "no flag: SQLite, as before");
+        assert_eq!(cfg.store.sync, StoreSync::Full, "SQLite syncs every commit group unless told otherwise");
         let url = "postgres://agentd@db.example.com:5432/agentd";
         let cfg = load_from(&ServeFlags::default(), &env(&[("AGENTD_STORE", url)])).expect("AGENTD_STORE");
         assert_eq!(cfg.store.kind().expect("kind"), StoreKind::Postgres(url));

@@ -225,10 +225,11 @@ impl Engine {
     }
 
     /// Whether a task interrupted by a restart or a stop is run again
-    /// rather than failed: a link kind with its own agent (workflow runs)
-    /// resumes from its checkpoint, a turn whose agent resumes from its
-    /// step journal. Other tasks (a subagent, whose agent lived in memory)
-    /// cannot be resumed.
+    /// rather than failed: a link kind with its own agent
+    /// ([`EngineBuilder::link_agent`]) resumes through it (workflow runs
+    /// from their checkpoint, subagents through their manager), a turn when
+    /// the engine's agent resumes from its step journal. A link kind with
+    /// no agent installed cannot be resumed.
     pub(crate) fn resumable(&self, rec: &TaskRecord) -> bool {
         match rec.meta.link.as_ref().map(|l| l.kind) {
             Some(kind) if self.has_link_agent(kind) => true,

@@ -10,6 +10,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use tokio::sync::Notify;
 
+mod memory;
+
 /// A store that keeps the last committed version of each task, checks
 /// versions as a real store does, and counts the commits that wrote a task.
 struct CountingStore {

@@ -1,20 +1,25 @@
 //! A store write that fails during a run fails the task with a reason
-//! naming the cause: it is never mistaken for the task having gone away.
-//! Engine, agent loop, scripted model and SQLite store are the real ones;
-//! the store is wrapped to refuse the commit a test picks.
+//! naming the cause: it is never mistaken for the task having gone away,
+//! and the refused change is seen nowhere (a failed commit changes
+//! nothing). Engine, agent loop, scripted model and SQLite store are the
+//! real ones; the store is wrapped to refuse the commit a test picks.
 
 use crate::engine_support::AnyUrl;
-use agentd_core::{EngineBuilder, EngineConfig, Principal, Store};
+use agentd_core::{EngineBuilder, EngineConfig, Principal, Runtime, SendOutcome, Store};
 use agentd_proto::ext::events::EventKind;
-use agentd_proto::{GetTaskRequest, Message, Part, Role, SendMessageRequest, SendMessageResponse, TaskState};
+use agentd_proto::{
+    GetTaskRequest, Message, Part, Role, SendMessageRequest, SendMessageResponse, StreamResponse, TaskState,
+};
 use agentd_runtime::agent_loop::{Limits, LoopAgent, Tools};
 use agentd_runtime::model::{ScriptStep, ScriptedProvider};
 use agentd_store::testing::{FaultyStore, carries_artifact};
 use agentd_store::{SqliteOptions, SqliteStore};
 use std::sync::Arc;
+use tempfile::TempDir;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reply_the_store_refuses_fails_the_task_with_the_cause() {
+/// An engine whose store refuses the first commit carrying an artifact:
+/// the model's one reply. The directory holds the database.
+fn refusing_the_reply() -> (Runtime, Arc<FaultyStore>, TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let sqlite =
         SqliteStore::open(&dir.path().join("agentd.db"), SqliteOptions::default()).expect("open store");
@@ -24,16 +29,24 @@ async fn a_reply_the_store_refuses_fails_the_task_with_the_cause() {
     let shared: Arc<dyn Store> = store.clone();
     let engine =
         EngineBuilder::new(shared, Arc::new(agent), Arc::new(AnyUrl), EngineConfig::default()).build();
-    let op = Principal::local_operator();
+    (engine, store, dir)
+}
 
+fn hello() -> SendMessageRequest {
     let message = Message {
         message_id: "m1".into(),
         role: Role::User,
         parts: vec![Part::text("hello")],
         ..Message::default()
     };
-    let req = SendMessageRequest { message: Some(message), ..SendMessageRequest::default() };
-    let SendMessageResponse::Task(task) = engine.send_message(&op, req).await.expect("send") else {
+    SendMessageRequest { message: Some(message), ..SendMessageRequest::default() }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_the_store_refuses_fails_the_task_with_the_cause() {
+    let (engine, store, _dir) = refusing_the_reply();
+    let op = Principal::local_operator();
+    let SendMessageResponse::Task(task) = engine.send_message(&op, hello()).await.expect("send") else {
         panic!("expected a task");
     };
     assert_eq!(store.failed(), 1, "the reply's first chunk was refused");
@@ -50,6 +63,31 @@ async fn a_reply_the_store_refuses_fails_the_task_with_the_cause() {
     let stored = stored.expect("the task is there");
     assert_eq!(stored.status.state, TaskState::Failed);
     assert_eq!(stored.status.message.as_ref().map(Message::text).unwrap_or_default(), reason);
+    // The refused reply is in neither record.
+    assert_eq!(task.artifacts.as_deref().unwrap_or_default(), [], "the answer shows the refused reply");
+    assert_eq!(stored.artifacts.as_deref().unwrap_or_default(), [], "the store holds the refused reply");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_the_store_refuses_reaches_no_stream() {
+    let (engine, store, _dir) = refusing_the_reply();
+    // The stream is open before the run makes its reply.
+    let outcome = engine.send(&Principal::local_operator(), hello(), true).await.expect("send");
+    let SendOutcome::Task(mut events) = outcome else { panic!("expected a task") };
+    let mut seen = Vec::new();
+    while let Some(ev) = events.next().await {
+        seen.push(ev.expect("the stream is not cut off"));
+    }
+    assert_eq!(store.failed(), 1, "the reply's first chunk was refused");
+    assert!(
+        !seen.iter().any(|ev| matches!(&***ev, StreamResponse::ArtifactUpdate(_))),
+        "the stream saw the refused reply"
+    );
+    let last = seen.last().expect("events");
+    assert!(
+        matches!(&***last, StreamResponse::StatusUpdate(u) if u.status.state == TaskState::Failed),
+        "the stream ends with the failure"
+    );
 }
 
 /// A batch that writes the `conversation` event of a closing.

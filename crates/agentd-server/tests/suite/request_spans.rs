@@ -1,12 +1,14 @@
 //! A line logged deep inside a request (in a store commit on the SQLite
 //! writer's caller) carries the request's id, so an internal error in the
-//! log can be followed back to the request that caused it.
+//! log can be followed back to the request that caused it; and each A2A
+//! operation runs in a span named after it, under the request's.
 
 use crate::support::serve_on;
 use agentd_server::{ExtensionRegistry, VersionPolicy};
 use agentd_store::{SqliteOptions, SqliteStore};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex, PoisonError};
+use tracing_subscriber::fmt::format::FmtSpan;
 
 /// Appends what the subscriber writes to a shared string.
 struct Captured(Arc<Mutex<String>>);
@@ -24,13 +26,16 @@ impl std::io::Write for Captured {
 // A current-thread runtime: the server, the engine and this client all run
 // on the test's thread, where the capturing subscriber is the default.
 #[tokio::test]
-async fn a_store_commit_during_a_json_rpc_call_logs_with_the_request_id() {
+async fn lines_inside_json_rpc_calls_name_the_request_and_the_operation() {
     let log = Arc::new(Mutex::new(String::new()));
     let sink = log.clone();
     let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::DEBUG)
         .with_writer(move || Captured(sink.clone()))
         .with_ansi(false)
+        // A line as each span closes: an operation that logs nothing
+        // itself (a read) still shows its span.
+        .with_span_events(FmtSpan::CLOSE)
         .finish();
     // tracing-core caches whether a log line is wanted per call site, for
     // the whole process. With a single subscriber registered (this one) it
@@ -59,6 +64,18 @@ async fn a_store_commit_during_a_json_rpc_call_logs_with_the_request_id() {
     assert_eq!(resp.headers()["x-request-id"], "trace-me-42");
     let answer: Value = resp.json().await.expect("json");
     assert_eq!(answer["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{answer}");
+    let task_id = answer["result"]["task"]["id"].as_str().expect("the task's id").to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task_id}});
+    let resp = reqwest::Client::new()
+        .post(format!("http://{addr}{}", agentd_server::card::JSONRPC_PATH))
+        .header("a2a-version", "1.0")
+        .header("x-request-id", "read-me-43")
+        .json(&body)
+        .send()
+        .await
+        .expect("post");
+    let answer: Value = resp.json().await.expect("json");
+    assert_eq!(answer["result"]["id"], task_id.as_str(), "{answer}");
     stop.cancel();
 
     let log = log.lock().unwrap_or_else(PoisonError::into_inner).clone();
@@ -71,4 +88,6 @@ async fn a_store_commit_during_a_json_rpc_call_logs_with_the_request_id() {
             "a commit of the call is logged without its request and operation: {line}\n{log}"
         );
     }
+    let read = format!("request{{id=read-me-43}}:get_task{{task_id={task_id}}}");
+    assert!(log.lines().any(|l| l.contains(&read)), "no {read} span was logged:\n{log}");
 }

@@ -191,3 +191,21 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
 pub(crate) fn version(conn: &Connection) -> Result<i64, StoreError> {
     conn.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(err("read user_version"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The writer's `PRAGMA synchronous`: 1 is NORMAL, 2 is FULL.
+    fn synchronous(full: bool) -> i64 {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let conn = open_writer(&dir.path().join("agentd.db"), full).expect("open the writer");
+        conn.pragma_query_value(None, "synchronous", |row| row.get(0)).expect("read synchronous")
+    }
+
+    #[test]
+    fn the_writer_syncs_every_commit_unless_told_otherwise() {
+        assert_eq!(synchronous(crate::SqliteOptions::default().synchronous_full), 2, "FULL by default");
+        assert_eq!(synchronous(false), 1, "NORMAL when asked");
+    }
+}

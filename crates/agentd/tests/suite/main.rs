@@ -68,3 +68,4 @@ mod workflow_events;
 mod workflow_gates;
 mod workflow_tool;
 mod workflows;
+mod workspace;
