@@ -271,11 +271,7 @@ impl Chat {
             }
         }
         out.close()?;
-        let st = task.status.state;
-        if !out.printed
-            && exit::for_state(st).is_none()
-            && let Some(text) = output::status_text(&task.status)
-        {
+        if let Some(text) = output::status_after_stream(&task, out.printed) {
             output::line(&text)?;
         }
         output::check_stream_end(&task, true)?;

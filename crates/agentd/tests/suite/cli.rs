@@ -1,6 +1,7 @@
 //! The client verbs of the `agentd` binary (`send`, `tasks …`) against a
 //! real daemon: what they print on stdout and stderr, and their exit codes.
 
+mod approval;
 mod chat;
 mod exit_codes;
 mod first_hour;
