@@ -372,6 +372,19 @@ fn an_unreachable_daemon_is_named_with_a_hint() {
 }
 
 #[test]
+fn a_url_without_its_scheme_is_a_usage_error() {
+    for url in ["127.0.0.1:7701", "localhost:7701", "ftp://127.0.0.1:7701"] {
+        let out = agentd(url, &["tasks", "list"]);
+        assert_eq!(out.code, 2, "{out:?}");
+        assert_eq!(
+            out.stderr,
+            format!("agentd: --url {url:?}: expected a URL like http://127.0.0.1:7420\n"),
+            "{out:?}"
+        );
+    }
+}
+
+#[test]
 fn a_protected_daemon_wants_the_right_token() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = write_config(
