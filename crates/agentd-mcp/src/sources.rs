@@ -126,6 +126,16 @@ struct OverrideBody {
 
 /// A `!mcp` block of a document, checked for its origin. An `override`
 /// with `disabled: true` denies its tool.
+/// A YAML error in a block body, its place given as the document's line
+/// (`body_line` is where the body starts) rather than the body's.
+fn in_document(e: &serde_yaml_ng::Error, body_line: usize) -> String {
+    let text = e.to_string();
+    let Some(at) = e.location() else { return text };
+    let suffix = format!(" at line {} column {}", at.line(), at.column());
+    let message = text.strip_suffix(&suffix).unwrap_or(&text);
+    format!("{message} (document line {}, column {})", body_line + at.line() - 1, at.column())
+}
+
 pub fn from_document(m: &McpServer, origin: &Origin) -> Result<ServerSpec, String> {
     check_name(&m.name)?;
     let name = &m.name;
@@ -133,7 +143,7 @@ pub fn from_document(m: &McpServer, origin: &Origin) -> Result<ServerSpec, Strin
     let body: Body = if m.body.yaml.trim().is_empty() {
         Body::default()
     } else {
-        serde_yaml_ng::from_str(&m.body.yaml).map_err(|e| at(e.to_string()))?
+        serde_yaml_ng::from_str(&m.body.yaml).map_err(|e| at(in_document(&e, m.body.line)))?
     };
     if matches!(origin, Origin::Wire(_)) {
         let allows = body.policy.default == Some(Action::Allow)

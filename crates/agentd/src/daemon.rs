@@ -34,6 +34,10 @@ use tokio_util::sync::CancellationToken;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The warning for a `!config` key agentd has no use for (serve and check).
+pub(crate) const IGNORED_KEY: &str =
+    "the instruction document's !config sets a key agentd does not use; ignored";
+
 /// The MCP servers of the configuration and of the operator's instruction
 /// document (which may use loopback and stdio: both are the operator's),
 /// with their policies; approvals ask the document's `!human` entries.
@@ -62,6 +66,18 @@ fn mcp_hub(
     let policies =
         agentd_mcp::Policies::new(&policies, &cfg.mcp.approvals, humans).map_err(anyhow::Error::msg)?;
     Ok(agentd_mcp::McpHub::new(specs).map_err(anyhow::Error::msg)?.with_policy(Arc::new(policies)))
+}
+
+/// What `serve` would refuse in the instruction document at `path` alone
+/// (no config file, no variables): its `!config` blocks, checked as part
+/// of the configuration, and its `!mcp` servers with their policies. Ok
+/// with the `!config` keys serve would ignore, to warn about.
+pub(crate) fn check_document(path: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    let flags = crate::config::ServeFlags { instruction: Some(path.to_path_buf()), ..Default::default() };
+    let cfg = crate::config::load_from(&flags, &Default::default())?;
+    let instruction = cfg.document.take_or_load(Some(path))?;
+    mcp_hub(&cfg, &instruction.mcp_servers, &instruction.workflows)?;
+    Ok(cfg.ignored_document_keys.clone())
 }
 
 /// How long runs stopped after the grace get to end, and how long the
@@ -93,7 +109,7 @@ impl Daemon {
     /// fail with a reason). Logs go to the caller's tracing subscriber.
     pub async fn build(cfg: Config) -> anyhow::Result<Daemon> {
         for key in &cfg.ignored_document_keys {
-            tracing::warn!(key = %key, "the instruction document's !config sets a key agentd does not use; ignored");
+            tracing::warn!(key = %key, "{IGNORED_KEY}");
         }
         for name in &cfg.unknown_env {
             tracing::warn!(variable = %name, "this AGENTD_* variable is no configuration key (docs/configuration.md); ignored");

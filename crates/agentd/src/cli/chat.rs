@@ -1,9 +1,10 @@
 //! `agentd chat`: a conversation in the terminal. Each line is a turn in
-//! one context, its reply streamed as it comes; a line typed while a turn
-//! runs is steering input for it (queued for its next step); a task that
-//! waits for input takes the next line as its answer, and a gate that
-//! declares an answer schema is asked field by field. `/new`, `/context`,
-//! `/run WORKFLOW [INPUTS]` and `/quit`.
+//! one context, its reply streamed as it comes; at a terminal, a line typed
+//! while a turn runs is steering input for it (queued for its next step),
+//! while piped input is strictly sequential: each line waits for the turn
+//! before it. A task that waits for input takes the next line as its
+//! answer, and a gate that declares an answer schema is asked field by
+//! field. `/new`, `/context`, `/run WORKFLOW [INPUTS]` and `/quit`.
 
 use super::ClientOpts;
 use super::client::Client;
@@ -18,6 +19,7 @@ use agentd_proto::{
 use anyhow::Context;
 use clap::Args;
 use serde_json::{Map, Value, json};
+use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal, Write};
 use tokio::sync::mpsc;
 
@@ -50,6 +52,9 @@ fn stdin_lines() -> mpsc::Receiver<String> {
 struct Chat {
     client: Client,
     lines: mpsc::Receiver<String>,
+    /// Lines read during a turn that wait for the next one: commands, and
+    /// text that could not steer it.
+    later: VecDeque<String>,
     interactive: bool,
     context: String,
     /// The task waiting for input: the next line answers it.
@@ -62,6 +67,7 @@ pub async fn run(a: ChatArgs) -> anyhow::Result<()> {
     let mut chat = Chat {
         client,
         lines: stdin_lines(),
+        later: VecDeque::new(),
         interactive,
         context: a.context.unwrap_or_default(),
         waiting: None,
@@ -71,7 +77,7 @@ pub async fn run(a: ChatArgs) -> anyhow::Result<()> {
     }
     loop {
         chat.prompt("you> ");
-        let Some(line) = chat.lines.recv().await else { break };
+        let Some(line) = chat.next_line().await else { break };
         let line = line.trim();
         // A workflow run is a task of its own: the conversation stays where it was.
         let keep_context = line.starts_with("/run ").then(|| chat.context.clone());
@@ -145,6 +151,20 @@ impl Chat {
         }
     }
 
+    /// The next line: one kept from a turn, else the next one typed.
+    async fn next_line(&mut self) -> Option<String> {
+        match self.later.pop_front() {
+            Some(line) => Some(line),
+            None => self.lines.recv().await,
+        }
+    }
+
+    /// Keeps a line typed during a turn for after it, saying so.
+    fn keep(&mut self, line: String, why: &str) {
+        note(&format!("({why}; kept for after this turn: {line})"));
+        self.later.push_back(line);
+    }
+
     /// A user message in this conversation (or to the task waiting for input).
     fn message(&mut self, parts: Vec<Part>) -> Message {
         let task_id = self.waiting.take().map(|t| t.id).unwrap_or_default();
@@ -209,13 +229,14 @@ impl Chat {
         Some((message, (task, schema)))
     }
 
-    /// One SendStreamingMessage; lines typed meanwhile steer the task.
+    /// One SendStreamingMessage; at a terminal, lines typed meanwhile
+    /// steer the task. Piped input is not read until the turn ends.
     async fn stream(&mut self, message: Message) -> anyhow::Result<Task> {
         let req = SendMessageRequest { message: Some(message), ..Default::default() };
         let mut events = self.client.stream(methods::SEND_STREAMING_MESSAGE, &req).await?;
         let mut task = Task::default();
         let mut out = output::Inline::default();
-        let mut stdin_open = true;
+        let mut stdin_open = self.interactive;
         loop {
             tokio::select! {
                 ev = events.next() => {
@@ -230,21 +251,27 @@ impl Chat {
                     }
                 }
                 line = self.lines.recv(), if stdin_open => match line {
-                    Some(line) if !line.trim().is_empty() && !task.id.is_empty() => {
+                    Some(line) if line.trim().is_empty() => {}
+                    Some(line) => {
                         out.close()?;
-                        self.steer(&task, line.trim()).await;
+                        let line = line.trim().to_owned();
+                        if line.starts_with('/') {
+                            self.keep(line, "a command");
+                        } else if task.id.is_empty() {
+                            self.keep(line, "the turn has not started");
+                        } else if !self.later.is_empty() {
+                            // Steering now would pass the lines kept before it.
+                            self.keep(line, "behind a kept line");
+                        } else if let Err(e) = self.steer(&task, &line).await {
+                            self.keep(line, &format!("not delivered: {e:#}"));
+                        }
                     }
-                    Some(_) => {}
                     None => stdin_open = false,
                 },
             }
         }
         out.close()?;
-        let st = task.status.state;
-        if !out.printed
-            && exit::for_state(st).is_none()
-            && let Some(text) = output::status_text(&task.status)
-        {
+        if let Some(text) = output::status_after_stream(&task, out.printed) {
             output::line(&text)?;
         }
         output::check_stream_end(&task, true)?;
@@ -252,7 +279,7 @@ impl Chat {
     }
 
     /// Steering input for a working task; it reads it at its next step.
-    async fn steer(&self, task: &Task, text: &str) {
+    async fn steer(&self, task: &Task, text: &str) -> anyhow::Result<()> {
         let message = Message {
             message_id: new_id(),
             context_id: task.context_id.clone(),
@@ -263,10 +290,9 @@ impl Chat {
         };
         let configuration = Some(SendMessageConfiguration { return_immediately: true, ..Default::default() });
         let req = SendMessageRequest { message: Some(message), configuration, ..Default::default() };
-        match self.client.call(methods::SEND_MESSAGE, &req).await {
-            Ok(_) => note("(queued for the next step)"),
-            Err(e) => note(&format!("agentd: not delivered: {e:#}")),
-        }
+        self.client.call(methods::SEND_MESSAGE, &req).await?;
+        note("(queued for the next step)");
+        Ok(())
     }
 
     /// The answer schema of the gate a task waits on, from its annotations.
@@ -281,7 +307,7 @@ impl Chat {
     async fn ask(&mut self, schema: &Value) -> Option<Value> {
         let Some(props) = schema["properties"].as_object().filter(|p| !p.is_empty()) else {
             ask_prompt("answer (JSON): ");
-            let line = self.lines.recv().await?;
+            let line = self.next_line().await?;
             return Some(serde_json::from_str(&line).unwrap_or(Value::String(line)));
         };
         let required: Vec<&str> =
@@ -291,7 +317,7 @@ impl Chat {
             let need = required.contains(&name.as_str());
             loop {
                 ask_prompt(&field_prompt(name, prop, need));
-                let line = self.lines.recv().await?;
+                let line = self.next_line().await?;
                 let line = line.trim();
                 if line.is_empty() && !need {
                     break;

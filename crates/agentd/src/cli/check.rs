@@ -1,5 +1,5 @@
 //! `agentd check FILE`: load an instruction document the way the daemon would and report its
-//! refusals and those of its workflows (`line: message` on stderr, exit 1), its block tree
+//! refusals and those of its workflows, `!config` and `!mcp` blocks (on stderr, exit 1), its block tree
 //! (`--tree`) or exactly the text the model receives (`--delivery [--context FILE]`).
 
 use super::output::{self, note};
@@ -74,6 +74,18 @@ pub fn run(args: CheckArgs) -> anyhow::Result<()> {
             note(e);
         }
         std::process::exit(1);
+    }
+    // Its `!config` and `!mcp` blocks, checked by serve's own code.
+    match crate::daemon::check_document(&args.file) {
+        Ok(ignored) => {
+            for key in ignored {
+                note(&format!("warning: {}: {key}", crate::daemon::IGNORED_KEY));
+            }
+        }
+        Err(e) => {
+            note(&format!("{e:#}"));
+            std::process::exit(1);
+        }
     }
     output::line(&format!("ok: {}", summary(&doc, &args.file)))
 }

@@ -5,7 +5,7 @@
 use super::ClientOpts;
 use super::exit::{self, Exit};
 use agentd_client::{ClientError, root_cause};
-use anyhow::{Context, anyhow, bail};
+use anyhow::{Context, anyhow};
 use serde::Serialize;
 use serde_json::Value;
 use std::time::Duration;
@@ -21,9 +21,11 @@ pub struct Client {
 impl Client {
     pub fn new(opts: &ClientOpts) -> anyhow::Result<Self> {
         let base = opts.url.trim().trim_end_matches('/').to_owned();
-        let parsed = reqwest::Url::parse(&base).with_context(|| format!("--url {base:?} is not a URL"))?;
-        if !matches!(parsed.scheme(), "http" | "https") {
-            bail!("--url {base:?} must be an http:// or https:// URL");
+        // `127.0.0.1:7701` parses with no scheme or with `127.0.0.1` as one: a usage error.
+        let parsed = reqwest::Url::parse(&base).ok().filter(|u| matches!(u.scheme(), "http" | "https"));
+        if parsed.is_none() {
+            let message = format!("--url {base:?}: expected a URL like http://127.0.0.1:7420");
+            return Err(Exit { code: exit::USAGE, message }.into());
         }
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))

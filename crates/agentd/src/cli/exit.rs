@@ -15,6 +15,7 @@ use agentd_proto::{Task, TaskState};
 use std::fmt;
 
 pub const ERROR: u8 = 1;
+pub const USAGE: u8 = 2;
 pub const UNREACHABLE: u8 = 3;
 pub const FAILED: u8 = 4;
 pub const REJECTED: u8 = 5;

@@ -1,6 +1,7 @@
 //! Printing: data to stdout (flushed as it is written, so streamed text and
 //! `watch` lines appear at once even through a pipe), diagnostics to stderr.
 
+use super::exit;
 use agentd_proto::{Artifact, Part, PartContent, StreamResponse, Task, TaskState, TaskStatus};
 use serde_json::Value;
 use std::io::Write;
@@ -98,6 +99,15 @@ fn joined_artifacts(task: &Task, f: fn(&Artifact) -> String) -> Option<String> {
 
 pub fn status_text(s: &TaskStatus) -> Option<String> {
     s.message.as_ref().map(|m| m.text()).filter(|t| !t.is_empty())
+}
+
+/// The status message to print after a streamed turn: the question of a
+/// task waiting for input or authorization always (it is what the task
+/// asks, not a repeat of its text), else only when nothing was printed.
+pub fn status_after_stream(task: &Task, printed: bool) -> Option<String> {
+    let st = task.status.state;
+    let show = st.is_interrupted() || (!printed && exit::for_state(st).is_none());
+    show.then(|| status_text(&task.status)).flatten()
 }
 
 /// Streamed artifact text, printed inline as it arrives (one line per

@@ -175,11 +175,7 @@ pub(super) async fn stream(
         return exit::check_task(&task);
     }
     out.close()?;
-    let ended_badly = exit::for_state(task.status.state).is_some();
-    if !out.printed
-        && !ended_badly
-        && let Some(text) = output::status_text(&task.status)
-    {
+    if let Some(text) = output::status_after_stream(&task, out.printed) {
         output::line(&text)?;
     }
     output::check_stream_end(&task, true)?;

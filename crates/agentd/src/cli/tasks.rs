@@ -195,7 +195,8 @@ fn describe(t: &Task) -> String {
     let reply = output::artifacts_text(t);
     // The status message, unless it only repeats the reply.
     if let Some(status) = output::status_text(&t.status).filter(|s| Some(s) != reply.as_ref()) {
-        s.push_str(&format!("status   {}\n", output::one_line(&status)));
+        // A question over several lines stays readable, indented under its label.
+        s.push_str(&format!("status   {}\n", status.trim_end().replace('\n', "\n         ")));
     }
     if let Some(reply) = reply {
         s.push('\n');

@@ -34,7 +34,11 @@ fn a_valid_document_prints_ok_and_a_summary() {
     assert!(stdout.contains("1 workflow (triage)"), "{stdout}");
     assert!(stdout.contains("2 human (oncall, lead)"), "{stdout}");
     assert_eq!(stdout.lines().count(), 1, "one summary line: {stdout}");
-    assert!(out.stderr.is_empty());
+    // The specification's `limits.run` is no agentd setting: serve skips it, with this warning.
+    assert_eq!(
+        text(&out.stderr),
+        "warning: the instruction document's !config sets a key agentd does not use; ignored: limits.run\n"
+    );
 }
 
 #[test]
@@ -121,5 +125,37 @@ fn workflows_are_checked_and_their_problems_name_line_step_and_field() {
     assert!(
         err.contains("8: workflow \"w\": steps.a.timeout: \"soon\" is not a duration"),
         "the step's line: {err}"
+    );
+}
+
+/// `agentd check --all-grants` on a document with this text, written to a file.
+fn check_text(doc_text: &str) -> (Option<i32>, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("agent.md");
+    std::fs::write(&doc, doc_text).unwrap();
+    let out = check(&[path(&doc), "--all-grants"]);
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn config_and_mcp_blocks_serve_would_refuse_are_refused() {
+    let head = "# Agent\n\nAnswers.\n\n";
+    let (code, stdout, stderr) = check_text(&format!("{head}:::!config\nlimits: {{max_steps: x}}\n:::\n"));
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stderr.contains("agent.md:6") && stderr.contains("limits.max_steps: invalid type"), "{stderr}");
+
+    let mcp = ":::!mcp{name=t endpoint=http://127.0.0.1:9/mcp}\npolicy: {tools: {\"x\": maybe}}\n:::\n";
+    let (code, stdout, stderr) = check_text(&format!("{head}{mcp}"));
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stderr.contains("the !mcp block t") && stderr.contains("maybe"), "{stderr}");
+    assert!(stderr.contains("(document line 6, column 23)"), "the document's line: {stderr}");
+
+    // A key agentd does not use: serve's warning, and the document is ok.
+    let (code, stdout, stderr) = check_text(&format!("{head}:::!config\nlimits: {{max_stepz: 3}}\n:::\n"));
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.starts_with("ok: "), "{stdout}");
+    assert_eq!(
+        stderr,
+        "warning: the instruction document's !config sets a key agentd does not use; ignored: limits.max_stepz\n"
     );
 }

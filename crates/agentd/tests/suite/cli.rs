@@ -1,6 +1,7 @@
 //! The client verbs of the `agentd` binary (`send`, `tasks …`) against a
 //! real daemon: what they print on stdout and stderr, and their exit codes.
 
+mod approval;
 mod chat;
 mod exit_codes;
 mod first_hour;
@@ -368,6 +369,19 @@ fn an_unreachable_daemon_is_named_with_a_hint() {
     let out = agentd(&url, &["tasks", "list"]);
     assert_eq!(out.code, 3, "{out:?}");
     assert!(out.stderr.contains(&url), "{out:?}");
+}
+
+#[test]
+fn a_url_without_its_scheme_is_a_usage_error() {
+    for url in ["127.0.0.1:7701", "localhost:7701", "ftp://127.0.0.1:7701"] {
+        let out = agentd(url, &["tasks", "list"]);
+        assert_eq!(out.code, 2, "{out:?}");
+        assert_eq!(
+            out.stderr,
+            format!("agentd: --url {url:?}: expected a URL like http://127.0.0.1:7420\n"),
+            "{out:?}"
+        );
+    }
 }
 
 #[test]
