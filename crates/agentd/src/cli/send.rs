@@ -6,6 +6,7 @@ use super::client::Client;
 use super::exit;
 use super::output::{self, note};
 use super::progress::Steps;
+use agentd_proto::ext::task_annotations;
 use agentd_proto::jsonrpc::methods;
 use agentd_proto::{
     GetTaskRequest, ListTasksRequest, ListTasksResponse, Message, Part, Role, SendMessageConfiguration,
@@ -23,8 +24,8 @@ pub struct SendArgs {
     /// Send within this context (contextId).
     #[arg(long, value_name = "ID")]
     pub context: Option<String>,
-    /// Carry on the last conversation: the context of the task updated
-    /// most recently among those you can see.
+    /// Carry on the last conversation: the context of the turn (a task a
+    /// message started) updated most recently among those you can see.
     #[arg(long = "continue", conflicts_with_all = ["context", "task"])]
     pub continue_last: bool,
     /// Continue this task, e.g. one waiting for input (taskId).
@@ -58,7 +59,9 @@ pub async fn run(args: SendArgs) -> anyhow::Result<()> {
         args.text.join(" ")
     };
     let context = match (&args.context, args.continue_last) {
-        (_, true) => Some(last_context(&client).await?),
+        (_, true) => {
+            Some(last_context(&Client::new(&args.client)?.with_extensions(&[task_annotations::URI])?).await?)
+        }
         (c, false) => c.clone(),
     };
     if let Some(id) = &args.task {
@@ -85,15 +88,37 @@ pub async fn run(args: SendArgs) -> anyhow::Result<()> {
     }
 }
 
-/// The context of the most recently updated task the caller can see.
+/// The context of the caller's latest conversation: of the most recently
+/// updated task it can see that a message started (a turn: not a
+/// subagent, a workflow run or a command's task, which have their own
+/// contexts). `client` asks for the task annotations, which name that.
 async fn last_context(client: &Client) -> anyhow::Result<String> {
-    let req = ListTasksRequest { page_size: Some(1), history_length: Some(0), ..Default::default() };
-    let page: ListTasksResponse = serde_json::from_value(client.call(methods::LIST_TASKS, &req).await?)
-        .context("the daemon's ListTasks answer is not a ListTasksResponse")?;
-    match page.tasks.into_iter().next() {
-        Some(t) if !t.context_id.is_empty() => Ok(t.context_id),
-        _ => bail!("--continue: there is no conversation to continue yet; send without it to start one"),
+    const PAGE: i32 = 50;
+    const PAGES: usize = 5;
+    let mut token = String::new();
+    for _ in 0..PAGES {
+        let req = ListTasksRequest {
+            page_size: Some(PAGE),
+            history_length: Some(0),
+            page_token: token.clone(),
+            ..Default::default()
+        };
+        let page: ListTasksResponse = serde_json::from_value(client.call(methods::LIST_TASKS, &req).await?)
+            .context("the daemon's ListTasks answer is not a ListTasksResponse")?;
+        let is_turn = |t: &agentd_proto::Task| {
+            let link =
+                t.metadata.as_ref().and_then(|m| m.get(task_annotations::URI)).map(|a| &a["link"]["kind"]);
+            link.is_some_and(|k| k == "turn") && !t.context_id.is_empty()
+        };
+        if let Some(t) = page.tasks.iter().find(|t| is_turn(t)) {
+            return Ok(t.context_id.clone());
+        }
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        token = page.next_page_token;
     }
+    bail!("--continue: there is no conversation to continue yet; send without it to start one")
 }
 
 /// Says on stderr that input to a working task is steering, queued for

@@ -156,6 +156,9 @@ fn send_continue_carries_on_the_last_conversation() {
     let out = ok(agentd(&d.url, &["send", "one"]));
     assert!(out.stderr.contains("continue with: agentd send --continue"), "the hint: {out:?}");
     let first = json_of(&ok(agentd(&d.url, &["tasks", "list", "--json"])))["tasks"][0].clone();
+    // A subagent's task, newer, in a context of its own: not a conversation
+    // of the caller's to carry on.
+    ok(agentd(&d.url, &["subagents", "spawn", "--instruction", "x", "sub work"]));
     let out = ok(agentd(&d.url, &["send", "--continue", "two"]));
     assert_eq!(out.stdout, "echo: two\n");
     let list = json_of(&ok(agentd(&d.url, &["tasks", "list", "--json"])));
