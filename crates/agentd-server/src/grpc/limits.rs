@@ -8,6 +8,8 @@
 
 use super::pb;
 use crate::admission::charge;
+use crate::auth::{Authenticated, PeerAddr, PeerIdentity};
+use crate::params::{authenticate, budget_holder};
 use crate::state::AppState;
 use agentd_proto::JsonLimits;
 use agentd_proto::bounded::{BoundedError, Exceeded};
@@ -76,13 +78,21 @@ impl Count {
     }
 }
 
-/// Middleware of the gRPC router: reads the first message's frame header
-/// (compressed flag and length), waits for that message's share of the
-/// body budget, then lets the call read it. The share is held until the
-/// answer is made. A2A has no client-streaming calls, so the first message
-/// is the request.
+/// Middleware of the gRPC router: authenticates the call (UNAUTHENTICATED
+/// before anything of the body is read, as the HTTP bindings answer 401),
+/// reads the first message's frame header (compressed flag and length),
+/// waits for that message's share of the body budget, counted against the
+/// caller (`params::budget_holder`), then lets the call read it. The share
+/// is held until the answer is made. A2A has no client-streaming calls, so
+/// the first message is the request.
 pub async fn admit(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
+    let principal = match authenticate(&state, &parts.headers, parts.extensions.get::<PeerIdentity>()).await {
+        Ok(p) => p,
+        Err(f) => return super::service::unauthenticated(&state.auth, &f).into_http(),
+    };
+    let holder = budget_holder(&state, &principal, parts.extensions.get::<PeerAddr>());
+    parts.extensions.insert(Authenticated(principal));
     let mut stream = body.into_data_stream();
     let mut head = Vec::with_capacity(5);
     let mut rest = Vec::new();
@@ -113,6 +123,7 @@ pub async fn admit(State(state): State<AppState>, req: Request, next: Next) -> R
     let share = state
         .admission
         .body(
+            &holder,
             charge(bytes, state.config.json.max_values)
                 .max(bytes.saturating_mul(DECODED_BYTES_PER_WIRE_BYTE)),
         )

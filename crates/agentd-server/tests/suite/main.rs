@@ -11,6 +11,7 @@
 )]
 
 mod bridges;
+mod budgets;
 mod events_feed;
 mod field_names;
 mod fuzz_regressions;
