@@ -15,9 +15,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 
-/// One listener for every binding: gRPC by `content-type`, then HTTP by path.
+/// One listener for every binding: gRPC by `content-type`, then HTTP by path;
+/// cross-site and rebound requests to the A2A endpoints refused first
+/// (`same_origin.rs`).
 pub fn app(state: AppState) -> Router {
-    bindings(state).layer(crate::request_id::RequestIdLayer)
+    bindings(state.clone())
+        .layer(axum::middleware::from_fn_with_state(state, crate::same_origin::check))
+        .layer(crate::request_id::RequestIdLayer)
 }
 
 #[cfg(feature = "grpc")]

@@ -48,6 +48,8 @@ pub struct ServerConfig {
     /// `GET /metrics` on this listener needs no credentials (it is bound to
     /// loopback, or `metrics.public`); otherwise an operator's.
     pub metrics_open: bool,
+    /// `public_url`: its host is this agent's too (`same_origin.rs`).
+    pub public_url: Option<String>,
 }
 
 /// What one client can hold of the listener.
@@ -97,6 +99,7 @@ impl Default for ServerConfig {
             readiness: crate::readiness::Readiness::default(),
             tls: None,
             metrics_open: false,
+            public_url: None,
         }
     }
 }

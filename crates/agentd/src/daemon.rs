@@ -327,6 +327,7 @@ impl Daemon {
             readiness: readiness.clone(),
             tls,
             metrics_open: cfg.metrics.public || local.ip().is_loopback(),
+            public_url: cfg.public_url.clone(),
         });
         let state = AppState {
             engine: runtime.engine().clone(),

@@ -18,4 +18,5 @@ mod fuzz_regressions;
 mod grpc_extensions;
 mod push_delivery;
 mod request_spans;
+mod same_origin;
 mod support;
