@@ -188,7 +188,12 @@ impl A2aService for A2aGrpc {
     }
 
     async fn cancel_task(&self, req: Request<pb::CancelTaskRequest>) -> Result<pb::Task> {
-        self.unary(req, K::CancelTask, |msg| Ok(Operation::CancelTask(msg.try_into()?))).await
+        let limits = self.state.config.json;
+        self.unary(req, K::CancelTask, |msg| {
+            super::limits::check_cancel(&msg, limits)?;
+            Ok(Operation::CancelTask(msg.try_into()?))
+        })
+        .await
     }
 
     type SubscribeToTaskStream = EventStream;
