@@ -3,12 +3,18 @@
 //! queue for their share instead of multiplying the daemon's memory) and
 //! open streams (SSE and gRPC server streams, which outlive the idle
 //! timeout of their connection).
+//!
+//! Body shares are taken by an authenticated caller only, and each holder
+//! (a principal; without credentials configured, a peer address) holds at
+//! most its own part of the budget: one caller announcing big bodies and
+//! never sending them waits for itself, not the others for it.
 
 use crate::operation::OperationKind;
 use crate::state::ServerConfig;
 use agentd_metrics::{Gauge, Metrics};
 use agentd_proto::{A2aError, ErrorKind};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Shares at most this big are not counted: they cost little, and small
@@ -30,13 +36,43 @@ pub fn charge(bytes: usize, max_values: usize) -> usize {
 pub struct Admission {
     /// In KiB, so the largest budget fits the semaphore's u32 requests.
     body_kib: Arc<Semaphore>,
-    body_kib_total: usize,
+    /// What one holder may hold of `body_kib` at once, in KiB.
+    body_kib_per_holder: usize,
+    holders: Arc<Holders>,
     streams: Arc<Semaphore>,
     max_streams: usize,
 }
 
-/// A share of the body budget, held until the request is answered.
-pub struct BodyShare(#[allow(dead_code)] Option<OwnedSemaphorePermit>);
+/// The part of the body budget each holder has, by holder; an entry lives
+/// while a share of its holder is held or waited for.
+type Holders = Mutex<HashMap<String, Arc<Semaphore>>>;
+
+/// A share of the body budget, held until the request is answered: the
+/// holder's part (released after the budget's, it is dropped last).
+pub struct BodyShare {
+    _budget: Option<OwnedSemaphorePermit>,
+    _holder: Option<HolderShare>,
+}
+
+/// KiB taken from one holder's part. The entry of the holder is removed
+/// when its last share is given back (or its last waiter gave up).
+struct HolderShare {
+    holders: Arc<Holders>,
+    key: String,
+    part: Arc<Semaphore>,
+    kib: u32,
+}
+
+impl Drop for HolderShare {
+    fn drop(&mut self) {
+        self.part.add_permits(self.kib as usize);
+        let mut map = self.holders.lock().unwrap_or_else(|p| p.into_inner());
+        // The map's reference and this one: nobody else holds or waits.
+        if Arc::strong_count(&self.part) == 2 {
+            map.remove(&self.key);
+        }
+    }
+}
 
 /// One of the stream slots, held by the open stream; it counts in its
 /// gauge (`agentd_task_streams_open` or `agentd_feed_subscribers`) while held.
@@ -51,25 +87,43 @@ impl Drop for StreamSlot {
 impl Admission {
     pub fn new(cfg: &ServerConfig) -> Self {
         let body_kib_total = cfg.max_body_bytes_in_flight.div_ceil(1024).max(1);
+        let body_kib_per_holder =
+            cfg.max_body_bytes_in_flight_per_principal.div_ceil(1024).clamp(1, body_kib_total);
         Self {
             body_kib: Arc::new(Semaphore::new(body_kib_total)),
-            body_kib_total,
+            body_kib_per_holder,
+            holders: Arc::default(),
             streams: Arc::new(Semaphore::new(cfg.max_streams)),
             max_streams: cfg.max_streams,
         }
     }
 
     /// Waits for a share of `bytes` of the body budget (nothing for small
-    /// shares); see [`charge`].
-    pub async fn body(&self, bytes: usize) -> BodyShare {
+    /// shares) for `holder` (see [`crate::params::budget_holder`]): first
+    /// from the holder's own part, then from the budget. A share larger
+    /// than a holder's part is that part.
+    pub async fn body(&self, holder: &str, bytes: usize) -> BodyShare {
         if bytes <= UNCOUNTED_BODY_BYTES {
-            return BodyShare(None);
+            return BodyShare { _budget: None, _holder: None };
         }
-        // A body larger than the whole budget waits for all of it.
-        let kib = bytes.div_ceil(1024).min(self.body_kib_total);
+        let kib = bytes.div_ceil(1024).min(self.body_kib_per_holder);
         let kib = u32::try_from(kib).unwrap_or(u32::MAX);
-        // The semaphore is never closed.
-        BodyShare(self.body_kib.clone().acquire_many_owned(kib).await.ok())
+        let part = {
+            let mut map = self.holders.lock().unwrap_or_else(|p| p.into_inner());
+            let per_holder = self.body_kib_per_holder;
+            map.entry(holder.to_owned()).or_insert_with(|| Arc::new(Semaphore::new(per_holder))).clone()
+        };
+        // Made before the wait (and the one reference to the part besides
+        // the map's): a caller that goes away while waiting removes the
+        // holder's entry if it was the last.
+        let mut share = HolderShare { holders: self.holders.clone(), key: holder.to_owned(), part, kib: 0 };
+        // The semaphores are never closed.
+        if let Ok(p) = share.part.acquire_many(kib).await {
+            p.forget();
+            share.kib = kib;
+        }
+        let budget = self.body_kib.clone().acquire_many_owned(kib).await.ok();
+        BodyShare { _budget: budget, _holder: Some(share) }
     }
 
     /// A stream slot for `op` if it streams; refused when all are taken.
@@ -113,6 +167,7 @@ mod tests {
     fn admission(bytes_in_flight: usize, streams: usize) -> Admission {
         Admission::new(&ServerConfig {
             max_body_bytes_in_flight: bytes_in_flight,
+            max_body_bytes_in_flight_per_principal: bytes_in_flight,
             max_streams: streams,
             ..ServerConfig::default()
         })
@@ -121,13 +176,40 @@ mod tests {
     #[tokio::test]
     async fn big_bodies_queue_for_their_share_small_ones_do_not() {
         let a = admission(1024 * 1024, 1);
-        let first = a.body(600 * 1024).await;
-        let second = a.body(600 * 1024);
+        let first = a.body("a", 600 * 1024).await;
+        let second = a.body("b", 600 * 1024);
         tokio::pin!(second);
         assert!(futures::poll!(second.as_mut()).is_pending(), "over the budget: queued");
-        assert!(futures::poll!(Box::pin(a.body(UNCOUNTED_BODY_BYTES))).is_ready(), "small bodies pass");
+        assert!(futures::poll!(Box::pin(a.body("b", UNCOUNTED_BODY_BYTES))).is_ready(), "small bodies pass");
         drop(first);
         assert!(futures::poll!(second.as_mut()).is_ready(), "admitted once the first is done");
+    }
+
+    #[tokio::test]
+    async fn one_holder_takes_at_most_its_part_of_the_budget() {
+        let a = Admission::new(&ServerConfig {
+            max_body_bytes_in_flight: 4 << 20,
+            max_body_bytes_in_flight_per_principal: 1 << 20,
+            ..ServerConfig::default()
+        });
+        // A share over the part is the part: it never waits for more.
+        let big = a.body("user:mallory", 4 << 20).await;
+        let again = a.body("user:mallory", 512 << 10);
+        tokio::pin!(again);
+        assert!(futures::poll!(again.as_mut()).is_pending(), "its part is taken: it waits for itself");
+        for other in ["user:alice", "user:bob", "peer:127.0.0.1"] {
+            let s = Box::pin(a.body(other, 1 << 20));
+            assert!(futures::poll!(s).is_ready(), "{other} is not held up by another holder");
+        }
+        drop(big);
+        assert!(futures::poll!(again.as_mut()).is_ready(), "its own share came back");
+        assert!(a.holders.lock().unwrap().is_empty(), "no entry is kept for a holder holding nothing");
+        // A waiter that goes away leaves no entry either.
+        let held = a.body("user:x", 1 << 20).await;
+        let mut waiting = Box::pin(a.body("user:x", 1 << 20));
+        assert!(futures::poll!(waiting.as_mut()).is_pending());
+        drop((held, waiting));
+        assert!(a.holders.lock().unwrap().is_empty());
     }
 
     #[test]

@@ -5,11 +5,11 @@
 //! streaming method answers with SSE once it validated, and with a plain
 //! error object before that.
 
-use crate::auth::PeerIdentity;
+use crate::auth::{PeerAddr, PeerIdentity};
 use crate::dispatch::{Outcome, execute};
 use crate::errors::{json_bytes_response, json_response, jsonrpc_error, unauthenticated};
 use crate::operation::{OperationKind, method_not_found};
-use crate::params::{authenticate, service_params};
+use crate::params::{authenticate, budget_holder, service_params};
 use crate::routes::{read_body, with_extensions};
 use crate::sse::{self, Framing};
 use crate::state::AppState;
@@ -31,7 +31,8 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Response {
         Err(f) => return unauthenticated(&state.auth, &f),
     };
     // The share of the body budget is held until the answer is built.
-    let (bytes, _share) = match read_body(&state, headers, body).await {
+    let holder = budget_holder(&state, &principal, parts.extensions.get::<PeerAddr>());
+    let (bytes, _share) = match read_body(&state, &holder, headers, body).await {
         Ok(b) => b,
         Err(e) => {
             let mut r = jsonrpc_error(&Value::Null, &e);

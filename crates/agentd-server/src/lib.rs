@@ -26,6 +26,7 @@ pub mod readiness;
 mod request_id;
 mod rest;
 mod routes;
+mod same_origin;
 mod sse;
 pub mod state;
 mod trace;

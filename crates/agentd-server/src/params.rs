@@ -2,7 +2,7 @@
 //! (header or query parameter) and extension activation, resolved once per
 //! request before dispatch.
 
-use crate::auth::{AuthFailure, PeerIdentity};
+use crate::auth::{AuthFailure, PeerAddr, PeerIdentity};
 use crate::extensions::{self, Activated};
 use crate::state::{AppState, VersionPolicy};
 use agentd_core::Principal;
@@ -24,6 +24,20 @@ pub async fn authenticate(
 ) -> Result<Principal, AuthFailure> {
     let value = headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
     state.auth.authenticate(value, peer).await
+}
+
+/// Who a request's share of the body budget counts against: its
+/// principal or, without credentials configured (everyone is the local
+/// operator), the address it came from.
+pub fn budget_holder(state: &AppState, principal: &Principal, peer: Option<&PeerAddr>) -> String {
+    if state.auth.is_protected() {
+        principal.id.clone()
+    } else {
+        match peer {
+            Some(PeerAddr(ip)) => format!("peer:{ip}"),
+            None => "peer:unknown".to_owned(),
+        }
+    }
 }
 
 /// Checks `A2A-Version` (header first, then the `A2A-Version` query

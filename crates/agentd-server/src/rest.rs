@@ -3,11 +3,11 @@
 //! (`/tasks/{id}:cancel`): the segment is split on its last `:` after
 //! percent-decoding, and every route also exists under a `/{tenant}` prefix.
 
-use crate::auth::PeerIdentity;
+use crate::auth::{PeerAddr, PeerIdentity};
 use crate::dispatch::{Outcome, execute};
 use crate::errors::{json_bytes_response, json_response, rest_error, unauthenticated};
 use crate::operation::OperationKind as K;
-use crate::params::{authenticate, service_params};
+use crate::params::{authenticate, budget_holder, service_params};
 use crate::routes::{read_body, with_extensions};
 use crate::sse::{self, Framing};
 use crate::state::AppState;
@@ -121,6 +121,7 @@ pub(crate) fn form_pairs(q: &str) -> Vec<(String, String)> {
 pub async fn handle(
     State(state): State<AppState>,
     peer: Option<Extension<PeerIdentity>>,
+    addr: Option<Extension<PeerAddr>>,
     http_method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -152,7 +153,8 @@ pub async fn handle(
     // The share of the body budget is held until the answer is built.
     let mut _share = None;
     if http_method == Method::POST {
-        let (bytes, share) = match read_body(&state, &headers, body).await {
+        let holder = budget_holder(&state, &ctx.principal, addr.as_ref().map(|a| &a.0));
+        let (bytes, share) = match read_body(&state, &holder, &headers, body).await {
             Ok(b) => b,
             Err(e) => return rest_error(&e),
         };

@@ -15,9 +15,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 
-/// One listener for every binding: gRPC by `content-type`, then HTTP by path.
+/// One listener for every binding: gRPC by `content-type`, then HTTP by path;
+/// cross-site and rebound requests to the A2A endpoints refused first
+/// (`same_origin.rs`).
 pub fn app(state: AppState) -> Router {
-    bindings(state).layer(crate::request_id::RequestIdLayer)
+    bindings(state.clone())
+        .layer(axum::middleware::from_fn_with_state(state, crate::same_origin::check))
+        .layer(crate::request_id::RequestIdLayer)
 }
 
 #[cfg(feature = "grpc")]
@@ -101,12 +105,13 @@ async fn resource_metadata(State(state): State<AppState>) -> Response {
 }
 
 /// Reads a request body up to the body limit, holding a share of the
-/// body budget (returned with the bytes: keep it until the request is
-/// answered). A declared `Content-Length` over the limit is refused before
+/// body budget counted against `holder` (returned with the bytes: keep it
+/// until the request is answered; see [`crate::params::budget_holder`]). A declared `Content-Length` over the limit is refused before
 /// anything is read; a body that does not arrive within the body read
 /// timeout is RequestTimeout.
 pub async fn read_body(
     state: &AppState,
+    holder: &str,
     headers: &HeaderMap,
     body: Body,
 ) -> Result<(Bytes, BodyShare), A2aError> {
@@ -120,7 +125,8 @@ pub async fn read_body(
     }
     // An unknown length may be anything up to the limit.
     let bytes = declared.map_or(limit, |n| n as usize);
-    let share = state.admission.body(crate::admission::charge(bytes, state.config.json.max_values)).await;
+    let share =
+        state.admission.body(holder, crate::admission::charge(bytes, state.config.json.max_values)).await;
     match collect(body, limit, declared).await {
         Ok(bytes) => Ok((bytes, share)),
         Err(e) if caused_by::<http_body_util::LengthLimitError>(&*e) => Err(too_large(limit)),

@@ -36,6 +36,9 @@ pub struct ServerConfig {
     /// Request body bytes being read and processed at once, all requests
     /// together; bigger requests queue for their share.
     pub max_body_bytes_in_flight: usize,
+    /// What one principal (without credentials configured: one peer
+    /// address) may hold of `max_body_bytes_in_flight` at once.
+    pub max_body_bytes_in_flight_per_principal: usize,
     /// Streams (SSE and gRPC server streams) open at once.
     pub max_streams: usize,
     /// What `/readyz` reports.
@@ -45,6 +48,8 @@ pub struct ServerConfig {
     /// `GET /metrics` on this listener needs no credentials (it is bound to
     /// loopback, or `metrics.public`); otherwise an operator's.
     pub metrics_open: bool,
+    /// `public_url`: its host is this agent's too (`same_origin.rs`).
+    pub public_url: Option<String>,
 }
 
 /// What one client can hold of the listener.
@@ -89,10 +94,12 @@ impl Default for ServerConfig {
             connections: ConnectionLimits::default(),
             json: JsonLimits::default(),
             max_body_bytes_in_flight: 32 * 1024 * 1024,
+            max_body_bytes_in_flight_per_principal: 8 * 1024 * 1024,
             max_streams: 2048,
             readiness: crate::readiness::Readiness::default(),
             tls: None,
             metrics_open: false,
+            public_url: None,
         }
     }
 }

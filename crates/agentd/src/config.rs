@@ -471,6 +471,10 @@ pub struct ServerLimitsConfig {
     pub max_json_depth: usize,
     pub max_json_values: usize,
     pub max_body_bytes_in_flight: usize,
+    /// What one principal (without credentials: one peer address) may hold
+    /// of `max_body_bytes_in_flight`; unset: a quarter of it, at least
+    /// `max_body_bytes`.
+    pub max_body_bytes_in_flight_per_principal: Option<usize>,
 }
 
 impl Default for ServerLimitsConfig {
@@ -488,6 +492,7 @@ impl Default for ServerLimitsConfig {
             max_json_depth: d.json.max_depth,
             max_json_values: d.json.max_values,
             max_body_bytes_in_flight: d.max_body_bytes_in_flight,
+            max_body_bytes_in_flight_per_principal: None,
         }
     }
 }
@@ -506,6 +511,12 @@ impl ServerLimitsConfig {
     }
     pub fn json(&self) -> agentd_proto::JsonLimits {
         agentd_proto::JsonLimits { max_depth: self.max_json_depth, max_values: self.max_json_values }
+    }
+    /// `max_body_bytes_in_flight_per_principal`, or its default: a quarter
+    /// of the budget, at least one body of `max_body_bytes`.
+    pub fn body_bytes_per_principal(&self, max_body_bytes: usize) -> usize {
+        self.max_body_bytes_in_flight_per_principal
+            .unwrap_or_else(|| (self.max_body_bytes_in_flight / 4).max(max_body_bytes))
     }
 }
 
@@ -1160,6 +1171,14 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
     }
     if srv.max_body_bytes_in_flight < cfg.max_body_bytes {
         bail!("server.max_body_bytes_in_flight must be at least max_body_bytes (one request must fit)");
+    }
+    if let Some(n) = srv.max_body_bytes_in_flight_per_principal
+        && !(cfg.max_body_bytes..=srv.max_body_bytes_in_flight).contains(&n)
+    {
+        bail!(
+            "server.max_body_bytes_in_flight_per_principal must be between max_body_bytes and \
+             server.max_body_bytes_in_flight"
+        );
     }
     if cfg.sse_keep_alive_secs == 0 {
         bail!("sse_keep_alive_secs must be at least 1");

@@ -338,10 +338,12 @@ impl Daemon {
             connections: cfg.server.connections(),
             json: cfg.server.json(),
             max_body_bytes_in_flight: cfg.server.max_body_bytes_in_flight,
+            max_body_bytes_in_flight_per_principal: cfg.server.body_bytes_per_principal(cfg.max_body_bytes),
             max_streams: cfg.server.max_streams,
             readiness: readiness.clone(),
             tls,
             metrics_open: cfg.metrics.public || local.ip().is_loopback(),
+            public_url: cfg.public_url.clone(),
         });
         let state = AppState {
             engine: runtime.engine().clone(),

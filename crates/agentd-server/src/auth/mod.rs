@@ -55,6 +55,16 @@ pub fn digest(secret: &str) -> [u8; 32] {
 #[derive(Clone, Debug)]
 pub struct PeerIdentity(pub Result<Principal, String>);
 
+/// The address of the connection's peer (an IPv4-mapped IPv6 address as
+/// its IPv4 address), set on every request the listener serves.
+#[derive(Clone, Copy, Debug)]
+pub struct PeerAddr(pub std::net::IpAddr);
+
+/// The principal a request was authenticated as, set by a layer that
+/// authenticated it before the handler (the gRPC binding's admission).
+#[derive(Clone, Debug)]
+pub struct Authenticated(pub Principal);
+
 #[derive(Debug, PartialEq, Eq)]
 pub enum AuthFailure {
     Missing,

@@ -8,6 +8,8 @@
 
 use super::pb;
 use crate::admission::charge;
+use crate::auth::{Authenticated, PeerAddr, PeerIdentity};
+use crate::params::{authenticate, budget_holder};
 use crate::state::AppState;
 use agentd_proto::JsonLimits;
 use agentd_proto::bounded::{BoundedError, Exceeded};
@@ -23,23 +25,51 @@ use prost_types::value::Kind;
 /// and some 32 decoded.
 const DECODED_BYTES_PER_WIRE_BYTE: usize = 8;
 
-/// Refuses a SendMessage with more values, or deeper ones, than `limits`.
+/// Refuses a SendMessage with more values, or deeper ones, than `limits`,
+/// counted as its JSON form is: every part, every string of a repeated
+/// field (and the array holding them), every member of a Struct or Value.
 pub fn check_send(req: &pb::SendMessageRequest, limits: JsonLimits) -> Result<(), agentd_proto::A2aError> {
     let mut count = Count { limits, left: limits.max_values };
-    let structs = req.metadata.iter().chain(
-        req.message
-            .iter()
-            .flat_map(|m| m.metadata.iter().chain(m.parts.iter().flat_map(|p| p.metadata.iter()))),
-    );
-    for s in structs {
-        count.object(s, 1)?;
+    count.one(1)?;
+    if let Some(s) = &req.metadata {
+        count.object(s, 2)?;
     }
-    for part in req.message.iter().flat_map(|m| m.parts.iter()) {
-        if let Some(pb::part::Content::Data(v)) = &part.content {
-            count.value(v, 1)?;
+    if let Some(c) = &req.configuration {
+        count.one(2)?;
+        count.strings(c.accepted_output_modes.len(), 3)?;
+    }
+    if let Some(m) = &req.message {
+        count.one(2)?;
+        if let Some(s) = &m.metadata {
+            count.object(s, 3)?;
+        }
+        count.strings(m.extensions.len(), 3)?;
+        count.strings(m.reference_task_ids.len(), 3)?;
+        // The array, then each part: an object and its content.
+        count.one(3)?;
+        for part in &m.parts {
+            count.one(4)?;
+            match &part.content {
+                Some(pb::part::Content::Data(v)) => count.value(v, 5)?,
+                _ => count.one(5)?,
+            }
+            if let Some(s) = &part.metadata {
+                count.object(s, 5)?;
+            }
         }
     }
     Ok(())
+}
+
+/// Refuses a CancelTask whose metadata has more values, or deeper ones,
+/// than `limits`, as [`check_send`] does.
+pub fn check_cancel(req: &pb::CancelTaskRequest, limits: JsonLimits) -> Result<(), agentd_proto::A2aError> {
+    let mut count = Count { limits, left: limits.max_values };
+    count.one(1)?;
+    match &req.metadata {
+        Some(s) => count.object(s, 2),
+        None => Ok(()),
+    }
 }
 
 struct Count {
@@ -59,6 +89,14 @@ impl Count {
         Ok(())
     }
 
+    /// A repeated string field of `n` strings: the array and each string.
+    fn strings(&mut self, n: usize, depth: usize) -> Result<(), agentd_proto::A2aError> {
+        if n == 0 {
+            return Ok(());
+        }
+        (0..=n).try_for_each(|i| self.one(if i == 0 { depth } else { depth + 1 }))
+    }
+
     fn object(&mut self, s: &prost_types::Struct, depth: usize) -> Result<(), agentd_proto::A2aError> {
         self.one(depth)?;
         s.fields.values().try_for_each(|v| self.value(v, depth + 1))
@@ -76,13 +114,21 @@ impl Count {
     }
 }
 
-/// Middleware of the gRPC router: reads the first message's frame header
-/// (compressed flag and length), waits for that message's share of the
-/// body budget, then lets the call read it. The share is held until the
-/// answer is made. A2A has no client-streaming calls, so the first message
-/// is the request.
+/// Middleware of the gRPC router: authenticates the call (UNAUTHENTICATED
+/// before anything of the body is read, as the HTTP bindings answer 401),
+/// reads the first message's frame header (compressed flag and length),
+/// waits for that message's share of the body budget, counted against the
+/// caller (`params::budget_holder`), then lets the call read it. The share
+/// is held until the answer is made. A2A has no client-streaming calls, so
+/// the first message is the request.
 pub async fn admit(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
+    let principal = match authenticate(&state, &parts.headers, parts.extensions.get::<PeerIdentity>()).await {
+        Ok(p) => p,
+        Err(f) => return super::service::unauthenticated(&state.auth, &f).into_http(),
+    };
+    let holder = budget_holder(&state, &principal, parts.extensions.get::<PeerAddr>());
+    parts.extensions.insert(Authenticated(principal));
     let mut stream = body.into_data_stream();
     let mut head = Vec::with_capacity(5);
     let mut rest = Vec::new();
@@ -113,6 +159,7 @@ pub async fn admit(State(state): State<AppState>, req: Request, next: Next) -> R
     let share = state
         .admission
         .body(
+            &holder,
             charge(bytes, state.config.json.max_values)
                 .max(bytes.saturating_mul(DECODED_BYTES_PER_WIRE_BYTE)),
         )
@@ -148,14 +195,41 @@ mod tests {
 
     #[test]
     fn values_are_counted_across_data_and_metadata_and_nesting_is_bounded() {
-        let limits = JsonLimits { max_depth: 4, max_values: 10 };
-        assert!(check_send(&send(list(vec![null(); 9]), None), limits).is_ok(), "1 list + 9 values");
-        let e = check_send(&send(list(vec![null(); 10]), None), limits).expect_err("11 values");
+        // The request, its message, the parts array and the part: 4, and
+        // the data part's value at depth 5.
+        let limits = JsonLimits { max_depth: 8, max_values: 14 };
+        assert!(check_send(&send(list(vec![null(); 9]), None), limits).is_ok(), "4 + 1 list + 9 values");
+        let e = check_send(&send(list(vec![null(); 10]), None), limits).expect_err("15 values");
         assert!(e.message.contains("server.max_json_values"), "{}", e.message);
         let meta = Struct { fields: [("k".to_owned(), null())].into_iter().collect() };
         assert!(check_send(&send(list(vec![null(); 8]), Some(meta)), limits).is_err(), "metadata counts too");
         let deep = list(vec![list(vec![list(vec![list(vec![null()])])])]);
-        let e = check_send(&send(deep, None), limits).expect_err("5 levels");
+        let e = check_send(&send(deep, None), limits).expect_err("9 levels");
         assert!(e.message.contains("server.max_json_depth"), "{}", e.message);
+    }
+
+    #[test]
+    fn parts_repeated_strings_and_cancel_metadata_count_too() {
+        let limits = JsonLimits { max_depth: 8, max_values: 100 };
+        let text = pb::Part { content: Some(pb::part::Content::Text(String::new())), ..Default::default() };
+        let with = |parts: usize, ids: usize| pb::SendMessageRequest {
+            message: Some(pb::Message {
+                parts: vec![text.clone(); parts],
+                reference_task_ids: vec![String::new(); ids],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        // The request, the message, the parts array: 3; two values a part.
+        assert!(check_send(&with(48, 0), limits).is_ok());
+        let e = check_send(&with(49, 0), limits).expect_err("empty parts count");
+        assert!(e.message.contains("server.max_json_values"), "{}", e.message);
+        assert!(check_send(&with(1, 94), limits).is_ok(), "3 + 2 + the array + 94 ids");
+        assert!(check_send(&with(1, 95), limits).is_err(), "repeated strings count");
+        let meta = |n: usize| Struct { fields: (0..n).map(|i| (i.to_string(), null())).collect() };
+        let cancel = |n| pb::CancelTaskRequest { metadata: Some(meta(n)), ..Default::default() };
+        assert!(check_cancel(&cancel(98), limits).is_ok());
+        let e = check_cancel(&cancel(99), limits).expect_err("cancel metadata counts");
+        assert!(e.message.contains("server.max_json_values"), "{}", e.message);
     }
 }

@@ -8,7 +8,7 @@
 use super::pb::{self, a2a_service_server::A2aService};
 use super::status::to_status;
 use crate::admission::StreamSlot;
-use crate::auth::{AuthFailure, PeerIdentity};
+use crate::auth::{AuthFailure, Authenticated, PeerIdentity};
 use crate::dispatch::{EventSource, Outcome, Reply, execute};
 use crate::metrics::Binding;
 use crate::operation::{Operation, OperationKind as K};
@@ -38,9 +38,14 @@ impl A2aGrpc {
     async fn begin<T>(&self, req: Request<T>, kind: K) -> std::result::Result<(RequestContext, T), Status> {
         let (metadata, extensions, msg) = req.into_parts();
         let headers = metadata.into_headers();
-        let principal = authenticate(&self.state, &headers, extensions.get::<PeerIdentity>())
-            .await
-            .map_err(|f| unauthenticated(&self.state.auth, &f))?;
+        // Authenticated by the router's admission layer before the body
+        // was read (`limits::admit`); a service used without it does it here.
+        let principal = match extensions.get::<Authenticated>() {
+            Some(Authenticated(p)) => p.clone(),
+            None => authenticate(&self.state, &headers, extensions.get::<PeerIdentity>())
+                .await
+                .map_err(|f| unauthenticated(&self.state.auth, &f))?,
+        };
         let ctx = service_params(&self.state, principal, &headers, None, kind.method())
             .map_err(|e| to_status(&e))?;
         Ok((ctx, msg))
@@ -88,7 +93,7 @@ impl A2aGrpc {
     }
 }
 
-fn unauthenticated(auth: &crate::auth::Authenticator, f: &AuthFailure) -> Status {
+pub(super) fn unauthenticated(auth: &crate::auth::Authenticator, f: &AuthFailure) -> Status {
     if let AuthFailure::Unavailable(_) = f {
         return to_status(&A2aError::new(ErrorKind::Unavailable, f.message()));
     }
@@ -183,7 +188,12 @@ impl A2aService for A2aGrpc {
     }
 
     async fn cancel_task(&self, req: Request<pb::CancelTaskRequest>) -> Result<pb::Task> {
-        self.unary(req, K::CancelTask, |msg| Ok(Operation::CancelTask(msg.try_into()?))).await
+        let limits = self.state.config.json;
+        self.unary(req, K::CancelTask, |msg| {
+            super::limits::check_cancel(&msg, limits)?;
+            Ok(Operation::CancelTask(msg.try_into()?))
+        })
+        .await
     }
 
     type SubscribeToTaskStream = EventStream;

@@ -13,7 +13,7 @@
 
 use super::body::DeadlineBody;
 use super::caps::Admitted;
-use crate::auth::PeerIdentity;
+use crate::auth::{PeerAddr, PeerIdentity};
 use crate::state::ConnectionLimits;
 use axum::Router;
 use axum::body::Body;
@@ -222,12 +222,14 @@ const STOP_FLUSH: Duration = Duration::from_millis(500);
 
 /// Serves one connection until it closes, times out or the daemon stops.
 /// `version`: the HTTP version, if [`sniff`] told it; `peer`: who the
-/// connection's client certificate names, set on each of its requests.
+/// connection's client certificate names, and `addr`: where it comes from,
+/// set on each of its requests.
 #[allow(clippy::too_many_arguments)]
 pub async fn serve<S>(
     stream: S,
     version: Option<Version>,
     peer: Option<PeerIdentity>,
+    addr: std::net::IpAddr,
     router: Router,
     builders: Arc<Builders>,
     limits: ConnectionLimits,
@@ -252,6 +254,7 @@ pub async fn serve<S>(
         if let Some(p) = &peer {
             req.extensions_mut().insert(p.clone());
         }
+        req.extensions_mut().insert(PeerAddr(addr.to_canonical()));
         let mut router = router.clone();
         // Boxed: hyper keeps room for a request's future for the
         // connection's life, an SSE stream's included; a box is that room's

@@ -106,8 +106,19 @@ async fn serve_router(
                         },
                         () = shutdown.cancelled() => return,
                     };
-                    conn::serve(stream, version, None, router, builders, limits, shutdown, stopped, admitted)
-                        .await;
+                    conn::serve(
+                        stream,
+                        version,
+                        None,
+                        peer.ip(),
+                        router,
+                        builders,
+                        limits,
+                        shutdown,
+                        stopped,
+                        admitted,
+                    )
+                    .await;
                 });
             }
             Some(tls) => {
@@ -127,7 +138,16 @@ async fn serve_router(
                         _ => None,
                     };
                     conn::serve(
-                        stream, None, identity, router, builders, limits, shutdown, stopped, admitted,
+                        stream,
+                        None,
+                        identity,
+                        peer.ip(),
+                        router,
+                        builders,
+                        limits,
+                        shutdown,
+                        stopped,
+                        admitted,
                     )
                     .await;
                 });

@@ -11,10 +11,13 @@
 )]
 
 mod bridges;
+mod budgets;
 mod events_feed;
 mod field_names;
 mod fuzz_regressions;
 mod grpc_extensions;
+mod grpc_limits;
 mod push_delivery;
 mod request_spans;
+mod same_origin;
 mod support;

@@ -27,6 +27,17 @@ pub async fn serve_on(
     extensions: ExtensionRegistry,
     policy: VersionPolicy,
 ) -> (SocketAddr, CancellationToken) {
+    let config = ServerConfig { version_policy: policy, ..ServerConfig::default() };
+    serve_with(store, extensions, Authenticator::default(), config).await
+}
+
+/// The server with these credentials and settings.
+pub async fn serve_with(
+    store: Arc<dyn Store>,
+    extensions: ExtensionRegistry,
+    auth: Authenticator,
+    config: ServerConfig,
+) -> (SocketAddr, CancellationToken) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let runtime = EngineBuilder::new(
@@ -57,11 +68,11 @@ pub async fn serve_on(
     let shutdown = CancellationToken::new();
     let state = AppState {
         engine: runtime.engine().clone(),
-        auth: Arc::new(Authenticator::default()),
+        auth: Arc::new(auth),
         card: Arc::new(card),
         extensions: Arc::new(extensions),
-        admission: Arc::new(Admission::new(&ServerConfig::default())),
-        config: Arc::new(ServerConfig { version_policy: policy, ..ServerConfig::default() }),
+        admission: Arc::new(Admission::new(&config)),
+        config: Arc::new(config),
         shutdown: shutdown.clone(),
     };
     tokio::spawn(agentd_server::serve(listener, state, shutdown.clone()));

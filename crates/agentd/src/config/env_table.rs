@@ -27,6 +27,7 @@ const SAMPLES: &[Sample] = &[
     ("AGENTD_PUBLIC_URL", "https://agent.example.com", &[]),
     ("AGENTD_A2A_VERSION", "strict", &[]),
     ("AGENTD_STORE_SYNC", "normal", &[]),
+    ("AGENTD_SERVER_MAX_BODY_BYTES_IN_FLIGHT_PER_PRINCIPAL", "16777216", &[]),
     ("AGENTD_STORE", "postgres://agentd@db.example.com:5432/agentd", &[]),
     ("AGENTD_STORE_URL", "postgres://agentd@db.example.com:5432/agentd", &[]),
     (

@@ -100,7 +100,7 @@ async fn silent_slow_and_idle_connections_are_closed_after_their_timeouts() {
     // Headers one line every 50 ms: each line arrives well within the
     // timeout, the head as a whole never does.
     let mut slow = connect(&d).await;
-    slow.write_all(b"POST /a2a/jsonrpc HTTP/1.1\r\nhost: x\r\n").await.expect("write");
+    slow.write_all(b"POST /a2a/jsonrpc HTTP/1.1\r\nhost: 127.0.0.1\r\n").await.expect("write");
     let mut tick = tokio::time::interval(Duration::from_millis(50));
     let dribble = async {
         for _ in 0..200 {
@@ -115,7 +115,7 @@ async fn silent_slow_and_idle_connections_are_closed_after_their_timeouts() {
 
     let mut slow_body = connect(&d).await;
     slow_body
-        .write_all(b"POST /a2a/jsonrpc HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"jsonrpc\"")
+        .write_all(b"POST /a2a/jsonrpc HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"jsonrpc\"")
         .await
         .expect("write");
     let answer = until_closed(&mut slow_body).await.expect("a body that never completes is cut off");
@@ -144,7 +144,7 @@ async fn a_declared_length_over_the_limit_is_refused_before_the_body_is_sent() {
     for path in ["/a2a/jsonrpc", "/a2a/rest/message:send"] {
         let mut s = connect(&d).await;
         let head = format!(
-            "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000000000\r\n\r\n"
+            "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 1000000000\r\n\r\n"
         );
         s.write_all(head.as_bytes()).await.expect("write");
         let (status, body) = response(&mut s).await;
