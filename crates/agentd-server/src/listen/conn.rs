@@ -10,6 +10,9 @@
 //!   gracefully, and dropped if it is still there after another such
 //!   period. A response in flight (an SSE stream included) keeps it open:
 //!   streams have their own keep-alive and cap.
+//! - A connection whose writes have been blocked for `idle_timeout` (its
+//!   peer reads nothing while the socket's buffers are full) is dropped,
+//!   and with it the response it holds.
 
 use super::body::DeadlineBody;
 use super::caps::Admitted;
@@ -264,7 +267,8 @@ pub async fn serve<S>(
             Ok::<_, std::convert::Infallible>(resp.map(|inner| Tracked { inner, _busy: busy }))
         })
     });
-    let io = TokioIo::new(stream);
+    let writes = WriteClock::new();
+    let io = TokioIo::new(Progress { inner: stream, clock: writes.clone() });
     let mut conn = match version {
         Some(Version::H1) => Served::H1(Box::pin(builders.h1.serve_connection(io, svc))),
         Some(Version::H2) => Served::Auto(Box::pin(builders.h2.serve_connection(io, svc))),
@@ -301,6 +305,10 @@ pub async fn serve<S>(
                 }
                 stopping = true;
             }
+            () = writes.blocked_for(limits.idle_timeout) => {
+                tracing::debug!("the peer read nothing for the idle timeout while a response waited: dropped");
+                return;
+            }
             () = in_flight.quiet_for(first, idle) => {
                 if closing {
                     // Asked to close a period ago and still here, with
@@ -311,6 +319,110 @@ pub async fn serve<S>(
                 closing = true;
             }
         }
+    }
+}
+
+/// When the connection's writes last found its socket full and made no
+/// progress since, in microseconds after `epoch` (0: they are not blocked).
+#[derive(Clone)]
+struct WriteClock(Arc<(AtomicU64, Instant)>);
+
+impl WriteClock {
+    fn new() -> Self {
+        Self(Arc::new((AtomicU64::new(0), Instant::now())))
+    }
+
+    fn now_us(&self) -> u64 {
+        u64::try_from(self.0.1.elapsed().as_micros()).unwrap_or(u64::MAX).max(1)
+    }
+
+    /// A write could not go on: the blocked time starts, if not running.
+    fn blocked(&self) {
+        let _ = self.0.0.compare_exchange(0, self.now_us(), Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// A write went on.
+    fn moved(&self) {
+        self.0.0.store(0, Ordering::Relaxed);
+    }
+
+    /// Resolves once writes have been blocked for `limit` without a byte
+    /// going out; looks again every `limit` otherwise.
+    async fn blocked_for(&self, limit: Duration) {
+        loop {
+            let since = self.0.0.load(Ordering::Relaxed);
+            if since == 0 {
+                tokio::time::sleep(limit).await;
+                continue;
+            }
+            let at = self.0.1 + Duration::from_micros(since) + limit;
+            if Instant::now() >= at {
+                return;
+            }
+            tokio::time::sleep_until(at).await;
+        }
+    }
+}
+
+/// The connection's stream, telling `clock` whether its writes go on.
+struct Progress<S> {
+    inner: S,
+    clock: WriteClock,
+}
+
+impl<S> Progress<S> {
+    /// A write's outcome: bytes out are progress, a full socket is not.
+    fn wrote(&self, r: Poll<std::io::Result<usize>>) -> Poll<std::io::Result<usize>> {
+        match &r {
+            Poll::Pending => self.clock.blocked(),
+            Poll::Ready(Ok(n)) if *n > 0 => self.clock.moved(),
+            Poll::Ready(_) => {}
+        }
+        r
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Progress<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Progress<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.wrote(r)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.wrote(r)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        // A flush that waits (TLS records queued) is a blocked write; one
+        // that is done says nothing of the writes before it.
+        let r = Pin::new(&mut self.inner).poll_flush(cx);
+        if r.is_pending() {
+            self.clock.blocked();
+        }
+        r
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 

@@ -191,3 +191,48 @@ async fn connections_over_the_caps_are_refused_while_connected_clients_are_serve
         tokio::task::yield_now().await;
     }
 }
+
+/// A client that asks for a big answer and reads none of it holds its
+/// connection, and the answer, no longer than the idle timeout: with one
+/// connection allowed an address, the next one is served once the daemon
+/// dropped it.
+#[tokio::test]
+async fn a_client_that_reads_nothing_of_its_answer_is_dropped_after_the_idle_timeout() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Idle after 300 ms; the wait for a next request head (which HTTP/1.1
+    // also arms while an answer is written) far above the deadline.
+    let env = [
+        ("AGENTD_SERVER_IDLE_TIMEOUT_MS", "300"),
+        ("AGENTD_SERVER_HEADER_READ_TIMEOUT_MS", "60000"),
+        ("AGENTD_SERVER_MAX_CONNECTIONS_PER_PEER", "1"),
+    ];
+    let d = Daemon::start_with_env(dir.path(), &[], &env);
+    // A listing far bigger than the sockets' buffers: the echo model
+    // answers each 3 MiB message with its text.
+    let big = "x".repeat(3 << 20);
+    for _ in 0..3 {
+        d.ok(Binding::JsonRpc, "SendMessage", send_params(&uid("big"), &big, None)).await;
+    }
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"includeArtifacts":true}}"#;
+    let socket = TcpSocket::new_v4().expect("socket");
+    socket.set_recv_buffer_size(4096).expect("a small receive buffer");
+    socket.bind("127.0.0.2:0".parse().expect("local address")).expect("bind");
+    let mut stalled = socket.connect(addr(&d)).await.expect("connect");
+    let request = format!(
+        "POST /a2a/jsonrpc HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stalled.write_all(request.as_bytes()).await.expect("write");
+    // Nothing of the answer is read; the address's one place comes back
+    // when the daemon drops the connection.
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let mut probe = connect_from(&d, "127.0.0.2").await;
+        if healthz(&mut probe).await == 200 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the stalled connection was never dropped");
+        tokio::task::yield_now().await;
+    }
+    drop(stalled);
+}
