@@ -41,6 +41,10 @@ pub struct Admission {
     holders: Arc<Holders>,
     streams: Arc<Semaphore>,
     max_streams: usize,
+    /// Streams open by holder (as body shares are held), each at most
+    /// `max_streams_per_holder`; an entry lives while its count is not 0.
+    stream_holders: Arc<Mutex<HashMap<String, usize>>>,
+    max_streams_per_holder: usize,
 }
 
 /// The part of the body budget each holder has, by holder; an entry lives
@@ -76,11 +80,30 @@ impl Drop for HolderShare {
 
 /// One of the stream slots, held by the open stream; it counts in its
 /// gauge (`agentd_task_streams_open` or `agentd_feed_subscribers`) while held.
-pub struct StreamSlot(#[allow(dead_code)] OwnedSemaphorePermit, Gauge);
+/// Its fields are held for their drops: the permit and the holder's count.
+pub struct StreamSlot(#[allow(dead_code)] OwnedSemaphorePermit, Gauge, #[allow(dead_code)] HolderStream);
 
 impl Drop for StreamSlot {
     fn drop(&mut self) {
         self.1.dec();
+    }
+}
+
+/// One of a holder's open streams, counted until dropped.
+struct HolderStream {
+    holders: Arc<Mutex<HashMap<String, usize>>>,
+    key: String,
+}
+
+impl Drop for HolderStream {
+    fn drop(&mut self) {
+        let mut map = self.holders.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = map.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.key);
+            }
+        }
     }
 }
 
@@ -95,6 +118,8 @@ impl Admission {
             holders: Arc::default(),
             streams: Arc::new(Semaphore::new(cfg.max_streams)),
             max_streams: cfg.max_streams,
+            stream_holders: Arc::default(),
+            max_streams_per_holder: cfg.max_streams_per_principal.clamp(1, cfg.max_streams.max(1)),
         }
     }
 
@@ -126,8 +151,15 @@ impl Admission {
         BodyShare { _budget: budget, _holder: Some(share) }
     }
 
-    /// A stream slot for `op` if it streams; refused when all are taken.
-    pub fn stream_for(&self, op: OperationKind, m: &Metrics) -> Result<Option<StreamSlot>, A2aError> {
+    /// A stream slot for `op` if it streams, held by `holder` (see
+    /// [`crate::params::budget_holder`]); refused when all are taken, or
+    /// the holder's part of them.
+    pub fn stream_for(
+        &self,
+        op: OperationKind,
+        m: &Metrics,
+        holder: &str,
+    ) -> Result<Option<StreamSlot>, A2aError> {
         if !op.is_stream() {
             return Ok(None);
         }
@@ -136,15 +168,33 @@ impl Admission {
         } else {
             &m.streams.task_streams
         };
-        self.stream(gauge).map(Some)
+        self.stream(gauge, holder).map(Some)
     }
 
-    /// A stream slot counted in `gauge`; Unavailable naming the limit when
-    /// all are taken.
-    pub fn stream(&self, gauge: &Gauge) -> Result<StreamSlot, A2aError> {
+    /// A stream slot counted in `gauge`, held by `holder`; Unavailable
+    /// naming the limit when all are taken, or the holder's part of them.
+    pub fn stream(&self, gauge: &Gauge, holder: &str) -> Result<StreamSlot, A2aError> {
+        let mine = {
+            let mut map = self.stream_holders.lock().unwrap_or_else(|p| p.into_inner());
+            let n = map.entry(holder.to_owned()).or_insert(0);
+            if *n >= self.max_streams_per_holder {
+                return Err(A2aError::new(
+                    ErrorKind::Unavailable,
+                    format!(
+                        "you have {} streams open, the most one caller may (server.max_streams_per_principal); \
+                         close one first",
+                        self.max_streams_per_holder
+                    ),
+                )
+                .with_meta("limit", "server.max_streams_per_principal")
+                .with_meta("limitValue", self.max_streams_per_holder.to_string()));
+            }
+            *n += 1;
+            HolderStream { holders: self.stream_holders.clone(), key: holder.to_owned() }
+        };
         let slot = |permit| {
             gauge.inc();
-            StreamSlot(permit, gauge.clone())
+            StreamSlot(permit, gauge.clone(), mine)
         };
         self.streams.clone().try_acquire_owned().map(slot).map_err(|_| {
             A2aError::new(
@@ -224,15 +274,45 @@ mod tests {
     fn streams_over_the_cap_are_refused_naming_the_limit() {
         let a = admission(1024 * 1024, 1);
         let m = agentd_metrics::Metrics::new();
-        let slot = a.stream_for(OperationKind::SubscribeToTask, &m).unwrap();
+        let slot = a.stream_for(OperationKind::SubscribeToTask, &m, "user:a").unwrap();
         assert!(slot.is_some());
-        assert!(a.stream_for(OperationKind::GetTask, &m).unwrap().is_none(), "unary methods take no slot");
-        let e = a.stream_for(OperationKind::SendStreamingMessage, &m).err().expect("refused");
+        assert!(
+            a.stream_for(OperationKind::GetTask, &m, "user:a").unwrap().is_none(),
+            "unary methods take no slot"
+        );
+        let e = a.stream_for(OperationKind::SendStreamingMessage, &m, "user:b").err().expect("refused");
         assert_eq!(e.kind, ErrorKind::Unavailable);
         assert!(e.message.contains("server.max_streams"), "{}", e.message);
         assert_eq!(m.streams.task_streams.get(), 1, "an open stream is counted");
         drop(slot);
         assert_eq!(m.streams.task_streams.get(), 0, "and no longer once it ended");
-        assert!(a.stream(&m.streams.task_streams).is_ok(), "the slot comes back when the stream ends");
+        assert!(
+            a.stream(&m.streams.task_streams, "user:b").is_ok(),
+            "the slot comes back when the stream ends"
+        );
+    }
+
+    #[test]
+    fn one_caller_holds_at_most_its_part_of_the_streams() {
+        let a = Admission::new(&ServerConfig {
+            max_streams: 8,
+            max_streams_per_principal: 2,
+            ..ServerConfig::default()
+        });
+        let m = agentd_metrics::Metrics::new();
+        let gauge = &m.streams.task_streams;
+        let mine = [a.stream(gauge, "user:mallory").unwrap(), a.stream(gauge, "user:mallory").unwrap()];
+        let e = a.stream(gauge, "user:mallory").err().expect("over its part");
+        assert_eq!(e.kind, ErrorKind::Unavailable);
+        assert!(e.message.contains("server.max_streams_per_principal"), "{}", e.message);
+        let others: Vec<_> =
+            (0..6).map(|i| a.stream(gauge, &format!("user:{i}")).expect("the others' places")).collect();
+        assert!(
+            a.stream(gauge, "user:alice").err().expect("all taken").message.contains("server.max_streams")
+        );
+        drop(mine);
+        assert!(a.stream(gauge, "user:mallory").is_ok(), "its places come back when its streams end");
+        assert!(a.stream_holders.lock().unwrap().len() <= 7, "a holder with no stream leaves the map");
+        drop(others);
     }
 }

@@ -54,7 +54,8 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Response {
     // buffer, and hyper reads on into a new one: 8 KiB more per request.
     drop(parts);
     let kind = OperationKind::from_method(&req.method);
-    let slot = match kind.map(|k| state.admission.stream_for(k, state.engine.metrics())).transpose() {
+    let slot = match kind.map(|k| state.admission.stream_for(k, state.engine.metrics(), &holder)).transpose()
+    {
         Ok(s) => s.flatten(),
         Err(e) => return with_extensions(jsonrpc_error(&req.id, &e), &ctx.activated),
     };

@@ -145,7 +145,8 @@ pub async fn handle(
         Ok(c) => c,
         Err(e) => return rest_error(&e),
     };
-    let slot = match state.admission.stream_for(route.op, state.engine.metrics()) {
+    let holder = budget_holder(&state, &ctx.principal, addr.as_ref().map(|a| &a.0));
+    let slot = match state.admission.stream_for(route.op, state.engine.metrics(), &holder) {
         Ok(s) => s,
         Err(e) => return with_extensions(rest_error(&e), &ctx.activated),
     };
@@ -153,7 +154,6 @@ pub async fn handle(
     // The share of the body budget is held until the answer is built.
     let mut _share = None;
     if http_method == Method::POST {
-        let holder = budget_holder(&state, &ctx.principal, addr.as_ref().map(|a| &a.0));
         let (bytes, share) = match read_body(&state, &holder, &headers, body).await {
             Ok(b) => b,
             Err(e) => return rest_error(&e),

@@ -41,6 +41,9 @@ pub struct ServerConfig {
     pub max_body_bytes_in_flight_per_principal: usize,
     /// Streams (SSE and gRPC server streams) open at once.
     pub max_streams: usize,
+    /// What one principal (without credentials: one peer address) may hold
+    /// of `max_streams`.
+    pub max_streams_per_principal: usize,
     /// What `/readyz` reports.
     pub readiness: crate::readiness::Readiness,
     /// TLS (and mutual TLS) on the listener; `None`: cleartext.
@@ -96,6 +99,7 @@ impl Default for ServerConfig {
             max_body_bytes_in_flight: 32 * 1024 * 1024,
             max_body_bytes_in_flight_per_principal: 8 * 1024 * 1024,
             max_streams: 2048,
+            max_streams_per_principal: 512,
             readiness: crate::readiness::Readiness::default(),
             tls: None,
             metrics_open: false,

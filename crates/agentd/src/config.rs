@@ -475,6 +475,9 @@ pub struct ServerLimitsConfig {
     /// of `max_body_bytes_in_flight`; unset: a quarter of it, at least
     /// `max_body_bytes`.
     pub max_body_bytes_in_flight_per_principal: Option<usize>,
+    /// What one principal (without credentials: one peer address) may hold
+    /// of `max_streams`; unset: a quarter of it, at least one.
+    pub max_streams_per_principal: Option<usize>,
 }
 
 impl Default for ServerLimitsConfig {
@@ -493,6 +496,7 @@ impl Default for ServerLimitsConfig {
             max_json_values: d.json.max_values,
             max_body_bytes_in_flight: d.max_body_bytes_in_flight,
             max_body_bytes_in_flight_per_principal: None,
+            max_streams_per_principal: None,
         }
     }
 }
@@ -511,6 +515,11 @@ impl ServerLimitsConfig {
     }
     pub fn json(&self) -> agentd_proto::JsonLimits {
         agentd_proto::JsonLimits { max_depth: self.max_json_depth, max_values: self.max_json_values }
+    }
+    /// `max_streams_per_principal`, or its default: a quarter of
+    /// `max_streams`, at least one.
+    pub fn streams_per_principal(&self) -> usize {
+        self.max_streams_per_principal.unwrap_or((self.max_streams / 4).max(1))
     }
     /// `max_body_bytes_in_flight_per_principal`, or its default: a quarter
     /// of the budget, at least one body of `max_body_bytes`.
@@ -1171,6 +1180,11 @@ fn validate(cfg: &Config) -> anyhow::Result<()> {
     }
     if srv.max_body_bytes_in_flight < cfg.max_body_bytes {
         bail!("server.max_body_bytes_in_flight must be at least max_body_bytes (one request must fit)");
+    }
+    if let Some(n) = srv.max_streams_per_principal
+        && !(1..=srv.max_streams).contains(&n)
+    {
+        bail!("server.max_streams_per_principal must be between 1 and server.max_streams");
     }
     if let Some(n) = srv.max_body_bytes_in_flight_per_principal
         && !(cfg.max_body_bytes..=srv.max_body_bytes_in_flight).contains(&n)

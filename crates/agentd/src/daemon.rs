@@ -340,6 +340,7 @@ impl Daemon {
             max_body_bytes_in_flight: cfg.server.max_body_bytes_in_flight,
             max_body_bytes_in_flight_per_principal: cfg.server.body_bytes_per_principal(cfg.max_body_bytes),
             max_streams: cfg.server.max_streams,
+            max_streams_per_principal: cfg.server.streams_per_principal(),
             readiness: readiness.clone(),
             tls,
             metrics_open: cfg.metrics.public || local.ip().is_loopback(),

@@ -77,9 +77,11 @@ impl A2aGrpc {
         kind: K,
         to_op: impl FnOnce(T) -> std::result::Result<Operation, A2aError> + Send,
     ) -> Result<EventStream> {
+        let peer = req.extensions().get::<crate::auth::PeerAddr>().cloned();
         let (ctx, msg) = self.begin(req, kind).await?;
         let streams = &self.state.engine.metrics().streams;
-        let slot = self.state.admission.stream(&streams.task_streams).map_err(|e| to_status(&e))?;
+        let holder = crate::params::budget_holder(&self.state, &ctx.principal, peer.as_ref());
+        let slot = self.state.admission.stream(&streams.task_streams, &holder).map_err(|e| to_status(&e))?;
         let r = async {
             let op = to_op(msg)?;
             debug_assert_eq!(op.kind(), kind, "an rpc converts into its own operation");

@@ -28,6 +28,7 @@ const SAMPLES: &[Sample] = &[
     ("AGENTD_A2A_VERSION", "strict", &[]),
     ("AGENTD_STORE_SYNC", "normal", &[]),
     ("AGENTD_SERVER_MAX_BODY_BYTES_IN_FLIGHT_PER_PRINCIPAL", "16777216", &[]),
+    ("AGENTD_SERVER_MAX_STREAMS_PER_PRINCIPAL", "64", &[]),
     ("AGENTD_STORE", "postgres://agentd@db.example.com:5432/agentd", &[]),
     ("AGENTD_STORE_URL", "postgres://agentd@db.example.com:5432/agentd", &[]),
     (
