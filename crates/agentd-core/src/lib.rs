@@ -23,8 +23,6 @@ pub mod reminder;
 pub mod slots;
 pub mod store;
 pub mod transition;
-#[cfg(test)]
-mod wire_free;
 
 pub use agent::{Agent, ConversationTurn, TaskControl, Turn};
 pub use approval::{ApprovalOutcome, ApprovalRequest, PendingApproval};

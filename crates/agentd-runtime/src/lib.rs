@@ -12,8 +12,6 @@ pub mod model;
 pub mod narrowing;
 pub mod subagents;
 mod tck;
-#[cfg(test)]
-mod wire_free;
 pub mod workflows;
 
 pub use echo::EchoAgent;
