@@ -79,6 +79,10 @@ pub struct EngineConfig {
     pub metrics: Arc<agentd_metrics::Metrics>,
     /// This replica's id and lease timing (used only on a store with leases).
     pub replica: ReplicaConfig,
+    /// The JSON of a task's messages (its history) a new input may take it
+    /// to: past it, a message that continues the task is refused (its
+    /// context takes new tasks), so no one task grows without bound.
+    pub max_task_history_bytes: usize,
 }
 
 impl Default for EngineConfig {
@@ -92,6 +96,7 @@ impl Default for EngineConfig {
             events_retain: std::time::Duration::from_secs(7 * 24 * 3600),
             metrics: Arc::default(),
             replica: ReplicaConfig::default(),
+            max_task_history_bytes: 32 << 20,
         }
     }
 }

@@ -193,6 +193,22 @@ impl Engine {
         Ok(())
     }
 
+    /// Refuses a message that would take its task's history past
+    /// `max_task_history_bytes` of JSON (see [`super::EngineConfig`]).
+    fn check_history_room(&self, rec: &TaskRecord, msg: &Message) -> Result<(), Error> {
+        let max = self.inner.config.max_task_history_bytes;
+        let len = |m: &Message| agentd_proto::exact::json_len(m).unwrap_or(usize::MAX);
+        let held = rec.task.history.iter().flatten().map(len).fold(0usize, usize::saturating_add);
+        if held.saturating_add(len(msg)) > max {
+            return Err(Error::unsupported(format!(
+                "task {:?} holds {held} bytes of messages, and this one would take it past {max}, the most a \
+                 task holds; send it as a new task in the same context (contextId {:?})",
+                rec.task.id, rec.task.context_id
+            )));
+        }
+        Ok(())
+    }
+
     fn check_media_types(&self, msg: &Message) -> Result<(), Error> {
         for (i, part) in msg.parts.iter().enumerate() {
             let mt = part.media_type.trim();
@@ -436,6 +452,7 @@ impl Engine {
                     ),
                 ));
             }
+            self.check_history_room(&st.record, &msg)?;
             let gate_open = st.record.state() == TaskState::InputRequired && st.record.meta.gate.is_some();
             let is_run = st.record.meta.link.as_ref().is_some_and(|l| l.kind == LinkKind::Run);
             if is_run && !gate_open && self.has_link_agent(LinkKind::Run) && !st.record.state().is_terminal()

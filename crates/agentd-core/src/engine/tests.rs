@@ -376,6 +376,61 @@ async fn a_drain_ends_once_every_run_left_waits_for_a_person() {
     assert_eq!(rec.state(), TaskState::InputRequired, "the question is still open");
 }
 
+/// Asks for more at every turn: each message continues its task.
+struct AlwaysAsks;
+
+#[async_trait]
+impl Agent for AlwaysAsks {
+    async fn run(&self, turn: Turn) {
+        turn.control.input_required(Message::agent_text("more?")).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_task_takes_no_message_past_its_history_bound_and_its_context_takes_new_tasks() {
+    let store = Arc::new(CountingStore::default());
+    let cfg = EngineConfig { max_task_history_bytes: 2_000, ..EngineConfig::default() };
+    let engine = EngineBuilder::new(store.clone(), Arc::new(AlwaysAsks), Arc::new(AnyUrl), cfg)
+        .build()
+        .engine()
+        .clone();
+    let first = task_of(engine.send_message(&user(), request(false)).await.unwrap());
+    assert_eq!(first.status.state, TaskState::InputRequired);
+    let more = |n: usize, task_id: &str| SendMessageRequest {
+        message: Some(Message {
+            message_id: format!("m-{n}"),
+            task_id: task_id.into(),
+            context_id: first.context_id.clone(),
+            role: Role::User,
+            parts: vec![Part::text("x".repeat(400))],
+            ..Message::default()
+        }),
+        ..Default::default()
+    };
+    let mut refused = None;
+    for n in 0..10 {
+        match engine.send_message(&user(), more(n, &first.id)).await {
+            Ok(r) => assert_eq!(task_of(r).status.state, TaskState::InputRequired),
+            Err(e) => {
+                refused = Some((n, e));
+                break;
+            }
+        }
+    }
+    let (n, e) = refused.expect("a message past 2,000 bytes of history is refused");
+    assert!(n >= 2, "messages within the bound are taken: refused at {n}");
+    assert_eq!(e.kind(), agentd_proto::ErrorKind::UnsupportedOperation, "{e:?}");
+    assert!(e.to_string().contains("the most a task holds"), "{e}");
+    let stored = store.task(&first.id).expect("committed");
+    let held: usize =
+        stored.task.history.iter().flatten().map(|m| agentd_proto::exact::json_len(m).unwrap()).sum();
+    assert!(held <= 2_000, "the refused message is not in the history: {held} bytes");
+    // The context takes a new task.
+    let next = task_of(engine.send_message(&user(), more(99, "")).await.expect("a new task in the context"));
+    assert_ne!(next.id, first.id);
+    assert_eq!(next.context_id, first.context_id);
+}
+
 #[tokio::test]
 async fn a_halt_fails_a_running_task_with_the_stop_reason() {
     let store = Arc::new(CountingStore::default());
