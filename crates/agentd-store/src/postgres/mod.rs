@@ -62,11 +62,28 @@ const POOL_WAIT: Duration = Duration::from_secs(30);
 
 /// Maps a driver error to a `StoreError` with some context.
 pub(crate) fn db(context: &'static str) -> impl Fn(tokio_postgres::Error) -> StoreError {
-    move |e| StoreError::backend(format!("{context}: {e}"))
+    move |e| StoreError::backend(format!("{context}: {}", with_causes(&e)))
 }
 
 fn pool_error(e: deadpool_postgres::PoolError) -> StoreError {
-    StoreError::backend(format!("no database connection: {e}"))
+    StoreError::backend(format!("no database connection: {}", with_causes(&e)))
+}
+
+/// An error and its causes: tokio-postgres words the kind of failure
+/// ("error connecting to server") and keeps why (refused, a wrong
+/// password) as its source, which `Display` leaves out.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let why = c.to_string();
+        if !text.contains(&why) {
+            text.push_str(": ");
+            text.push_str(&why);
+        }
+        cause = c.source();
+    }
+    text
 }
 
 /// Where the database is and how to log in.

@@ -263,6 +263,15 @@ async fn a_password_in_the_url_is_refused_and_a_wrong_one_is_an_error() {
     let wrong = PostgresOptions { url: cluster.url(&name), password: Some("not-the-password".into()) };
     let err = PostgresStore::open(&wrong).await.expect_err("a wrong password");
     assert!(!err.to_string().contains("not-the-password"), "the error does not show the password: {err}");
+    assert!(err.to_string().contains("password authentication failed"), "the error says why: {err}");
+    // A server that is not there: the error says the connection was refused.
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    let nobody =
+        PostgresOptions { url: format!("postgres://agentd@127.0.0.1:{port}/{name}"), password: None };
+    let err = PostgresStore::open(&nobody).await.expect_err("no server");
+    assert!(err.to_string().to_lowercase().contains("refused"), "the error says why: {err}");
     let debug = format!("{wrong:?}");
     assert!(!debug.contains("not-the-password"), "Debug redacts the password: {debug}");
 }
