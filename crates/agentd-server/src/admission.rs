@@ -36,20 +36,39 @@ pub fn charge(bytes: usize, max_values: usize) -> usize {
 pub struct Admission {
     /// In KiB, so the largest budget fits the semaphore's u32 requests.
     body_kib: Arc<Semaphore>,
-    /// What one holder may hold of `body_kib` at once, in KiB.
-    body_kib_per_holder: usize,
-    holders: Arc<Holders>,
+    /// Each holder's part of `body_kib`, in KiB.
+    body_parts: Arc<Parts>,
     streams: Arc<Semaphore>,
     max_streams: usize,
-    /// Streams open by holder (as body shares are held), each at most
-    /// `max_streams_per_holder`; an entry lives while its count is not 0.
-    stream_holders: Arc<Mutex<HashMap<String, usize>>>,
-    max_streams_per_holder: usize,
+    /// Each holder's part of `streams`.
+    stream_parts: Arc<Parts>,
 }
 
-/// The part of the body budget each holder has, by holder; an entry lives
-/// while a share of its holder is held or waited for.
-type Holders = Mutex<HashMap<String, Arc<Semaphore>>>;
+/// The part of a budget each holder has, by holder; an entry lives while
+/// a share of its holder is held or waited for.
+struct Parts {
+    by_holder: Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// What one holder may hold at once.
+    per_holder: usize,
+}
+
+impl Parts {
+    fn new(per_holder: usize) -> Arc<Self> {
+        Arc::new(Self { by_holder: Mutex::default(), per_holder })
+    }
+
+    /// An empty share of `holder`'s part, to take units into. Made before
+    /// any wait (and the one reference to the part besides the map's): a
+    /// caller that goes away while waiting removes the holder's entry if it
+    /// was the last.
+    fn share(self: &Arc<Self>, holder: &str) -> HolderShare {
+        let part = {
+            let mut map = self.by_holder.lock().unwrap_or_else(|p| p.into_inner());
+            map.entry(holder.to_owned()).or_insert_with(|| Arc::new(Semaphore::new(self.per_holder))).clone()
+        };
+        HolderShare { parts: self.clone(), key: holder.to_owned(), part, units: 0 }
+    }
+}
 
 /// A share of the body budget, held until the request is answered: the
 /// holder's part (released after the budget's, it is dropped last).
@@ -58,19 +77,19 @@ pub struct BodyShare {
     _holder: Option<HolderShare>,
 }
 
-/// KiB taken from one holder's part. The entry of the holder is removed
+/// Units taken from one holder's part. The entry of the holder is removed
 /// when its last share is given back (or its last waiter gave up).
 struct HolderShare {
-    holders: Arc<Holders>,
+    parts: Arc<Parts>,
     key: String,
     part: Arc<Semaphore>,
-    kib: u32,
+    units: u32,
 }
 
 impl Drop for HolderShare {
     fn drop(&mut self) {
-        self.part.add_permits(self.kib as usize);
-        let mut map = self.holders.lock().unwrap_or_else(|p| p.into_inner());
+        self.part.add_permits(self.units as usize);
+        let mut map = self.parts.by_holder.lock().unwrap_or_else(|p| p.into_inner());
         // The map's reference and this one: nobody else holds or waits.
         if Arc::strong_count(&self.part) == 2 {
             map.remove(&self.key);
@@ -80,30 +99,12 @@ impl Drop for HolderShare {
 
 /// One of the stream slots, held by the open stream; it counts in its
 /// gauge (`agentd_task_streams_open` or `agentd_feed_subscribers`) while held.
-/// Its fields are held for their drops: the permit and the holder's count.
-pub struct StreamSlot(#[allow(dead_code)] OwnedSemaphorePermit, Gauge, #[allow(dead_code)] HolderStream);
+/// Its fields are held for their drops: the permit and the holder's share.
+pub struct StreamSlot(#[allow(dead_code)] OwnedSemaphorePermit, Gauge, #[allow(dead_code)] HolderShare);
 
 impl Drop for StreamSlot {
     fn drop(&mut self) {
         self.1.dec();
-    }
-}
-
-/// One of a holder's open streams, counted until dropped.
-struct HolderStream {
-    holders: Arc<Mutex<HashMap<String, usize>>>,
-    key: String,
-}
-
-impl Drop for HolderStream {
-    fn drop(&mut self) {
-        let mut map = self.holders.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = map.get_mut(&self.key) {
-            *n -= 1;
-            if *n == 0 {
-                map.remove(&self.key);
-            }
-        }
     }
 }
 
@@ -114,12 +115,10 @@ impl Admission {
             cfg.max_body_bytes_in_flight_per_principal.div_ceil(1024).clamp(1, body_kib_total);
         Self {
             body_kib: Arc::new(Semaphore::new(body_kib_total)),
-            body_kib_per_holder,
-            holders: Arc::default(),
+            body_parts: Parts::new(body_kib_per_holder),
             streams: Arc::new(Semaphore::new(cfg.max_streams)),
             max_streams: cfg.max_streams,
-            stream_holders: Arc::default(),
-            max_streams_per_holder: cfg.max_streams_per_principal.clamp(1, cfg.max_streams.max(1)),
+            stream_parts: Parts::new(cfg.max_streams_per_principal.clamp(1, cfg.max_streams.max(1))),
         }
     }
 
@@ -131,21 +130,13 @@ impl Admission {
         if bytes <= UNCOUNTED_BODY_BYTES {
             return BodyShare { _budget: None, _holder: None };
         }
-        let kib = bytes.div_ceil(1024).min(self.body_kib_per_holder);
+        let kib = bytes.div_ceil(1024).min(self.body_parts.per_holder);
         let kib = u32::try_from(kib).unwrap_or(u32::MAX);
-        let part = {
-            let mut map = self.holders.lock().unwrap_or_else(|p| p.into_inner());
-            let per_holder = self.body_kib_per_holder;
-            map.entry(holder.to_owned()).or_insert_with(|| Arc::new(Semaphore::new(per_holder))).clone()
-        };
-        // Made before the wait (and the one reference to the part besides
-        // the map's): a caller that goes away while waiting removes the
-        // holder's entry if it was the last.
-        let mut share = HolderShare { holders: self.holders.clone(), key: holder.to_owned(), part, kib: 0 };
+        let mut share = self.body_parts.share(holder);
         // The semaphores are never closed.
         if let Ok(p) = share.part.acquire_many(kib).await {
             p.forget();
-            share.kib = kib;
+            share.units = kib;
         }
         let budget = self.body_kib.clone().acquire_many_owned(kib).await.ok();
         BodyShare { _budget: budget, _holder: Some(share) }
@@ -174,24 +165,25 @@ impl Admission {
     /// A stream slot counted in `gauge`, held by `holder`; Unavailable
     /// naming the limit when all are taken, or the holder's part of them.
     pub fn stream(&self, gauge: &Gauge, holder: &str) -> Result<StreamSlot, A2aError> {
-        let mine = {
-            let mut map = self.stream_holders.lock().unwrap_or_else(|p| p.into_inner());
-            let n = map.entry(holder.to_owned()).or_insert(0);
-            if *n >= self.max_streams_per_holder {
+        let mut mine = self.stream_parts.share(holder);
+        match mine.part.try_acquire() {
+            Ok(p) => {
+                p.forget();
+                mine.units = 1;
+            }
+            Err(_) => {
+                let max = self.stream_parts.per_holder;
                 return Err(A2aError::new(
                     ErrorKind::Unavailable,
                     format!(
-                        "you have {} streams open, the most one caller may (server.max_streams_per_principal); \
-                         close one first",
-                        self.max_streams_per_holder
+                        "you have {max} streams open, the most one caller may (server.max_streams_per_principal); \
+                         close one first"
                     ),
                 )
                 .with_meta("limit", "server.max_streams_per_principal")
-                .with_meta("limitValue", self.max_streams_per_holder.to_string()));
+                .with_meta("limitValue", max.to_string()));
             }
-            *n += 1;
-            HolderStream { holders: self.stream_holders.clone(), key: holder.to_owned() }
-        };
+        }
         let slot = |permit| {
             gauge.inc();
             StreamSlot(permit, gauge.clone(), mine)
@@ -253,13 +245,16 @@ mod tests {
         }
         drop(big);
         assert!(futures::poll!(again.as_mut()).is_ready(), "its own share came back");
-        assert!(a.holders.lock().unwrap().is_empty(), "no entry is kept for a holder holding nothing");
+        assert!(
+            a.body_parts.by_holder.lock().unwrap().is_empty(),
+            "no entry is kept for a holder holding nothing"
+        );
         // A waiter that goes away leaves no entry either.
         let held = a.body("user:x", 1 << 20).await;
         let mut waiting = Box::pin(a.body("user:x", 1 << 20));
         assert!(futures::poll!(waiting.as_mut()).is_pending());
         drop((held, waiting));
-        assert!(a.holders.lock().unwrap().is_empty());
+        assert!(a.body_parts.by_holder.lock().unwrap().is_empty());
     }
 
     #[test]
@@ -312,7 +307,10 @@ mod tests {
         );
         drop(mine);
         assert!(a.stream(gauge, "user:mallory").is_ok(), "its places come back when its streams end");
-        assert!(a.stream_holders.lock().unwrap().len() <= 7, "a holder with no stream leaves the map");
+        assert!(
+            a.stream_parts.by_holder.lock().unwrap().len() <= 7,
+            "a holder with no stream leaves the map"
+        );
         drop(others);
     }
 }

@@ -127,14 +127,11 @@ impl Engine {
             let sub = agentd_proto::SubscribeToTaskRequest { tenant: req.tenant, id };
             return Ok(SendOutcome::Task(self.subscribe(p, sub).await?));
         }
-        let mut v = Violations::default();
         let Some(msg) = req.message else {
             return Err(Error::invalid(FieldPath::of("message"), "is required"));
         };
-        v.message("message", &msg);
         let cfg = req.configuration.unwrap_or_default();
-        v.history_length("configuration.historyLength", cfg.history_length);
-        v.finish()?;
+        message_violations(&msg, &cfg).finish()?;
         self.check_media_types(&msg)?;
         let push = self.inline_push_config(p, &cfg).await?;
         if msg.task_id.is_empty()
@@ -165,11 +162,9 @@ impl Engine {
         req: &SendMessageRequest,
         id: &str,
     ) -> Result<(), Error> {
-        let mut v = Violations::default();
         let Some(msg) = &req.message else { return Ok(()) };
-        v.message("message", msg);
         let cfg = req.configuration.clone().unwrap_or_default();
-        v.history_length("configuration.historyLength", cfg.history_length);
+        let mut v = message_violations(msg, &cfg);
         if cfg.task_push_notification_config.is_some() {
             v.add(
                 FieldPath::of("configuration.taskPushNotificationConfig"),
@@ -181,13 +176,7 @@ impl Engine {
         if !msg.context_id.is_empty() {
             let rec = self.visible_record(p, id).await?;
             if msg.context_id != rec.task.context_id {
-                return Err(Error::invalid(
-                    FieldPath::of("message.contextId"),
-                    format!(
-                        "does not match the context of task {id:?}; omit it or send {:?}",
-                        rec.task.context_id
-                    ),
-                ));
+                return Err(foreign_context(id, &rec.task.context_id));
             }
         }
         Ok(())
@@ -444,13 +433,7 @@ impl Engine {
                 self.check_config_room(&id, &row.config.id).await?;
             }
             if !msg.context_id.is_empty() && msg.context_id != st.record.task.context_id {
-                return Err(Error::invalid(
-                    FieldPath::of("message.contextId"),
-                    format!(
-                        "does not match the context of task {id:?}; omit it or send {:?}",
-                        st.record.task.context_id
-                    ),
-                ));
+                return Err(foreign_context(&id, &st.record.task.context_id));
             }
             self.check_history_room(&st.record, &msg)?;
             let gate_open = st.record.state() == TaskState::InputRequired && st.record.meta.gate.is_some();
@@ -551,6 +534,23 @@ impl Engine {
         }
         self.inner.push_policy.check(url).await.map_err(|why| Error::invalid(field, why))
     }
+}
+
+/// What is wrong with a SendMessage's message and configuration by
+/// themselves (the caller may add its own, then finishes them).
+fn message_violations(msg: &Message, cfg: &SendMessageConfiguration) -> Violations {
+    let mut v = Violations::default();
+    v.message("message", msg);
+    v.history_length("configuration.historyLength", cfg.history_length);
+    v
+}
+
+/// A message naming task `id` with a `contextId` that is not the task's.
+fn foreign_context(id: &str, context_id: &str) -> Error {
+    Error::invalid(
+        FieldPath::of("message.contextId"),
+        format!("does not match the context of task {id:?}; omit it or send {context_id:?}"),
+    )
 }
 
 /// The field an inline config's id is reported under.

@@ -29,16 +29,6 @@ pub enum RoleHint {
 
 wire_name_enum!(RoleHint { System = "system", Developer = "developer", User = "user" });
 
-impl RoleHint {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RoleHint::System => "system",
-            RoleHint::Developer => "developer",
-            RoleHint::User => "user",
-        }
-    }
-}
-
 /// Where a reminder applies besides its task.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
