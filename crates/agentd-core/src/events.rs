@@ -57,35 +57,13 @@ impl NewEvent {
 #[derive(Clone, PartialEq, Eq)]
 pub struct EventJson(Arc<str>);
 
-/// The most [`EventJson::of`]'s buffer keeps between events, per thread.
-const KEPT_BUFFER: usize = 16 * 1024;
-
 impl EventJson {
     /// `v` as compact JSON (`null` if it cannot be serialized, which the
-    /// event types never fail).
+    /// event types never fail), copied once into the shared text from the
+    /// buffer it was written into (`agentd_proto::exact`).
     pub fn of<T: Serialize + ?Sized>(v: &T) -> Self {
-        // Written into a buffer the thread keeps, then copied once into the
-        // shared text: one allocation, where a fresh `String` grows by
-        // doubling (three or four more for a task event) before that copy.
-        thread_local! {
-            static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-        }
-        let fresh = || serde_json::to_string(v).unwrap_or_else(|_| "null".to_owned()).into();
-        let text = BUF.with(|buf| {
-            // Taken already (a `Serialize` that makes an event): a fresh one.
-            let Ok(mut buf) = buf.try_borrow_mut() else { return fresh() };
-            buf.clear();
-            let text = match serde_json::to_writer(&mut *buf, v) {
-                Ok(()) => std::str::from_utf8(&buf).map_or_else(|_| "null".into(), Arc::from),
-                Err(_) => "null".into(),
-            };
-            // A big event's buffer is not kept.
-            if buf.capacity() > KEPT_BUFFER {
-                *buf = Vec::new();
-            }
-            text
-        });
-        Self(text)
+        let text = agentd_proto::exact::with_json(v, |json| std::str::from_utf8(json).map(Arc::from));
+        Self(text.ok().and_then(Result::ok).unwrap_or_else(|| "null".into()))
     }
     /// Text the store wrote from an `EventJson`: taken as it is.
     pub fn from_stored(text: String) -> Self {

@@ -1,12 +1,74 @@
 //! JSON written into a buffer of exactly its size. A buffer grown by
 //! doubling ends up to twice the document, and while it grows the old and
 //! the new allocation live together: for a document of megabytes (a task
-//! holding a big message) that is most of the request's peak memory. One
-//! pass counts the bytes, the second writes them; serializing is cheap next
-//! to what the over-allocation costs.
+//! holding a big message) that is most of the request's peak memory.
+//!
+//! A document up to [`SCRATCH`] bytes (a request's answer, a task row, an
+//! event, nearly always) is written once into a buffer its thread keeps and
+//! copied out at its size. A bigger one is written twice: one pass counts
+//! the bytes, the second writes them; serializing again is cheap next to
+//! what the over-allocation would cost.
 
 use serde::Serialize;
+use std::cell::RefCell;
 use std::io;
+
+/// The largest document written through the thread's scratch buffer, and
+/// that buffer's size (allocated on a thread's first use).
+pub const SCRATCH: usize = 16 * 1024;
+
+thread_local! {
+    static SCRATCH_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Appends to the scratch buffer until it would pass [`SCRATCH`].
+struct Bounded<'a> {
+    buf: &'a mut Vec<u8>,
+    overflowed: bool,
+}
+
+impl io::Write for Bounded<'_> {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        if self.buf.len() + b.len() > SCRATCH {
+            self.overflowed = true;
+            return Err(io::Error::other("past the scratch buffer"));
+        }
+        self.buf.extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `f` of `v`'s compact JSON when it fits in [`SCRATCH`] bytes, written
+/// once into the thread's scratch buffer; `None` when it does not (or the
+/// buffer is in use further up this thread's stack), and then nothing of
+/// `f` ran.
+fn in_scratch<T: Serialize + ?Sized, R>(v: &T, f: impl FnOnce(&[u8]) -> R) -> Option<serde_json::Result<R>> {
+    SCRATCH_BUF.with(|cell| {
+        let mut buf = cell.try_borrow_mut().ok()?;
+        buf.clear();
+        if buf.capacity() < SCRATCH {
+            buf.reserve_exact(SCRATCH);
+        }
+        let mut w = Bounded { buf: &mut buf, overflowed: false };
+        match serde_json::to_writer(&mut w, v) {
+            Ok(()) => Some(Ok(f(&buf))),
+            Err(_) if w.overflowed => None,
+            Err(e) => Some(Err(e)),
+        }
+    })
+}
+
+/// `f` of `v` as compact JSON: from the scratch buffer when it fits there,
+/// else from a buffer of its exact size.
+pub fn with_json<T: Serialize + ?Sized, R>(v: &T, f: impl FnOnce(&[u8]) -> R) -> serde_json::Result<R> {
+    match in_scratch(v, |bytes| f(bytes)) {
+        Some(r) => r,
+        None => Ok(f(&to_vec_counted(b"", v, b"")?)),
+    }
+}
 
 /// Counts what is written to it.
 struct Count(usize);
@@ -34,6 +96,21 @@ pub fn to_vec_framed<T: Serialize + ?Sized>(
     v: &T,
     suffix: &[u8],
 ) -> serde_json::Result<Vec<u8>> {
+    let framed = |json: &[u8]| {
+        let mut out = Vec::with_capacity(prefix.len() + json.len() + suffix.len());
+        out.extend_from_slice(prefix);
+        out.extend_from_slice(json);
+        out.extend_from_slice(suffix);
+        out
+    };
+    match in_scratch(v, framed) {
+        Some(r) => r,
+        None => to_vec_counted(prefix, v, suffix),
+    }
+}
+
+/// [`to_vec_framed`] in two passes: the length counted, then written.
+fn to_vec_counted<T: Serialize + ?Sized>(prefix: &[u8], v: &T, suffix: &[u8]) -> serde_json::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(prefix.len() + json_len(v)? + suffix.len());
     out.extend_from_slice(prefix);
     serde_json::to_writer(&mut out, v)?;
@@ -67,5 +144,41 @@ mod tests {
         let framed = to_vec_framed(b"{\"r\":", &v, b"}").unwrap();
         assert_eq!(framed, format!("{{\"r\":{v}}}").into_bytes());
         assert_eq!(framed.capacity(), framed.len());
+    }
+
+    /// Past the scratch buffer, the counted path gives the same bytes, and
+    /// the buffer is left as it was allotted.
+    #[test]
+    fn documents_past_the_scratch_buffer_are_written_at_their_size() {
+        for len in [SCRATCH - 10, SCRATCH - 2, SCRATCH - 1, SCRATCH, SCRATCH * 3] {
+            let v = json!("x".repeat(len));
+            let framed = to_vec_framed(b"[", &v, b"]").unwrap();
+            assert_eq!(framed, format!("[{v}]").into_bytes(), "{len}");
+            assert_eq!(framed.capacity(), framed.len(), "{len}");
+            assert_eq!(with_json(&v, <[u8]>::len).unwrap(), len + 2, "{len}");
+        }
+        assert_eq!(SCRATCH_BUF.with(|b| b.borrow().capacity()), SCRATCH, "the scratch buffer did not grow");
+    }
+
+    /// A `Serialize` that serializes inside itself finds the buffer taken
+    /// and goes the counted way; an error of the value is the caller's.
+    #[test]
+    fn nested_use_and_errors() {
+        struct Nested;
+        impl Serialize for Nested {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let inner = to_string(&json!({"in": 1})).map_err(serde::ser::Error::custom)?;
+                s.serialize_str(&inner)
+            }
+        }
+        assert_eq!(to_string(&Nested).unwrap(), r#""{\"in\":1}""#);
+        struct Fails;
+        impl Serialize for Fails {
+            fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+                Err(serde::ser::Error::custom("no"))
+            }
+        }
+        assert!(to_vec(&Fails).is_err());
+        assert!(with_json(&Fails, |_| ()).is_err());
     }
 }

@@ -22,7 +22,7 @@ use serde_json::Value;
 /// The `task` event of a record: the Task with its last messages and no
 /// artifacts, and its annotations for subscribers that activated them.
 pub(super) fn task_event(rec: &TaskRecord, ts: Timestamp) -> NewEvent {
-    let mut ev = NewEvent::for_task(EventKind::Task, rec, ts, EventJson::of(&TaskEventView::of(rec)));
+    let mut ev = NewEvent::for_task(EventKind::Task, rec, ts, TaskEventView::json(rec));
     ev.annotations = Some(EventJson::of(&crate::annotations::lent(rec)));
     ev
 }
@@ -45,12 +45,25 @@ struct TaskEventView<'a> {
 }
 
 impl<'a> TaskEventView<'a> {
-    fn of(rec: &'a TaskRecord) -> Self {
+    /// The event's JSON. Written first with the last messages whole: when
+    /// all of it fits in the messages' budget, so do they, and it is the
+    /// answer (the common case, with no pass measuring each message);
+    /// otherwise written again with the messages cut to the budget.
+    fn json(rec: &'a TaskRecord) -> EventJson {
+        let whole = EventJson::of(&Self::of(rec, |last| last));
+        if whole.as_str().len() <= TASK_EVENT_HISTORY_BYTES {
+            return whole;
+        }
+        EventJson::of(&Self::of(rec, |last| recent_within(last, TASK_EVENT_HISTORY_BYTES)))
+    }
+
+    fn of(rec: &'a TaskRecord, cut: impl FnOnce(&'a [Message]) -> &'a [Message]) -> Self {
         let t = &rec.task;
-        let history = t.history.as_deref().filter(|h| !h.is_empty()).map(|h| {
-            let last = &h[h.len() - TASK_EVENT_HISTORY.min(h.len())..];
-            recent_within(last, TASK_EVENT_HISTORY_BYTES)
-        });
+        let history = t
+            .history
+            .as_deref()
+            .filter(|h| !h.is_empty())
+            .map(|h| cut(&h[h.len() - TASK_EVENT_HISTORY.min(h.len())..]));
         Self {
             id: &t.id,
             context_id: &t.context_id,
@@ -93,6 +106,21 @@ pub(super) fn on_create(rec: &TaskRecord, batch: &mut Batch) {
         Some(LinkKind::Subagent) => batch.events.push(subagent_event(rec, SubagentEvent::Started, ts)),
         Some(LinkKind::Run) => {}
     }
+}
+
+/// A task's creation committed together with its first change (a blocking
+/// SendMessage's task, see `create_task`): the change's `task` event takes
+/// the place of the creation's. The created version was never committed
+/// alone, so no reader could have seen it; the feed shows the task once,
+/// as committed, and the commit writes and serializes one snapshot, not two.
+pub(super) fn absorb_first_change(creation: &mut Batch, mut change: Batch, id: &str) {
+    let of_task = |e: &NewEvent| e.kind == EventKind::Task && e.task_id.as_deref() == Some(id);
+    if let (Some(first), Some(later)) =
+        (creation.events.iter().position(of_task), change.events.iter().position(of_task))
+    {
+        creation.events[first] = change.events.remove(later);
+    }
+    creation.absorb(change);
 }
 
 /// The events of a change to an existing task: a `task` event when its
@@ -269,7 +297,7 @@ mod tests {
                 h.drain(..h.len() - keep);
             }
             let want = serde_json::to_string(&cloned).unwrap();
-            assert_eq!(serde_json::to_string(&TaskEventView::of(&rec)).unwrap(), want);
+            assert_eq!(TaskEventView::json(&rec).as_str(), want);
         }
     }
 }

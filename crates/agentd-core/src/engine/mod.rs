@@ -492,7 +492,7 @@ impl Engine {
         rec.version = if pending.is_some() { st.record.version } else { st.record.version + 1 };
         let batch = match pending.clone() {
             Some(mut creation) => {
-                creation.absorb(extra);
+                emit::absorb_first_change(&mut creation, extra, rec.id());
                 creation
             }
             None => extra,

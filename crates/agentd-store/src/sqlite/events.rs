@@ -6,8 +6,18 @@ use crate::event_log::{self, EventColumns};
 use agentd_core::{EventLogBounds, EventRecord, EventRetention, NewEvent, StoreError};
 use rusqlite::{Connection, OptionalExtension, params};
 
-const APPEND: &str = "INSERT INTO events (ts_ms, kind, task_id, owner, data_json, annotations_json)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+/// The next seq is one past the newest row; in an emptied log, one past
+/// what retention removed (`MAX(seq)` on the primary key is one B-tree
+/// seek, and the `event_log` row is read only when the log is empty).
+const APPEND: &str = "INSERT INTO events (seq, ts_ms, kind, task_id, owner, data_json, annotations_json)
+    VALUES (COALESCE((SELECT MAX(seq) FROM events),
+                     (SELECT pruned_through FROM event_log WHERE id = 1)) + 1,
+            ?1, ?2, ?3, ?4, ?5, ?6)";
+
+/// The highest seq ever assigned: the newest row's, or, when retention
+/// emptied the log, the last one it removed.
+const LAST_SEQ: &str = "SELECT MAX(COALESCE((SELECT MAX(seq) FROM events), 0), pruned_through)
+    FROM event_log WHERE id = 1";
 
 /// Appends `events` in order; returns the seq of the first (the others
 /// follow it one by one: this one writer assigns every seq), `None` if
@@ -42,10 +52,25 @@ pub(crate) fn committed(events: Vec<NewEvent>, first: Option<u64>) -> Vec<EventR
 pub(crate) fn prune(tx: &Connection, r: EventRetention) -> Result<(), StoreError> {
     let last = last_seq(tx)?;
     let by_count = last.saturating_sub(r.max_count);
-    let by_age: Option<i64> = tx
-        .query_row("SELECT MAX(seq) FROM events WHERE ts_ms < ?1", params![r.min_ts_ms], |row| row.get(0))
+    // The oldest event still young: the log is walked from its start, so
+    // this reads the expired rows (about to go) and one more, with no index
+    // on `ts_ms` for every commit to update. Events are stamped when made,
+    // just before their commit, so the expired ones are the oldest; one
+    // stamped a little earlier than a younger one before it waits for that
+    // one to expire (retention keeps at least what it promises).
+    let young: Option<i64> = tx
+        .query_row(
+            "SELECT seq FROM events WHERE ts_ms >= ?1 ORDER BY seq LIMIT 1",
+            params![r.min_ts_ms],
+            |row| row.get(0),
+        )
+        .optional()
         .map_err(err("find expired events"))?;
-    let cutoff = by_count.max(by_age.and_then(|s| u64::try_from(s).ok()).unwrap_or(0));
+    let by_age = match young {
+        Some(seq) => u64::try_from(seq).map_err(err("event seq"))?.saturating_sub(1),
+        None => last,
+    };
+    let cutoff = by_count.max(by_age);
     if cutoff == 0 {
         return Ok(());
     }
@@ -56,13 +81,9 @@ pub(crate) fn prune(tx: &Connection, r: EventRetention) -> Result<(), StoreError
     Ok(())
 }
 
-/// The highest seq ever assigned (AUTOINCREMENT keeps it in sqlite_sequence).
 fn last_seq(conn: &Connection) -> Result<u64, StoreError> {
-    let last: Option<i64> = conn
-        .query_row("SELECT seq FROM sqlite_sequence WHERE name = 'events'", [], |row| row.get(0))
-        .optional()
-        .map_err(err("read last event seq"))?;
-    Ok(last.and_then(|s| u64::try_from(s).ok()).unwrap_or(0))
+    let last: i64 = conn.query_row(LAST_SEQ, [], |row| row.get(0)).map_err(err("read last event seq"))?;
+    u64::try_from(last).map_err(err("event seq"))
 }
 
 pub(crate) fn bounds(conn: &mut Connection) -> Result<EventLogBounds, StoreError> {

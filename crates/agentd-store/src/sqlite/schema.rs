@@ -123,6 +123,29 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // reads the index alone, not each of their tasks' rows.
     "DROP INDEX tasks_state;
     CREATE INDEX tasks_state ON tasks (state, owner);",
+    // 10: the event log without AUTOINCREMENT and without its `ts_ms`
+    // index: each commit wrote `sqlite_sequence` and that index, two of the
+    // dozen pages a SendMessage's commit writes. A seq is still never
+    // reused: the next is one past the newest row or, once retention
+    // emptied the log, past `pruned_through` (the append statement says
+    // so), and retention by age walks the log from its oldest row. An
+    // emptied log's high-water mark moves from `sqlite_sequence` into
+    // `pruned_through` here.
+    "UPDATE event_log SET pruned_through = MAX(pruned_through,
+        COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0))
+        WHERE NOT EXISTS (SELECT 1 FROM events);
+    ALTER TABLE events RENAME TO events_v9;
+    CREATE TABLE events (
+        seq INTEGER PRIMARY KEY,
+        ts_ms INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        task_id TEXT,
+        owner TEXT,
+        data_json TEXT NOT NULL,
+        annotations_json TEXT
+    );
+    INSERT INTO events SELECT * FROM events_v9;
+    DROP TABLE events_v9;",
 ];
 
 /// Opens the one read-write connection: WAL, busy timeout, foreign keys,

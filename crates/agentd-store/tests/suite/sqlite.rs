@@ -432,3 +432,59 @@ async fn small_and_big_tasks_read_back_whole_again_and_again() {
         assert!(store.get_task("none").await.expect("get missing").is_none());
     }
 }
+
+/// A file at schema 9 (events numbered by AUTOINCREMENT) with the events
+/// from `kept_from` of the `appended`, retention having removed the rest.
+fn events_at_schema_9(path: &Path, appended: i64, kept_from: i64) {
+    let conn = rusqlite::Connection::open(path).expect("raw open");
+    for m in &SqliteStore::migrations()[..9] {
+        conn.execute_batch(m).expect("older migration");
+    }
+    for n in 1..=appended {
+        conn.execute(
+            "INSERT INTO events (ts_ms, kind, task_id, owner, data_json) VALUES (?1, 'task', 't', 'alice', ?2)",
+            rusqlite::params![n * 1_000, format!("{{\"n\":{n}}}")],
+        )
+        .expect("append under AUTOINCREMENT");
+    }
+    conn.execute("DELETE FROM events WHERE seq < ?1", [kept_from]).expect("prune");
+    // An emptied log's last seq is left to `sqlite_sequence` alone, which
+    // the upgrade must carry over.
+    if kept_from <= appended {
+        conn.execute("UPDATE event_log SET pruned_through = ?1", [kept_from - 1]).expect("record pruning");
+    }
+    conn.execute_batch("PRAGMA user_version = 9;").expect("mark schema 9");
+}
+
+fn one_event(n: i64) -> Batch {
+    let ev = agentd_core::NewEvent {
+        ts: agentd_proto::Timestamp::from_millis(n * 1_000).expect("ts"),
+        kind: agentd_proto::ext::events::EventKind::Task,
+        task_id: Some("t".into()),
+        owner: Some("alice".into()),
+        data: serde_json::json!({ "n": n }).into(),
+        annotations: None,
+    };
+    Batch { events: vec![ev], ..Batch::default() }
+}
+
+/// The upgrade that drops the log's AUTOINCREMENT keeps every event and
+/// its seq, and the seqs go on where they were, also after retention had
+/// emptied the log (where only `sqlite_sequence` knew the last one).
+#[tokio::test]
+async fn the_event_log_upgrade_keeps_seqs_and_never_reuses_one() {
+    for (kept_from, expected) in [(3, vec![3, 4, 5]), (6, vec![])] {
+        let dir = TempDir::new().expect("temp dir");
+        let path = dir.path().join("agentd.db");
+        events_at_schema_9(&path, 5, kept_from);
+        let store = open(&path);
+        assert_eq!(store.schema_version().await.ok(), Some(SqliteStore::latest_schema_version()));
+        let kept: Vec<u64> = store.read_events(0, 100).await.expect("read").iter().map(|e| e.seq).collect();
+        assert_eq!(kept, expected, "the events kept, with their seqs");
+        let b = store.event_log_bounds().await.expect("bounds");
+        assert_eq!((b.last, b.pruned_through), (5, (kept_from - 1) as u64), "bounds after the upgrade");
+        store.commit(one_event(6)).await.expect("append");
+        let tail = store.read_events(5, 10).await.expect("tail");
+        assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), [6], "the next seq is the next one");
+    }
+}
