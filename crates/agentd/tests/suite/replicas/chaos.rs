@@ -171,8 +171,8 @@ fn claims(log: &str) -> HashMap<String, Vec<u64>> {
 /// task again later, under a new epoch).
 fn losses(log: &str) -> HashMap<String, usize> {
     let mut lost: HashMap<String, usize> = HashMap::new();
-    let lost = |l: &&str| l.contains("lease lost") || l.contains("lease's deadline passed");
-    for line in log.lines().filter(lost) {
+    let a_loss = |l: &&str| l.contains("lease lost") || l.contains("lease's deadline passed");
+    for line in log.lines().filter(a_loss) {
         if let Some(task) = log_field(line, "task") {
             *lost.entry(task).or_default() += 1;
         }
