@@ -141,6 +141,10 @@ impl TaskRecord {
 pub struct OutboxItem {
     pub id: i64,
     pub task_id: String,
+    /// Whose delivery it is, the unit delivery is shared fairly between:
+    /// the principal that registered the push config, or for a bridge row
+    /// the task's owner (empty when the store has no such task).
+    pub owner: String,
     /// Where it goes.
     pub target: OutboxTarget,
     /// The JSON to POST (a StreamResponse for push, the channel's body for a bridge).

@@ -274,8 +274,12 @@ pub trait Store: Send + Sync + 'static {
     async fn get_push_config(&self, task_id: &str, id: &str) -> Result<Option<PushConfigRow>, StoreError>;
     /// A task's push configs, oldest first.
     async fn list_push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>, StoreError>;
-    /// Outbox rows due at `now_ms` (not_before <= now), oldest first, push
-    /// and bridge rows alike.
+    /// Up to `limit` outbox rows due at `now_ms` (not_before <= now), push
+    /// and bridge rows alike, round-robin across their owners
+    /// ([`OutboxItem::owner`]): every owner's oldest due row, then every
+    /// owner's second, ..., rows of one rank oldest first. One owner's
+    /// backlog thus takes at most its share of a batch, and each webhook's
+    /// rows come in id order.
     async fn due_outbox(&self, now_ms: i64, limit: usize) -> Result<Vec<OutboxItem>, StoreError>;
     /// The earliest `not_before` of any outbox row, if any.
     async fn next_outbox_due(&self) -> Result<Option<i64>, StoreError>;

@@ -14,7 +14,7 @@ use agentd_core::{
 };
 use agentd_proto::{TaskState, Timestamp};
 use async_trait::async_trait;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// An in-memory store. Cheap to create; everything is lost on drop.
@@ -325,23 +325,39 @@ impl Store for MemoryStore {
         let inner = self.lock()?;
         let due = inner.outbox.iter().filter(|(_, o)| o.not_before_ms <= now_ms);
         let items = due.filter_map(|(id, o)| {
-            let target = match (&o.config_id, &o.bridge) {
+            let (target, owner) = match (&o.config_id, &o.bridge) {
                 (Some(config_id), _) => {
                     let key = (o.task_id.clone(), config_id.clone());
-                    OutboxTarget::Push(inner.push.get(&key)?.1.config.clone())
+                    let row = &inner.push.get(&key)?.1;
+                    (OutboxTarget::Push(row.config.clone()), row.owner.clone())
                 }
-                (None, Some(b)) => OutboxTarget::Bridge(b.clone()),
+                (None, Some(b)) => {
+                    let owner = inner.tasks.get(&o.task_id).map(|t| t.owner.clone()).unwrap_or_default();
+                    (OutboxTarget::Bridge(b.clone()), owner)
+                }
                 (None, None) => return None,
             };
             Some(OutboxItem {
                 id: *id,
                 task_id: o.task_id.clone(),
+                owner,
                 target,
                 body: o.body.clone(),
                 attempts: o.attempts,
             })
         });
-        Ok(items.take(limit).collect())
+        // Round-robin across owners, as the SQL stores do: an owner's n-th
+        // due row (in id order) comes after every owner's (n-1)-th.
+        let mut turns: HashMap<String, usize> = HashMap::new();
+        let mut ranked: Vec<(usize, OutboxItem)> = items
+            .map(|item| {
+                let turn = turns.entry(item.owner.clone()).or_default();
+                *turn += 1;
+                (*turn, item)
+            })
+            .collect();
+        ranked.sort_by_key(|(turn, item)| (*turn, item.id));
+        Ok(ranked.into_iter().take(limit).map(|(_, item)| item).collect())
     }
 
     async fn outbox_depth(&self) -> Result<u64, StoreError> {

@@ -25,7 +25,9 @@ impl Outbox {
     }
 
     /// Up to `limit` pending rows due at `horizon_ms` (`i64::MAX`: all),
-    /// oldest first, each with where it goes (its push config or channel).
+    /// round-robin across owners, each owner's oldest first (see
+    /// [`crate::Store::due_outbox`]), each with where it goes (its push
+    /// config or channel).
     /// On a store replicas share, only the replica holding the outbox
     /// lease gets rows (it claims the lease when free); the others none.
     pub async fn due(&self, horizon_ms: i64, limit: usize) -> Result<Vec<OutboxItem>, StoreError> {
@@ -40,7 +42,7 @@ impl Outbox {
         self.inner.store.next_outbox_due().await
     }
 
-    /// Records a delivery round in one commit: rows `done` (delivered or
+    /// Records delivery results in one commit: rows `done` (delivered or
     /// given up) are removed, rows to `retry` get `(id, not_before_ms,
     /// attempts)`.
     /// Refused (`Fenced`) when another replica took the outbox over since.
@@ -69,8 +71,8 @@ impl Outbox {
         self.inner.store.outbox_queued().await;
     }
 
-    /// Sets `agentd_outbox_depth` to the rows pending now (after a
-    /// delivery round; a failed count leaves it as it was).
+    /// Sets `agentd_outbox_depth` to the rows pending now (after a read
+    /// of the outbox; a failed count leaves it as it was).
     pub async fn count_depth(&self) {
         match self.inner.store.outbox_depth().await {
             Ok(n) => {

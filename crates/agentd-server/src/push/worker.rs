@@ -1,33 +1,50 @@
 //! The push worker: drains the durable outbox (push events and bridge
-//! announcements alike). Each round reads the due
-//! rows, groups them by webhook (task id, config id) in outbox order,
-//! delivers groups concurrently and each group in order, and commits every
-//! result in one batch. A failed delivery holds back the later events of
-//! its webhook until it succeeds or is given up, so a receiver sees a
-//! task's events in order; other webhooks and the task itself never wait.
+//! announcements alike). It reads the due rows, which the store returns
+//! round-robin across owners (the principal that registered a push
+//! config; a bridge row's task owner), groups them by webhook (task id,
+//! config id) in outbox order, and keeps up to [`CONCURRENCY`] webhooks in
+//! flight, each delivered in order, of which one owner holds at most
+//! [`PER_OWNER`]. A webhook frees its slot as soon as it is done: what it
+//! delivered is committed and the outbox read again, so no delivery waits
+//! for another webhook's, and one owner's slow or silent receivers hold
+//! only that owner's part of the slots while every other owner's
+//! deliveries go on. A failed delivery holds back the later events of its
+//! webhook until it succeeds or is given up, so a receiver sees a task's
+//! events in order; other webhooks and the task itself never wait.
 
 use super::deliver::{Deliverer, Outcome, backoff};
 use super::ssrf::SsrfGuard;
 use crate::bridges::BridgeSecrets;
 use agentd_core::{Outbox, OutboxItem};
 use agentd_proto::Timestamp;
+use futures::FutureExt;
 use futures::StreamExt;
-use std::collections::HashMap;
+use futures::stream::FuturesUnordered;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// Outbox rows read per round.
-const ROUND_LIMIT: usize = 256;
+/// Outbox rows read at a time.
+const READ_LIMIT: usize = 256;
 /// Webhooks delivered to at once.
 const CONCURRENCY: usize = 32;
-/// Rows of one webhook delivered per round (bounds how long a slow
-/// receiver holds a round; the rest stay due for the next one).
+/// Webhooks of one owner delivered to at once: a quarter of the slots, as
+/// the daemon's other per-principal parts, so that receivers one principal
+/// chose (a tarpit that accepts and never answers, say) leave the rest of
+/// the slots to the others.
+const PER_OWNER: usize = CONCURRENCY / 4;
+/// Rows of one webhook delivered before its slot is given back (bounds how
+/// long a slow receiver holds a slot; the rest stay due for the next turn).
 const PER_GROUP: usize = 32;
-/// The longest sleep between rounds, and the pause after a store error.
+/// The longest sleep between reads, and the pause after a store error.
 const IDLE_POLL: Duration = Duration::from_secs(60);
 const STORE_ERROR_PAUSE: Duration = Duration::from_secs(1);
+/// How often the outbox is read again while deliveries are in flight: the
+/// rows in flight are due, so the earliest due time no longer tells when
+/// a retry waiting meanwhile comes due.
+const RESCAN: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Debug)]
 pub struct PushWorkerConfig {
@@ -61,7 +78,7 @@ impl Default for PushWorkerConfig {
 /// A webhook: `(task id, config id)`, or `(task id, bridge:<channel>)`.
 type GroupKey = (String, String);
 
-/// What a round decided, committed as one batch.
+/// Delivery results not committed yet, committed together.
 #[derive(Default)]
 struct Results {
     done: Vec<i64>,
@@ -82,7 +99,7 @@ pub fn spawn_push_worker(
     let background = outbox.background().clone();
     background.spawn(async move {
         match Deliverer::new(SsrfGuard::new(cfg.allow_private), cfg.timeout, cfg.bridge_secrets.clone()) {
-            Ok(deliverer) => Worker { outbox, cfg, deliverer, held: HashMap::new() }.run(shutdown).await,
+            Ok(deliverer) => Worker { outbox, cfg, deliverer }.run(shutdown).await,
             Err(e) => {
                 tracing::error!(error = %e, "push delivery is disabled; outbox rows stay queued");
                 shutdown.cancelled().await;
@@ -95,49 +112,144 @@ struct Worker {
     outbox: Outbox,
     cfg: PushWorkerConfig,
     deliverer: Deliverer,
+}
+
+/// Who holds the delivery slots, and which webhooks wait.
+#[derive(Default)]
+struct Slots {
     /// Webhooks held back until a failed head's retry time (ms).
     held: HashMap<GroupKey, i64>,
+    /// Webhooks in flight: their rows read again wait for them to land.
+    busy: HashSet<GroupKey>,
+    /// Webhooks in flight per owner.
+    owners: HashMap<String, usize>,
+}
+
+/// A webhook's rows to deliver in order, and whose they are.
+struct Group {
+    key: GroupKey,
+    owner: String,
+    items: Vec<OutboxItem>,
+}
+
+/// What the last read found.
+struct Read {
+    rows: usize,
+    /// Rows left for want of a slot (their webhook or owner was busy, or
+    /// every slot was): a webhook landing frees one.
+    left: bool,
 }
 
 fn now_ms() -> i64 {
     Timestamp::now().millis()
 }
 
+impl Slots {
+    /// Sorts a read's rows into webhooks to start now; rows of a webhook
+    /// held back are rescheduled with it (into `results`).
+    fn place(
+        &mut self,
+        items: Vec<OutboxItem>,
+        flying: usize,
+        results: &Mutex<Results>,
+    ) -> (Vec<Group>, bool) {
+        let now = now_ms();
+        self.held.retain(|_, until| *until > now);
+        let mut left = false;
+        let mut groups: Vec<Group> = Vec::new();
+        let mut index: HashMap<GroupKey, usize> = HashMap::new();
+        for item in items {
+            let key = (item.task_id.clone(), item.target.key());
+            if self.busy.contains(&key) {
+                left = true;
+                continue;
+            }
+            if let Some(until) = self.held.get(&key) {
+                // Behind a failed event of the same webhook: wait with it.
+                record(results, |r| r.retry.push((item.id, *until, item.attempts)));
+                continue;
+            }
+            let i = *index.entry(key.clone()).or_insert_with(|| {
+                groups.push(Group { key, owner: item.owner.clone(), items: Vec::new() });
+                groups.len() - 1
+            });
+            match groups.get_mut(i) {
+                Some(g) if g.items.len() < PER_GROUP => g.items.push(item),
+                _ => left = true,
+            }
+        }
+        let mut start = Vec::new();
+        for g in groups {
+            let owned = self.owners.get(&g.owner).copied().unwrap_or(0);
+            if flying + start.len() >= CONCURRENCY || owned >= PER_OWNER {
+                // Stays due: read again once a slot is free.
+                left = true;
+                continue;
+            }
+            self.busy.insert(g.key.clone());
+            *self.owners.entry(g.owner.clone()).or_default() += 1;
+            start.push(g);
+        }
+        (start, left)
+    }
+
+    /// A webhook's delivery is over: its slot is free.
+    fn land(&mut self, key: &GroupKey, owner: &str) {
+        self.busy.remove(key);
+        if let Some(n) = self.owners.get_mut(owner) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.owners.remove(owner);
+            }
+        }
+    }
+}
+
 impl Worker {
-    async fn run(mut self, shutdown: CancellationToken) {
-        // The first round takes every pending row, due or not: retries that
+    async fn run(self, shutdown: CancellationToken) {
+        let results = Mutex::new(Results::default());
+        let mut slots = Slots::default();
+        let mut flying = FuturesUnordered::new();
+        // The first read takes every pending row, due or not: retries that
         // were waiting when the daemon stopped go out at once, and each
         // webhook's oldest row goes first.
         let mut horizon = i64::MAX;
         while !shutdown.is_cancelled() {
-            let items = match self.outbox.due(horizon, ROUND_LIMIT).await {
-                Ok(items) => items,
+            // What was delivered is committed before the outbox is read
+            // again: a delivered row read back would go out twice.
+            self.commit(&results, &mut slots, &shutdown).await;
+            let read = match self.outbox.due(horizon, READ_LIMIT).await {
+                Ok(items) => {
+                    let rows = items.len();
+                    let (start, left) = slots.place(items, flying.len(), &results);
+                    for g in start {
+                        flying.push(self.group(g, &results));
+                    }
+                    Read { rows, left }
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "push worker could not read the outbox");
                     self.pause(&shutdown, STORE_ERROR_PAUSE).await;
                     continue;
                 }
             };
-            let read = items.len();
-            if read > 0 {
-                let results = self.round(items, &shutdown).await;
-                for (key, until) in &results.held {
-                    self.held.insert(key.clone(), *until);
-                }
-                if let Err(e) = self.outbox.record(results.done, results.retry).await {
-                    // The rows stay; delivered ones may be sent again
-                    // (receivers deduplicate, A2A §4.3.3).
-                    tracing::warn!(error = %e, "push worker could not record delivery results");
-                    self.pause(&shutdown, STORE_ERROR_PAUSE).await;
-                }
-            }
+            // Rows held behind a failed head: rescheduled before the next
+            // wait is worked out from the due times.
+            self.commit(&results, &mut slots, &shutdown).await;
             if shutdown.is_cancelled() {
                 break;
             }
             self.outbox.count_depth().await;
-            let wait = self.next_wait(horizon, read).await;
+            let wait = self.next_wait(horizon, &read, !flying.is_empty()).await;
             if !wait.is_zero() {
                 tokio::select! {
+                    Some((key, owner)) = flying.next(), if !flying.is_empty() => {
+                        slots.land(&key, &owner);
+                        // Others that landed meanwhile: one commit for all.
+                        while let Some(Some((key, owner))) = flying.next().now_or_never() {
+                            slots.land(&key, &owner);
+                        }
+                    }
                     () = self.outbox.queued() => {}
                     () = tokio::time::sleep(wait) => {}
                     () = shutdown.cancelled() => {}
@@ -145,20 +257,46 @@ impl Worker {
             }
             horizon = now_ms();
         }
+        // Deliveries in flight are dropped (their rows stay); what was
+        // delivered is committed.
+        drop(flying);
+        self.commit(&results, &mut slots, &CancellationToken::new()).await;
     }
 
-    /// How long to sleep before the next round, given the horizon and the
-    /// number of rows the last read returned.
-    async fn next_wait(&self, horizon: i64, read: usize) -> Duration {
+    /// Commits the results gathered so far in one batch, and holds back
+    /// the webhooks whose head failed.
+    async fn commit(&self, results: &Mutex<Results>, slots: &mut Slots, shutdown: &CancellationToken) {
+        let taken = std::mem::take(&mut *results.lock().unwrap_or_else(|e| e.into_inner()));
+        for (key, until) in taken.held {
+            slots.held.insert(key, until);
+        }
+        if let Err(e) = self.outbox.record(taken.done, taken.retry).await {
+            // The rows stay; delivered ones may be sent again
+            // (receivers deduplicate, A2A §4.3.3).
+            tracing::warn!(error = %e, "push worker could not record delivery results");
+            self.pause(shutdown, STORE_ERROR_PAUSE).await;
+        }
+    }
+
+    /// How long to sleep before the next read, given the horizon of the
+    /// last one, what it found, and whether deliveries are in flight.
+    async fn next_wait(&self, horizon: i64, read: &Read, flying: bool) -> Duration {
+        if read.rows == READ_LIMIT && !read.left {
+            // Every row of a full read went out: more may be due.
+            return Duration::ZERO;
+        }
         match self.outbox.next_due().await {
             Ok(Some(due)) if due > horizon => {
                 let ms = due.saturating_sub(now_ms()).max(0);
                 Duration::from_millis(u64::try_from(ms).unwrap_or(0)).min(IDLE_POLL)
             }
+            // Due rows are in flight or wait for a slot: a landing wakes
+            // the worker, the rescan catches retries coming due meanwhile.
+            Ok(Some(_)) if flying => RESCAN,
             // Rows were due but the read returned none (their config is
             // gone): do not spin on them.
-            Ok(Some(_)) if read == 0 => STORE_ERROR_PAUSE,
-            // More due rows than one round takes.
+            Ok(Some(_)) if read.rows == 0 => STORE_ERROR_PAUSE,
+            // More due rows than one read takes.
             Ok(Some(_)) => Duration::ZERO,
             Ok(None) => IDLE_POLL,
             Err(e) => {
@@ -175,42 +313,16 @@ impl Worker {
         }
     }
 
-    /// Delivers one round. On shutdown the deliveries in flight are
-    /// dropped (their rows stay) and what finished is returned.
-    async fn round(&mut self, items: Vec<OutboxItem>, shutdown: &CancellationToken) -> Results {
-        let now = now_ms();
-        self.held.retain(|_, until| *until > now);
-        let results = Mutex::new(Results::default());
-        let mut groups: Vec<(GroupKey, Vec<OutboxItem>)> = Vec::new();
-        let mut index: HashMap<GroupKey, usize> = HashMap::new();
-        for item in items {
-            let key = (item.task_id.clone(), item.target.key());
-            if let Some(until) = self.held.get(&key) {
-                // Behind a failed event of the same webhook: wait with it.
-                record(&results, |r| r.retry.push((item.id, *until, item.attempts)));
-                continue;
-            }
-            let i = *index.entry(key.clone()).or_insert_with(|| {
-                groups.push((key, Vec::new()));
-                groups.len() - 1
-            });
-            if let Some((_, g)) = groups.get_mut(i)
-                && g.len() < PER_GROUP
-            {
-                g.push(item);
-            }
-        }
-        let deliveries = futures::stream::iter(groups)
-            .for_each_concurrent(CONCURRENCY, |(key, items)| self.group(key, items, &results));
-        tokio::select! {
-            () = deliveries => {}
-            () = shutdown.cancelled() => {}
-        }
-        results.into_inner().unwrap_or_else(|e| e.into_inner())
+    /// Delivers one webhook's rows in order, stopping at the first
+    /// failure; each result is recorded as it comes (so a shutdown commits
+    /// what was delivered). Returns the webhook and its owner.
+    async fn group(&self, group: Group, results: &Mutex<Results>) -> (GroupKey, String) {
+        let Group { key, owner, items } = group;
+        self.deliver(&key, &items, results).await;
+        (key, owner)
     }
 
-    /// Delivers one webhook's rows in order, stopping at the first failure.
-    async fn group(&self, key: GroupKey, items: Vec<OutboxItem>, results: &Mutex<Results>) {
+    async fn deliver(&self, key: &GroupKey, items: &[OutboxItem], results: &Mutex<Results>) {
         for (i, item) in items.iter().enumerate() {
             let span = crate::trace::delivery(item);
             let outcome = tracing::Instrument::instrument(self.deliverer.deliver(item), span.clone()).await;

@@ -92,6 +92,7 @@ define_checks!($
     push::outbox_due_retry_done,
     push::outbox_deleted_config,
     push::outbox_bridge_rows,
+    push::outbox_owners_take_turns,
     push::outbox_wakes_the_worker,
     reminders::reminders_roundtrip_and_order,
     events::events_append_and_read,

@@ -198,13 +198,17 @@ pub async fn outbox_bridge_rows(store: &dyn Store) {
     )
     .await;
     let items = due(store, soon()).await;
+    // The row of t9 (no task: no owner) is the first of its owner, so it
+    // comes before alice's second.
     assert_eq!(
         summary(&items),
-        [row("t1", "p1", "e1", 0), row("t1", "bridge:ops", "b1", 0), row("t9", "bridge:ops", "b2", 0)],
-        "bridge rows need no task or push config and keep commit order"
+        [row("t1", "p1", "e1", 0), row("t9", "bridge:ops", "b2", 0), row("t1", "bridge:ops", "b1", 0)],
+        "bridge rows need no task or push config; one owner's rows keep commit order"
     );
+    let owners: Vec<&str> = items.iter().map(|i| i.owner.as_str()).collect();
+    assert_eq!(owners, ["alice", "", "alice"], "a bridge row is its task's owner's");
     assert_eq!(
-        items[1].target,
+        items[2].target,
         OutboxTarget::Bridge(bridge("t1", "ops", "b1").target),
         "target read back whole"
     );
@@ -223,6 +227,68 @@ pub async fn outbox_bridge_rows(store: &dyn Store) {
     assert!(due(store, soon()).await.is_empty(), "the retried row waits");
     assert_eq!(ok(store.next_outbox_due().await, "next due"), Some(later));
     assert_eq!(summary(&due(store, later).await), [row("t1", "bridge:ops", "b1", 1)]);
+}
+
+/// Due rows come round-robin across owners (the principal that registered
+/// the push config; a bridge row's task owner), each owner's in commit
+/// order: a small batch holds every owner's oldest row before a second of
+/// any, so one owner's backlog never keeps another's row out of it.
+pub async fn outbox_owners_take_turns(store: &dyn Store) {
+    let setup = Batch {
+        tasks: vec![
+            record(("ta", "alice", "c", Working, 1_000)),
+            record(("tb", "bob", "c", Working, 1_000)),
+            record(("tc", "carol", "c", Working, 1_000)),
+        ],
+        push_upserts: vec![
+            push_config("ta", "pa", "alice"),
+            push_config("tb", "pb", "bob"),
+            push_config("tb", "po", "ops"),
+        ],
+        ..Default::default()
+    };
+    commit(store, setup, "three tasks, three configs").await;
+    let backlog = (1..=5).map(|n| ("ta".to_owned(), format!("a{n}"))).collect();
+    commit(store, Batch { push_events: backlog, ..Default::default() }, "alice's backlog").await;
+    let later = Batch {
+        push_events: vec![("tb".into(), "b1".into())],
+        bridge_deliveries: vec![bridge("tc", "ops", "c1"), bridge("t9", "ops", "x1")],
+        ..Default::default()
+    };
+    commit(store, later, "bob's event, two bridge rows").await;
+    let first = ok(store.due_outbox(soon(), 3).await, "due_outbox");
+    assert_eq!(
+        summary(&first),
+        [row("ta", "pa", "a1", 0), row("tb", "pb", "b1", 0), row("tb", "po", "b1", 0)],
+        "a batch of 3 takes alice's oldest row, then the others' (not alice's next two)"
+    );
+    let items = due(store, soon()).await;
+    let expected = [
+        row("ta", "pa", "a1", 0),
+        row("tb", "pb", "b1", 0),
+        row("tb", "po", "b1", 0),
+        row("tc", "bridge:ops", "c1", 0),
+        row("t9", "bridge:ops", "x1", 0),
+        row("ta", "pa", "a2", 0),
+        row("ta", "pa", "a3", 0),
+        row("ta", "pa", "a4", 0),
+        row("ta", "pa", "a5", 0),
+    ];
+    assert_eq!(summary(&items), expected, "owners take turns; each owner's rows in commit order");
+    let owners: Vec<&str> = items.iter().map(|i| i.owner.as_str()).collect();
+    assert_eq!(
+        owners,
+        ["alice", "bob", "ops", "carol", "", "alice", "alice", "alice", "alice"],
+        "a push row is its config's registrant's, a bridge row its task owner's"
+    );
+    // Turns count due rows only: with alice's two oldest waiting for a
+    // retry, her third is her first turn, ahead of bob's younger row.
+    let retry = items.iter().filter(|i| i.body == "a1" || i.body == "a2").map(|i| (i.id, soon() + 60_000, 1));
+    let done = items.iter().filter(|i| i.owner != "alice" && i.owner != "bob").map(|i| i.id);
+    let batch = Batch { outbox_retry: retry.collect(), outbox_done: done.collect(), ..Default::default() };
+    commit(store, batch, "two retries, three done").await;
+    let got = summary(&ok(store.due_outbox(soon(), 2).await, "due_outbox"));
+    assert_eq!(got, [row("ta", "pa", "a3", 0), row("tb", "pb", "b1", 0)], "rows not due take no turn");
 }
 
 /// Whether a wake-up is pending for the delivery worker (consumes it).

@@ -200,13 +200,20 @@ pub(crate) async fn due_outbox(
 ) -> Result<Vec<OutboxItem>, StoreError> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     // A push row whose config is gone is skipped (its delete cascades);
-    // a bridge row needs no config.
+    // a bridge row needs no config. The rows come round-robin across
+    // owners (each owner's first row, then each one's second, ...; within
+    // an owner in commit order), so one owner's backlog cannot fill a
+    // batch while another's rows wait behind it.
     let s = client
         .prepare_cached(
-            "SELECT o.id, o.task_id, o.body, o.attempts, p.config_json, o.bridge_json
-             FROM outbox o LEFT JOIN push_configs p ON p.task_id = o.task_id AND p.id = o.config_id
+            "SELECT o.id, o.task_id, o.body, o.attempts, p.config_json, o.bridge_json,
+                    COALESCE(p.owner, t.owner, '') AS owner,
+                    ROW_NUMBER() OVER (PARTITION BY COALESCE(p.owner, t.owner, '') ORDER BY o.id) AS turn
+             FROM outbox o
+             LEFT JOIN push_configs p ON p.task_id = o.task_id AND p.id = o.config_id
+             LEFT JOIN tasks t ON t.id = o.task_id AND o.config_id IS NULL
              WHERE o.not_before_ms <= $1 AND (p.config_json IS NOT NULL OR o.bridge_json IS NOT NULL)
-             ORDER BY o.id LIMIT $2",
+             ORDER BY turn, o.id LIMIT $2",
         )
         .await
         .map_err(db("query outbox"))?;
@@ -223,7 +230,7 @@ pub(crate) async fn due_outbox(
                 (None, None) => return Err(StoreError::backend(format!("outbox row {id} has no target"))),
             };
             let attempts = u32::try_from(row.get::<_, i32>(3)).unwrap_or(0);
-            Ok(OutboxItem { id, task_id: row.get(1), target, body: row.get(2), attempts })
+            Ok(OutboxItem { id, task_id: row.get(1), owner: row.get(6), target, body: row.get(2), attempts })
         })
         .collect()
 }

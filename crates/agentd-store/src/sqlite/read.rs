@@ -370,24 +370,31 @@ pub(crate) fn due_outbox(
 ) -> Result<Vec<OutboxItem>, StoreError> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     // A push row whose config is gone is skipped (its delete cascades);
-    // a bridge row needs no config.
+    // a bridge row needs no config. The rows come round-robin across
+    // owners (each owner's first row, then each one's second, ...; within
+    // an owner in commit order), so one owner's backlog cannot fill a
+    // batch while another's rows wait behind it.
     let mut stmt = conn
         .prepare_cached(
-            "SELECT o.id, o.task_id, o.body, o.attempts, p.config_json, o.bridge_json
-             FROM outbox o LEFT JOIN push_configs p ON p.task_id = o.task_id AND p.id = o.config_id
+            "SELECT o.id, o.task_id, o.body, o.attempts, p.config_json, o.bridge_json,
+                    COALESCE(p.owner, t.owner, '') AS owner,
+                    ROW_NUMBER() OVER (PARTITION BY COALESCE(p.owner, t.owner, '') ORDER BY o.id) AS turn
+             FROM outbox o
+             LEFT JOIN push_configs p ON p.task_id = o.task_id AND p.id = o.config_id
+             LEFT JOIN tasks t ON t.id = o.task_id AND o.config_id IS NULL
              WHERE o.not_before_ms <= ?1 AND (p.config_json IS NOT NULL OR o.bridge_json IS NOT NULL)
-             ORDER BY o.id LIMIT ?2",
+             ORDER BY turn, o.id LIMIT ?2",
         )
         .map_err(err("prepare outbox query"))?;
-    type Row = (i64, String, String, u32, Option<String>, Option<String>);
+    type Row = (i64, String, String, u32, Option<String>, Option<String>, String);
     let rows = stmt
         .query_map(params![now_ms, limit], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?, row.get(6)?))
         })
         .and_then(|rows| rows.collect::<rusqlite::Result<Vec<Row>>>())
         .map_err(err("query outbox"))?;
     rows.into_iter()
-        .map(|(id, task_id, body, attempts, config, bridge)| {
+        .map(|(id, task_id, body, attempts, config, bridge, owner)| {
             let target = match (config, bridge) {
                 (Some(json), _) => OutboxTarget::Push(decode_config(&json)?),
                 (None, Some(json)) => OutboxTarget::Bridge(
@@ -396,7 +403,7 @@ pub(crate) fn due_outbox(
                 ),
                 (None, None) => return Err(StoreError::backend(format!("outbox row {id} has no target"))),
             };
-            Ok(OutboxItem { id, task_id, target, body, attempts })
+            Ok(OutboxItem { id, task_id, owner, target, body, attempts })
         })
         .collect()
 }

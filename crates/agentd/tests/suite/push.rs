@@ -418,6 +418,53 @@ async fn a_hanging_receiver_holds_neither_the_stop_nor_the_event() {
     assert_eq!(delivered(&hits), ["statusUpdate:TASK_STATE_INPUT_REQUIRED"], "{hits:#?}");
 }
 
+/// One principal's webhooks all point at a tarpit (it accepts and never
+/// answers) and outnumber the worker's delivery slots: they hold that
+/// principal's part of the slots, not all of them, and another
+/// principal's notifications go out while every one of them hangs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_principal_whose_webhooks_never_answer_holds_back_no_other_principal() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // A request timeout far past the test's bounds: no tarpit delivery
+    // ends (and frees its slot) while the test runs.
+    let p = principals::start(tmp.path(), "push:\n  timeout_secs: 300\n");
+    let tarpit = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = tarpit.local_addr().expect("addr").port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    let hanging = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((sock, _)) = tarpit.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            held.push(sock);
+        }
+    });
+    // More of alice's webhooks than the worker has slots (32).
+    for _ in 0..40 {
+        let r = p.alice.call("SendMessage", send_with_push("tck-complete-task", &hook_url(port))).await;
+        assert_eq!(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+    }
+    // Her deliveries are in flight: as many as her part of the slots.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while accepted.load(Ordering::SeqCst) < 8 {
+        assert!(Instant::now() < deadline, "alice's deliveries never reached the tarpit");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut rx = Receiver::start(0).await;
+    let r = p.bob.call("SendMessage", send_with_push("tck-complete-task", &rx.url())).await;
+    let id = r["task"]["id"].as_str().expect("id").to_owned();
+    let hits = rx.until_state(&id, "TASK_STATE_COMPLETED", Duration::from_secs(10)).await;
+    assert_eq!(
+        delivered(&hits).last().map(String::as_str),
+        Some("statusUpdate:TASK_STATE_COMPLETED"),
+        "{hits:#?}"
+    );
+    let held = accepted.load(Ordering::SeqCst);
+    assert_eq!(held, 8, "alice holds her part of the 32 slots (a quarter), no more");
+    hanging.abort();
+    let _ = hanging.await;
+}
+
 /// A task takes at most 16 configs (one that replaces a config is not one
 /// more), each field within its size; the list comes in pages.
 #[tokio::test]
