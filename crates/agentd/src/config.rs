@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 mod env;
+mod paths;
 mod telemetry;
 
 pub use telemetry::{OtlpConfig, TelemetryConfig};
@@ -913,8 +914,9 @@ pub fn load_from(flags: &ServeFlags, env: &BTreeMap<String, String>) -> anyhow::
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read config file {}", path.display()))?;
-            let tree: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text)
+            let mut tree: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text)
                 .with_context(|| format!("invalid config file {}", path.display()))?;
+            paths::relative_to(&mut tree, path.parent().unwrap_or(std::path::Path::new("")));
             (tree, format!("config file {}", path.display()))
         }
         None => (serde_yaml_ng::Value::Null, "configuration".to_owned()),
@@ -928,7 +930,12 @@ pub fn load_from(flags: &ServeFlags, env: &BTreeMap<String, String>) -> anyhow::
         .clone()
         .or_else(|| tree.get("instruction").and_then(|v| v.as_str()).map(PathBuf::from));
     let mut instruction = crate::instruction::load(document.as_deref())?;
-    let fragments = std::mem::take(&mut instruction.config);
+    let mut fragments = std::mem::take(&mut instruction.config);
+    if let Some(dir) = document.as_deref().and_then(std::path::Path::parent) {
+        for fragment in &mut fragments {
+            paths::relative_to(&mut fragment.value, dir);
+        }
+    }
     store_shorthand(&mut tree);
     let mut from_document = Vec::new();
     let mut ignored = Vec::new();

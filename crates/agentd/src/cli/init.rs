@@ -29,11 +29,10 @@ pub fn run(a: InitArgs) -> anyhow::Result<()> {
             bail!("{} exists; keep it, or overwrite it with --force", path.display());
         }
     }
-    // The config names the document as seen from where `init` ran, which
-    // is where `serve` is expected to run.
-    let config_text = CONFIG.replace("instruction: agent.md", &format!("instruction: {}", shown(&document)));
+    // The config's paths are read from its own directory, so the same text
+    // serves from anywhere: `instruction: agent.md` is the document beside it.
     write(&document, DOCUMENT)?;
-    write(&config, &config_text)?;
+    write(&config, CONFIG)?;
     output::line(&shown(&document))?;
     output::line(&shown(&config))?;
     note(&format!(

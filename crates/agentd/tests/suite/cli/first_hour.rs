@@ -81,6 +81,34 @@ async fn init_writes_a_document_check_accepts_and_serve_names_the_agent_after() 
     assert_eq!(card(&d).await["name"], "My agent");
 }
 
+/// The config `init DIR` writes reads its paths from its own directory:
+/// served from another directory (with a relative `--config`) or from
+/// inside DIR, it runs the document beside it on the data beside it, and
+/// leaves nothing where it was started.
+#[tokio::test]
+async fn an_init_config_serves_the_same_agent_from_any_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("my-agent");
+    ok(local(&["init", dir.to_str().unwrap()]));
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let data = dir.join(".agentd");
+    let runs = [(&elsewhere, "../my-agent/agentd.yaml", "one"), (&dir, "agentd.yaml", "two")];
+    for (n, (cwd, config, text)) in runs.into_iter().enumerate() {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentd"));
+        cmd.current_dir(cwd).args(["serve", "--listen", "127.0.0.1:0", "--config", config]);
+        cmd.env("AGENTD_LOG", "info").env_remove("AGENTD_DATA_DIR").env_remove("AGENTD_INSTRUCTION");
+        let mut d = Daemon::spawn(cmd, &data);
+        assert_eq!(card(&d).await["name"], "My agent", "the document beside the config, from {cwd:?}");
+        ok(agentd(&d.url, &["send", text]));
+        let tasks = json_of(&ok(agentd(&d.url, &["tasks", "list", "--json"])));
+        assert_eq!(tasks["tasks"].as_array().unwrap().len(), n + 1, "one database for both: {tasks}");
+        assert!(d.stop().success(), "{}", d.log());
+        assert!(data.join("agentd.db").exists(), "the data beside the config");
+    }
+    assert!(!elsewhere.join(".agentd").exists(), "nothing where it was started");
+}
+
 #[test]
 fn check_says_how_to_grant_a_family() {
     // Its `:::!human[]` table needs the interface family.
