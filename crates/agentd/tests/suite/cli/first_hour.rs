@@ -109,6 +109,29 @@ async fn an_init_config_serves_the_same_agent_from_any_directory() {
     assert!(!elsewhere.join(".agentd").exists(), "nothing where it was started");
 }
 
+/// `--listen localhost:PORT` is resolved; a name that does not resolve is
+/// a usage error naming it.
+#[test]
+fn listen_takes_a_host_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentd"));
+    cmd.args(["serve", "--listen", "localhost:0", "--data-dir", data.to_str().unwrap()]);
+    cmd.env("AGENTD_LOG", "info");
+    let d = Daemon::spawn(cmd, &data);
+    assert!(d.url.starts_with("http://127.0.0.1:"), "{}", d.url);
+    assert_eq!(ok(agentd(&d.url, &["send", "hello"])).stdout, "echo: hello\n");
+    drop(d);
+
+    let out =
+        local(&["serve", "--listen", "no-such-host.invalid:7420", "--data-dir", data.to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("\"no-such-host.invalid\" does not resolve"), "{out:?}");
+    let out = local(&["serve", "--listen", "localhost", "--data-dir", data.to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("is not HOST:PORT"), "{out:?}");
+}
+
 #[test]
 fn check_says_how_to_grant_a_family() {
     // Its `:::!human[]` table needs the interface family.
