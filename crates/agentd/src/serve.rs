@@ -16,8 +16,9 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
 }
 
 async fn serve(cfg: Config) -> anyhow::Result<()> {
+    // Bound first: an address in use leaves no data directory behind.
+    let listener = Daemon::bind(&cfg).await?;
     let daemon = Daemon::build(cfg).await?;
-    let listener = daemon.bind().await?;
     let shutdown = CancellationToken::new();
     let serve = daemon.serve(listener, shutdown.clone());
     tokio::pin!(serve);

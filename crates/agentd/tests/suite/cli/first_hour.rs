@@ -132,6 +132,26 @@ fn listen_takes_a_host_name() {
     assert!(out.stderr.contains("is not HOST:PORT"), "{out:?}");
 }
 
+/// An address in use stops `serve` saying so, before the data directory
+/// (or its database) is made.
+#[test]
+fn an_address_in_use_leaves_no_data_directory_behind() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let data_s = data.to_str().unwrap();
+    let main: [&str; 2] = ["--listen", &addr];
+    let metrics: [&str; 4] = ["--listen", "127.0.0.1:0", "--metrics-listen", &addr];
+    for args in [&main[..], &metrics[..]] {
+        let out = local(&[&["serve", "--data-dir", data_s][..], args].concat());
+        assert_eq!(out.code, 1, "{out:?}");
+        assert!(out.stderr.contains(&format!("cannot listen on {addr}")), "{out:?}");
+        assert!(out.stderr.contains("the address is in use"), "{out:?}");
+        assert!(!data.exists(), "nothing made before the bind: {args:?}");
+    }
+}
+
 #[test]
 fn check_says_how_to_grant_a_family() {
     // Its `:::!human[]` table needs the interface family.

@@ -88,8 +88,8 @@ fn run(
         .build()
         .map_err(|e| fail(e.into()))?;
     let r = rt.block_on(async {
+        let listener = agentd::Daemon::bind(&cfg).await.map_err(fail)?;
         let daemon = agentd::Daemon::build(cfg).await.map_err(fail)?;
-        let listener = daemon.bind().await.map_err(fail)?;
         let url = format!("http://{}", listener.local_addr()?);
         let _ = started.send(Ok(url));
         daemon.serve(listener, shutdown).await
