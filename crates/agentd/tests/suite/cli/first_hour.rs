@@ -152,6 +152,21 @@ fn an_address_in_use_leaves_no_data_directory_behind() {
     }
 }
 
+/// The built-in agent's card describes it to clients (not its prompt,
+/// which speaks to the model); a configured description still wins.
+#[tokio::test]
+async fn the_default_agent_describes_itself_to_clients() {
+    let d = Daemon::start(&[]);
+    let description = card(&d).await["description"].as_str().unwrap().to_owned();
+    assert!(description.starts_with("A general-purpose assistant"), "{description}");
+    assert!(!description.contains("You are"), "{description}");
+    drop(d);
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write_config(tmp.path(), "card: {description: Answers questions about our services.}\n");
+    let d = Daemon::start(&["--config", config.to_str().unwrap()]);
+    assert_eq!(card(&d).await["description"], "Answers questions about our services.");
+}
+
 #[test]
 fn check_says_how_to_grant_a_family() {
     // Its `:::!human[]` table needs the interface family.
