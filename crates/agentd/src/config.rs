@@ -1330,6 +1330,20 @@ fn validate_card(card: &CardSection) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The filter the log is written with: `level`, with rmcp's own lines at
+/// `warn` when the level is `info`. rmcp logs each connection's whole
+/// initialize result, a Rust debug dump, at INFO (agentd logs a line of its
+/// own for it); at `debug`, or when the filter names rmcp, it is as asked.
+pub fn log_directives(level: &str) -> String {
+    let directives: Vec<&str> = level.split(',').map(str::trim).filter(|d| !d.is_empty()).collect();
+    let names_rmcp = directives.iter().any(|d| d.starts_with("rmcp"));
+    let bare = directives.iter().rev().find(|d| !d.contains(['=', '['])).map(|d| d.to_ascii_lowercase());
+    if names_rmcp || bare.as_deref() != Some("info") {
+        return level.to_owned();
+    }
+    format!("{level},rmcp=warn")
+}
+
 pub fn log_filter_error(level: &str, e: &dyn std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!(
         "the log filter {level:?} (AGENTD_LOG or log.level) is not valid: {e}; \
@@ -1404,6 +1418,16 @@ mod tests {
         let inline = env(&[("AGENTD_STORE", "postgres://a:hunter2@db/x")]);
         let e = load_from(&ServeFlags::default(), &inline).expect_err("a password in the URL").to_string();
         assert!(e.contains("store.password") && !e.contains("hunter2"), "{e}");
+    }
+
+    #[test]
+    fn rmcp_logs_at_warn_unless_asked_for() {
+        use super::log_directives;
+        assert_eq!(log_directives("info"), "info,rmcp=warn");
+        assert_eq!(log_directives("agentd=debug,INFO"), "agentd=debug,INFO,rmcp=warn");
+        for as_asked in ["debug", "warn", "off", "rmcp=info,info", "agentd=debug"] {
+            assert_eq!(log_directives(as_asked), as_asked);
+        }
     }
 
     #[test]

@@ -56,7 +56,7 @@ async fn stop_signal() {
 fn init_logging(cfg: &Config) -> anyhow::Result<Option<Tracing>> {
     use tracing_subscriber::EnvFilter;
     // Checked by config::load too; an invalid filter is never silently `info`.
-    let filter = EnvFilter::try_new(&cfg.log.level)
+    let filter = EnvFilter::try_new(crate::config::log_directives(&cfg.log.level))
         .map_err(|e| crate::config::log_filter_error(&cfg.log.level, &e))?;
     use std::io::IsTerminal;
     if let Some(url) = cfg.telemetry.traces_url() {

@@ -113,7 +113,7 @@ fn config(argv: &[String]) -> anyhow::Result<agentd::config::Config> {
 }
 
 fn subscriber(cfg: &agentd::config::Config, log: Arc<Mutex<String>>) -> tracing::Dispatch {
-    let filter = tracing_subscriber::EnvFilter::new(&cfg.log.level);
+    let filter = tracing_subscriber::EnvFilter::new(agentd::config::log_directives(&cfg.log.level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(move || LogWriter(log.clone()))
