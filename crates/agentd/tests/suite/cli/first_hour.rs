@@ -291,9 +291,14 @@ fn the_command_op_verbs_reach_their_ops() {
     ));
     let id = out.stdout.trim().to_owned();
     assert!(!id.is_empty() && !id.contains(' '), "the task id: {out:?}");
+    // --json: the daemon's answer, the op's data in its one DataPart.
+    let data = |args: &[&str]| {
+        let v = json_of(&ok(agentd(&d.url, &[args, &["--json"][..]].concat())));
+        v["message"]["parts"][0]["data"].clone()
+    };
     let deadline = Instant::now() + WITHIN;
     let status = loop {
-        let v = json_of(&ok(agentd(&d.url, &["subagents", "status", &id])));
+        let v = data(&["subagents", "status", &id]);
         if v["state"] == "TASK_STATE_COMPLETED" {
             break v;
         }
@@ -301,21 +306,55 @@ fn the_command_op_verbs_reach_their_ops() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(status["handle"], format!("helper-{id}"), "{status}");
+    // Without --json, a record a person reads.
+    let out = ok(agentd(&d.url, &["subagents", "status", &id]));
+    assert!(out.stdout.starts_with(&format!("handle   helper-{id}\n")), "{out:?}");
+    assert!(
+        out.stdout.contains("state    COMPLETED\n") && out.stdout.ends_with("\necho: hello\n"),
+        "{out:?}"
+    );
     let context = status["contextId"].as_str().unwrap().to_owned();
-    let conv = json_of(&ok(agentd(&d.url, &["conversations", "get", &context])));
+    let conv = data(&["conversations", "get", &context]);
     assert_eq!(conv["turns"][0]["taskId"], id.as_str(), "{conv}");
-    let closed = json_of(&ok(agentd(&d.url, &["conversations", "close", &context])));
-    assert_eq!(closed["closed"], true, "{closed}");
+    let out = ok(agentd(&d.url, &["conversations", "get", &context]));
+    assert_eq!(
+        out.stdout,
+        format!("context  {context}\n\n{id}  COMPLETED\n  user: hello\n  agent: echo: hello\n"),
+        "{out:?}"
+    );
+    let out = ok(agentd(&d.url, &["conversations", "close", &context]));
+    assert!(out.stdout.starts_with(&format!("context  {context} (closed)\n")), "{out:?}");
+    assert_eq!(data(&["conversations", "get", &context])["closed"], true);
 
     ok(agentd(&d.url, &["run", "demo"]));
     let run = json_of(&ok(agentd(&d.url, &["tasks", "list", "--json"])))["tasks"][0]["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    let st = json_of(&ok(agentd(&d.url, &["workflows", "status", &run])));
+    let st = data(&["workflows", "status", &run]);
     assert_eq!(st["gate"]["step"], "approve", "{st}");
+    let out = ok(agentd(&d.url, &["workflows", "status", &run]));
+    assert!(
+        out.stdout.contains("state    INPUT_REQUIRED\ngate     approve: Approve the demo run?"),
+        "{out:?}"
+    );
+    let steps: Vec<Vec<&str>> = out
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("STEP"))
+        .skip(1)
+        .map(|l| l.split_whitespace().take(3).collect())
+        .collect();
+    assert_eq!(
+        steps,
+        [["approve", "human", "waiting"], ["summarize", "agent", "pending"], ["done", "finish", "pending"]],
+        "{out:?}"
+    );
+    let out = ok(agentd(&d.url, &["gates"]));
+    assert_eq!(out.stdout, "", "no gate addressed to the operator on others' tasks: {out:?}");
+    assert!(out.stderr.contains("no open gates addressed to you"), "{out:?}");
     let out = ok(agentd(&d.url, &["workflows", "cancel", &run]));
-    assert!(out.stdout.contains("CANCELED"), "{out:?}");
+    assert!(out.stdout.contains("state    CANCELED\n"), "{out:?}");
     let out = agentd(&d.url, &["subagents", "status", "no-such"]);
     assert_eq!(out.code, 1, "{out:?}");
 }
