@@ -12,6 +12,7 @@ use agentd_proto::{
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 
 #[derive(Subcommand, Debug)]
 pub enum TasksCommand {
@@ -217,6 +218,12 @@ async fn watch(a: IdArgs) -> anyhow::Result<()> {
     };
     let mut task = Task::default();
     let mut out = output::Inline::default();
+    // The text of each artifact as printed: a reply streamed as an artifact
+    // is often the final status message too, and is not printed twice.
+    let mut shown: HashMap<String, String> = HashMap::new();
+    let without_reply = |message: Option<String>, shown: &HashMap<String, String>| {
+        message.filter(|m| !shown.values().any(|t| t.trim() == m.trim()))
+    };
     while let Some(v) = events.next().await? {
         let ev: StreamResponse = serde_json::from_value(v.clone())
             .context("the daemon sent an event that is not a StreamResponse")?;
@@ -227,12 +234,26 @@ async fn watch(a: IdArgs) -> anyhow::Result<()> {
         }
         match ev {
             StreamResponse::Task(t) => {
-                out.line(&state_line(t.status.state, output::status_text(&t.status)))?
+                out.line(&state_line(t.status.state, output::status_text(&t.status)))?;
+                // What a turn under way has streamed so far: the chunks that
+                // follow carry on from it.
+                for artifact in t.artifacts.iter().flatten() {
+                    out.artifact(artifact)?;
+                    shown.insert(artifact.artifact_id.clone(), output::artifact_text(artifact));
+                }
             }
             StreamResponse::StatusUpdate(u) => {
-                out.line(&state_line(u.status.state, output::status_text(&u.status)))?;
+                let message = without_reply(output::status_text(&u.status), &shown);
+                out.line(&state_line(u.status.state, message))?;
             }
-            StreamResponse::ArtifactUpdate(u) => out.artifact(&u.artifact)?,
+            StreamResponse::ArtifactUpdate(u) => {
+                out.artifact(&u.artifact)?;
+                let text = shown.entry(u.artifact.artifact_id.clone()).or_default();
+                if !u.append {
+                    text.clear();
+                }
+                text.push_str(&output::artifact_text(&u.artifact));
+            }
             StreamResponse::Message(m) => out.line(&format!("message: {}", output::one_line(&m.text())))?,
         }
     }

@@ -382,6 +382,31 @@ fn watch_shows_streamed_text_inline() {
     assert_eq!(rest.last().map(String::as_str), Some("COMPLETED"), "{rest:?}");
 }
 
+/// `tasks watch` joining a turn under way prints its reply once and whole:
+/// what was streamed before it subscribed, the rest as it comes, then the
+/// final state without the status message that repeats the reply.
+#[tokio::test]
+async fn watch_prints_a_streamed_reply_once() {
+    let (d, _script) = scripted("- {deltas: ['first half, ', 'second half'], delay_ms: 2000}\n");
+    ok(agentd(&d.url, &["send", "--no-wait", "go"]));
+    let id = d.call("ListTasks", json!({})).await["tasks"][0]["id"].as_str().unwrap().to_owned();
+    // The watch joins once the first half is committed, a delay before the second.
+    let deadline = Instant::now() + WITHIN;
+    loop {
+        let t = d.call("GetTask", json!({"id": id})).await;
+        if t["artifacts"][0]["parts"][0]["text"] == "first half, " {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the first half never came: {t}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let watch = agentd_cmd(&d.url, &["tasks", "watch", &id], &[]).spawn().unwrap();
+    let out = tokio::task::spawn_blocking(move || wait_output(watch, WITHIN)).await.unwrap();
+    assert_eq!(out.code, 0, "{out:?}");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines, ["WORKING", "first half, second half", "COMPLETED"], "{out:?}");
+}
+
 #[tokio::test]
 async fn readiness_reports_an_unreachable_model_server() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
