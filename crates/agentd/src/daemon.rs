@@ -1,6 +1,7 @@
-//! The daemon as a library: [`Daemon::build`] checks the configuration,
-//! opens the store and recovers it; [`Daemon::serve`] serves a bound
-//! listener until a shutdown token fires, then drains: it stops taking new
+//! The daemon as a library: [`Daemon::bind`] binds its listeners first (an
+//! address in use stops the start before any data is made);
+//! [`Daemon::build`] checks the configuration, opens the store and recovers
+//! it; [`Daemon::serve`] serves the bound listeners until a shutdown token fires, then drains: it stops taking new
 //! work, lets running turns finish within `shutdown.grace_secs`, stops the
 //! rest with an explicit status, ends the streams and waits for every
 //! background task (all are on the engine's [`agentd_core::Background`]).
