@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 const DOCUMENT: &str = include_str!("../assets/starter-agent.md");
 const CONFIG: &str = include_str!("../assets/starter-config.yaml");
 
+/// The config's file name.
+pub const CONFIG_FILE: &str = "agentd.yaml";
+
 #[derive(Args, Debug)]
 pub struct InitArgs {
     /// Where to write `agent.md` and `agentd.yaml`.
@@ -23,7 +26,7 @@ pub struct InitArgs {
 pub fn run(a: InitArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&a.dir).with_context(|| format!("cannot create {}", a.dir.display()))?;
     let document = a.dir.join("agent.md");
-    let config = a.dir.join("agentd.yaml");
+    let config = a.dir.join(CONFIG_FILE);
     for path in [&document, &config] {
         if !a.force && path.exists() {
             bail!("{} exists; keep it, or overwrite it with --force", path.display());

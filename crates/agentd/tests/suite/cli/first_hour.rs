@@ -107,6 +107,13 @@ async fn an_init_config_serves_the_same_agent_from_any_directory() {
         assert!(data.join("agentd.db").exists(), "the data beside the config");
     }
     assert!(!elsewhere.join(".agentd").exists(), "nothing where it was started");
+
+    // Without --config the file beside it is not read, and serve says so.
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentd"));
+    cmd.current_dir(&dir).args(["serve", "--listen", "127.0.0.1:0"]);
+    cmd.env("AGENTD_LOG", "info").env_remove("AGENTD_CONFIG");
+    let d = Daemon::spawn(cmd, &data);
+    assert!(d.log().contains("./agentd.yaml is not read without --config"), "{}", d.log());
 }
 
 /// `--listen localhost:PORT` is resolved; a name that does not resolve is
