@@ -251,7 +251,14 @@ impl Server {
         let limit = self.spec.timeout.max(MIN_CONNECT_TIMEOUT);
         match tokio::time::timeout(limit, self.connect(background)).await {
             Ok(Ok(conn)) => {
-                tracing::info!(mcp_server = %self.spec.name, tools = conn.tools.len(), "MCP server connected");
+                let name = &self.spec.name;
+                let info = conn.service.peer().peer_info();
+                let implementation = info.as_ref().and_then(|i| i.server_info.as_ref());
+                let (server, version) =
+                    implementation.map_or(("?", "?"), |i| (i.name.as_str(), i.version.as_str()));
+                let tools = conn.tools.len();
+                tracing::info!(mcp_server = %name, server, version, tools, "MCP server {name} connected: {server} {version}, {tools} tools");
+                tracing::debug!(mcp_server = %name, initialize = ?info, "MCP server {name}'s initialize result");
                 st.conn = Some(conn);
                 st.failures = 0;
                 st.retry_at = None;

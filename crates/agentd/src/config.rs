@@ -11,14 +11,15 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 mod env;
+mod paths;
 mod telemetry;
 
 pub use telemetry::{OtlpConfig, TelemetryConfig};
 
 #[derive(Args, Debug, Default)]
 pub struct ServeFlags {
-    /// Address to listen on (AGENTD_LISTEN). Port 0 picks a free port.
-    #[arg(long)]
+    /// Address to listen on, IP:PORT or HOST:PORT (AGENTD_LISTEN). Port 0 picks a free port.
+    #[arg(long, value_parser = parse_listen)]
     pub listen: Option<SocketAddr>,
     /// Data directory; holds the SQLite database (AGENTD_DATA_DIR).
     #[arg(long)]
@@ -37,8 +38,8 @@ pub struct ServeFlags {
     /// Agent profile: `default` (the instruction document's agent) or `tck` (AGENTD_AGENT).
     #[arg(long, value_enum)]
     pub agent: Option<AgentProfile>,
-    /// A second listener serving only /metrics (AGENTD_METRICS_LISTEN).
-    #[arg(long)]
+    /// A second listener serving only /metrics, IP:PORT or HOST:PORT (AGENTD_METRICS_LISTEN).
+    #[arg(long, value_parser = parse_listen)]
     pub metrics_listen: Option<SocketAddr>,
     /// Let webhooks reach loopback and private addresses (tests, single host).
     #[arg(long)]
@@ -75,6 +76,7 @@ pub struct ServeFlags {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    #[serde(deserialize_with = "listen_address")]
     pub listen: SocketAddr,
     pub data_dir: PathBuf,
     pub agent: AgentProfile,
@@ -205,6 +207,7 @@ impl A2aConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct MetricsConfig {
     /// A second listener serving `/metrics` alone (besides the main one).
+    #[serde(deserialize_with = "optional_listen_address")]
     pub listen: Option<SocketAddr>,
     /// Scrapes need no credentials on any listener; by default only on a
     /// loopback one (elsewhere an operator's).
@@ -868,6 +871,49 @@ impl Role {
     }
 }
 
+/// A listen address: `IP:PORT`, or `HOST:PORT` with the host name resolved
+/// now (an IPv4 address first: `localhost` then means 127.0.0.1, where the
+/// client verbs' default URL points).
+pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let text = text.trim();
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return Err(format!("{text:?} is not HOST:PORT (127.0.0.1:7420, localhost:7420, [::1]:7420)"));
+    };
+    let port: u16 = port.parse().map_err(|_| format!("{text:?}: {port:?} is not a port number"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return Err(format!(
+            "{text:?} has no host: write 127.0.0.1:{port} (or 0.0.0.0:{port} for every interface)"
+        ));
+    }
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("{text:?}: the host name {host:?} does not resolve ({e})"))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| format!("{text:?}: the host name {host:?} has no address"))
+}
+
+fn listen_address<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SocketAddr, D::Error> {
+    let text = String::deserialize(d)?;
+    parse_listen(&text).map_err(serde::de::Error::custom)
+}
+
+fn optional_listen_address<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
+    match Option::<String>::deserialize(d)? {
+        Some(text) => parse_listen(&text).map(Some).map_err(serde::de::Error::custom),
+        None => Ok(None),
+    }
+}
+
 /// `--model`: one of the model kinds, with clap's list of possible values.
 fn model_kind() -> impl clap::builder::TypedValueParser<Value = agentd_runtime::model::ModelKind> {
     use agentd_runtime::model::ModelKind;
@@ -913,8 +959,9 @@ pub fn load_from(flags: &ServeFlags, env: &BTreeMap<String, String>) -> anyhow::
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read config file {}", path.display()))?;
-            let tree: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text)
+            let mut tree: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text)
                 .with_context(|| format!("invalid config file {}", path.display()))?;
+            paths::relative_to(&mut tree, path.parent().unwrap_or(std::path::Path::new("")));
             (tree, format!("config file {}", path.display()))
         }
         None => (serde_yaml_ng::Value::Null, "configuration".to_owned()),
@@ -928,7 +975,12 @@ pub fn load_from(flags: &ServeFlags, env: &BTreeMap<String, String>) -> anyhow::
         .clone()
         .or_else(|| tree.get("instruction").and_then(|v| v.as_str()).map(PathBuf::from));
     let mut instruction = crate::instruction::load(document.as_deref())?;
-    let fragments = std::mem::take(&mut instruction.config);
+    let mut fragments = std::mem::take(&mut instruction.config);
+    if let Some(dir) = document.as_deref().and_then(std::path::Path::parent) {
+        for fragment in &mut fragments {
+            paths::relative_to(&mut fragment.value, dir);
+        }
+    }
     store_shorthand(&mut tree);
     let mut from_document = Vec::new();
     let mut ignored = Vec::new();
@@ -1278,6 +1330,20 @@ fn validate_card(card: &CardSection) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The filter the log is written with: `level`, with rmcp's own lines at
+/// `warn` when the level is `info`. rmcp logs each connection's whole
+/// initialize result, a Rust debug dump, at INFO (agentd logs a line of its
+/// own for it); at `debug`, or when the filter names rmcp, it is as asked.
+pub fn log_directives(level: &str) -> String {
+    let directives: Vec<&str> = level.split(',').map(str::trim).filter(|d| !d.is_empty()).collect();
+    let names_rmcp = directives.iter().any(|d| d.starts_with("rmcp"));
+    let bare = directives.iter().rev().find(|d| !d.contains(['=', '['])).map(|d| d.to_ascii_lowercase());
+    if names_rmcp || bare.as_deref() != Some("info") {
+        return level.to_owned();
+    }
+    format!("{level},rmcp=warn")
+}
+
 pub fn log_filter_error(level: &str, e: &dyn std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!(
         "the log filter {level:?} (AGENTD_LOG or log.level) is not valid: {e}; \
@@ -1355,6 +1421,16 @@ mod tests {
     }
 
     #[test]
+    fn rmcp_logs_at_warn_unless_asked_for() {
+        use super::log_directives;
+        assert_eq!(log_directives("info"), "info,rmcp=warn");
+        assert_eq!(log_directives("agentd=debug,INFO"), "agentd=debug,INFO,rmcp=warn");
+        for as_asked in ["debug", "warn", "off", "rmcp=info,info", "agentd=debug"] {
+            assert_eq!(log_directives(as_asked), as_asked);
+        }
+    }
+
+    #[test]
     fn a_log_filter_must_say_something_real() {
         for ok in ["info", "DEBUG", "agentd=debug,info", "warn,agentd_server=trace"] {
             assert!(super::check_log_filter(ok).is_ok(), "{ok}");
@@ -1388,6 +1464,24 @@ mod tests {
         let issuer = ("AGENTD_AUTH_ISSUERS", "[{issuer: 'https://idp.example.com'}]");
         assert!(load(&[issuer]).unwrap_err().contains("auth.resource"));
         assert!(load(&[issuer, ("AGENTD_PUBLIC_URL", "https://agent.example.com")]).is_ok());
+    }
+
+    /// A listen address may name its host; one that does not resolve is
+    /// refused naming the variable that gave it.
+    #[test]
+    fn listen_addresses_resolve_host_names() {
+        let loopback = |a: std::net::SocketAddr| a.ip().is_loopback();
+        assert!(super::parse_listen("localhost:7420").is_ok_and(|a| loopback(a) && a.port() == 7420));
+        assert_eq!(super::parse_listen("[::1]:80").unwrap().to_string(), "[::1]:80");
+        let cfg =
+            load_from(&ServeFlags::default(), &env(&[("AGENTD_LISTEN", "localhost:0")])).expect("a name");
+        assert!(loopback(cfg.listen), "{}", cfg.listen);
+        let e = load_from(&ServeFlags::default(), &env(&[("AGENTD_LISTEN", "no-such-host.invalid:1")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("AGENTD_LISTEN") && e.contains("does not resolve"), "{e}");
+        let e = super::parse_listen("127.0.0.1:http").unwrap_err();
+        assert!(e.contains("not a port number"), "{e}");
     }
 
     /// A metrics listener nobody could scrape is refused: not loopback, not

@@ -1,6 +1,7 @@
-//! The daemon as a library: [`Daemon::build`] checks the configuration,
-//! opens the store and recovers it; [`Daemon::serve`] serves a bound
-//! listener until a shutdown token fires, then drains: it stops taking new
+//! The daemon as a library: [`Daemon::bind`] binds its listeners first (an
+//! address in use stops the start before any data is made);
+//! [`Daemon::build`] checks the configuration, opens the store and recovers
+//! it; [`Daemon::serve`] serves the bound listeners until a shutdown token fires, then drains: it stops taking new
 //! work, lets running turns finish within `shutdown.grace_secs`, stops the
 //! rest with an explicit status, ends the streams and waits for every
 //! background task (all are on the engine's [`agentd_core::Background`]).
@@ -84,6 +85,32 @@ pub(crate) fn check_document(path: &std::path::Path) -> anyhow::Result<Vec<Strin
 /// background work gets once told to stop.
 const HALT_WAIT: Duration = Duration::from_secs(5);
 const STOP_WAIT: Duration = Duration::from_secs(10);
+
+/// The daemon's bound listeners ([`Daemon::bind`]).
+pub struct Listeners {
+    pub main: TcpListener,
+    /// `metrics.listen`'s, when set.
+    pub metrics: Option<TcpListener>,
+}
+
+impl Listeners {
+    /// Where the main listener listens (port 0 chosen).
+    pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        self.main.local_addr()
+    }
+}
+
+/// Binds `addr`; an address in use says so and what to do.
+async fn listen(addr: std::net::SocketAddr, what: &str) -> anyhow::Result<TcpListener> {
+    match TcpListener::bind(addr).await {
+        Ok(l) => Ok(l),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => anyhow::bail!(
+            "cannot listen on {addr}{what}: the address is in use (another agentd, or another program, \
+             listens there): stop it, or pick another port (--listen, AGENTD_LISTEN, port 0 for any free one)"
+        ),
+        Err(e) => Err(anyhow::Error::new(e).context(format!("cannot listen on {addr}{what}"))),
+    }
+}
 
 /// A daemon built from its configuration, with its store open and
 /// recovered, not serving yet.
@@ -268,16 +295,22 @@ impl Daemon {
         })
     }
 
-    /// Binds the configured `listen` address.
-    pub async fn bind(&self) -> anyhow::Result<TcpListener> {
-        TcpListener::bind(self.cfg.listen)
-            .await
-            .with_context(|| format!("cannot listen on {}", self.cfg.listen))
+    /// Binds the configured `listen` (and `metrics.listen`) addresses.
+    /// Called before [`Daemon::build`]: an address in use then stops the
+    /// start before the data directory or its database is made.
+    pub async fn bind(cfg: &Config) -> anyhow::Result<Listeners> {
+        let main = listen(cfg.listen, "").await?;
+        let metrics = match cfg.metrics.listen {
+            Some(addr) => Some(listen(addr, " for metrics (metrics.listen)").await?),
+            None => None,
+        };
+        Ok(Listeners { main, metrics })
     }
 
-    /// Serves on `listener` until `shutdown` fires, then drains (see the
+    /// Serves on `listeners` until `shutdown` fires, then drains (see the
     /// module's documentation). Returns once every background task ended.
-    pub async fn serve(self, listener: TcpListener, shutdown: CancellationToken) -> anyhow::Result<()> {
+    pub async fn serve(self, listeners: Listeners, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let Listeners { main: listener, metrics: metrics_listener } = listeners;
         let Daemon {
             cfg,
             runtime,
@@ -383,10 +416,7 @@ impl Daemon {
         tracing::info!(url = %base_url, agent = %cfg.agent, data = %cfg.data_dir.display(), "agentd listening on {base_url}");
         // Accepting stops at `shutdown`; open connections are asked to close
         // after what they have in flight.
-        if let Some(addr) = cfg.metrics.listen {
-            let metrics = TcpListener::bind(addr)
-                .await
-                .with_context(|| format!("cannot listen on {addr} for metrics (metrics.listen)"))?;
+        if let Some(metrics) = metrics_listener {
             let at = metrics.local_addr()?;
             let open = cfg.metrics.public || at.ip().is_loopback();
             tracing::info!(%at, open, "metrics listening on {scheme}://{at}/metrics");

@@ -15,7 +15,9 @@ pub struct Instruction {
     pub system_prompt: String,
     /// Its title: the front matter's `title`, else its first `# ` heading.
     pub title: Option<String>,
-    /// Its first paragraph of prose (the card's default description).
+    /// The card's default description: the front matter's `description`,
+    /// else the first paragraph of prose (which, in a prompt, may well be
+    /// written to the model: "You are …").
     pub summary: Option<String>,
     /// The channels the document declares (`::!channel{…}`), for bridges.
     pub channels: Vec<agentd_instruction::Channel>,
@@ -103,7 +105,14 @@ pub fn load(path: Option<&Path>) -> anyhow::Result<Instruction> {
                 .and_then(|f| f.title.clone())
                 .filter(|t| !t.trim().is_empty())
                 .or_else(|| first_heading(&system_prompt));
-            let summary = first_paragraph(&system_prompt);
+            let summary = document
+                .front_matter
+                .as_ref()
+                .and_then(|f| f.map.get("description"))
+                .and_then(|d| d.as_str())
+                .map(|d| d.split_whitespace().collect::<Vec<_>>().join(" "))
+                .filter(|d| !d.is_empty())
+                .or_else(|| first_paragraph(&system_prompt));
             Ok(Instruction {
                 title,
                 summary,
@@ -177,7 +186,25 @@ mod tests {
         assert_eq!(super::first_paragraph("# only a heading\n"), None);
         let i = super::load(None).unwrap();
         assert_eq!(i.title.as_deref(), Some("agentd"));
-        assert!(i.summary.unwrap().starts_with("You are the default agent of an agentd daemon."));
+        let summary = i.summary.unwrap();
+        assert!(
+            summary.starts_with("A general-purpose assistant"),
+            "the card's words, not the prompt's: {summary}"
+        );
+    }
+
+    #[test]
+    fn a_front_matter_description_describes_the_agent() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agent.md");
+        std::fs::write(
+            &path,
+            "---\ndescription: Sorts tickets  by urgency.\n---\n# Triage\n\nYou sort tickets.\n",
+        )
+        .unwrap();
+        let i = super::load(Some(&path)).unwrap();
+        assert_eq!(i.summary.as_deref(), Some("Sorts tickets by urgency."));
+        assert!(!i.system_prompt.contains("Sorts tickets"), "front matter never reaches the model");
     }
 
     #[test]

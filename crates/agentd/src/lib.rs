@@ -15,4 +15,4 @@ mod store_probe;
 mod telemetry;
 mod workflows;
 
-pub use daemon::Daemon;
+pub use daemon::{Daemon, Listeners};

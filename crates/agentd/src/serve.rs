@@ -16,8 +16,9 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
 }
 
 async fn serve(cfg: Config) -> anyhow::Result<()> {
+    // Bound first: an address in use leaves no data directory behind.
+    let listener = Daemon::bind(&cfg).await?;
     let daemon = Daemon::build(cfg).await?;
-    let listener = daemon.bind().await?;
     let shutdown = CancellationToken::new();
     let serve = daemon.serve(listener, shutdown.clone());
     tokio::pin!(serve);
@@ -55,7 +56,7 @@ async fn stop_signal() {
 fn init_logging(cfg: &Config) -> anyhow::Result<Option<Tracing>> {
     use tracing_subscriber::EnvFilter;
     // Checked by config::load too; an invalid filter is never silently `info`.
-    let filter = EnvFilter::try_new(&cfg.log.level)
+    let filter = EnvFilter::try_new(crate::config::log_directives(&cfg.log.level))
         .map_err(|e| crate::config::log_filter_error(&cfg.log.level, &e))?;
     use std::io::IsTerminal;
     if let Some(url) = cfg.telemetry.traces_url() {

@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 const DOCUMENT: &str = include_str!("../assets/starter-agent.md");
 const CONFIG: &str = include_str!("../assets/starter-config.yaml");
 
+/// The config's file name.
+pub const CONFIG_FILE: &str = "agentd.yaml";
+
 #[derive(Args, Debug)]
 pub struct InitArgs {
     /// Where to write `agent.md` and `agentd.yaml`.
@@ -23,17 +26,16 @@ pub struct InitArgs {
 pub fn run(a: InitArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&a.dir).with_context(|| format!("cannot create {}", a.dir.display()))?;
     let document = a.dir.join("agent.md");
-    let config = a.dir.join("agentd.yaml");
+    let config = a.dir.join(CONFIG_FILE);
     for path in [&document, &config] {
         if !a.force && path.exists() {
             bail!("{} exists; keep it, or overwrite it with --force", path.display());
         }
     }
-    // The config names the document as seen from where `init` ran, which
-    // is where `serve` is expected to run.
-    let config_text = CONFIG.replace("instruction: agent.md", &format!("instruction: {}", shown(&document)));
+    // The config's paths are read from its own directory, so the same text
+    // serves from anywhere: `instruction: agent.md` is the document beside it.
     write(&document, DOCUMENT)?;
-    write(&config, &config_text)?;
+    write(&config, CONFIG)?;
     output::line(&shown(&document))?;
     output::line(&shown(&config))?;
     note(&format!(

@@ -119,6 +119,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     };
     match command {
         Command::Serve(flags) => {
+            // `agentd init` then `agentd serve` in the same directory would
+            // run the built-in agent, not the one just written: say so.
+            if flags.config.is_none() && std::path::Path::new(init::CONFIG_FILE).is_file() {
+                output::note(&format!(
+                    "agentd: ./{f} is not read without --config: agentd serve --config {f} runs it",
+                    f = init::CONFIG_FILE
+                ));
+            }
             let cfg = config::load(&flags)?;
             crate::serve::run(cfg).await
         }

@@ -1,7 +1,8 @@
 //! `agentd status`, `agentd subagents …`, `agentd conversations …`,
 //! `agentd workflows …` and `agentd gates`: the command extension's ops (`docs/commands.md`)
-//! as verbs. Each sends one command message; an op's data answer prints as
-//! JSON (`status` also has a one-line human form), a task answer like `send`.
+//! as verbs. Each sends one command message; an op's data answer prints in
+//! a human form (a line, a record, a table; the raw answer with `--json`),
+//! a task answer like `send`.
 
 use super::ClientOpts;
 use super::client::Client;
@@ -140,7 +141,8 @@ pub async fn subagents(cmd: SubagentsCommand) -> anyhow::Result<()> {
         SubagentsCommand::Status { id, client } => (client, "subagent.status", obj(json!({"id": id})), false),
         SubagentsCommand::Kill { id, client } => (client, "subagent.kill", obj(json!({"id": id})), false),
     };
-    print_data(op(&client, name, args, starts).await?)
+    let human = if name == "subagent.kill" { killed } else { subagent };
+    print_data(op(&client, name, args, starts).await?, human)
 }
 
 pub async fn conversations(cmd: ConversationsCommand) -> anyhow::Result<()> {
@@ -148,7 +150,7 @@ pub async fn conversations(cmd: ConversationsCommand) -> anyhow::Result<()> {
         ConversationsCommand::Get { context, client } => (client, "conversation.get", context),
         ConversationsCommand::Close { context, client } => (client, "conversation.close", context),
     };
-    print_data(op(&client, name, obj(json!({"contextId": context})), false).await?)
+    print_data(op(&client, name, obj(json!({"contextId": context})), false).await?, conversation)
 }
 
 pub async fn workflows(cmd: WorkflowsCommand) -> anyhow::Result<()> {
@@ -164,11 +166,25 @@ pub async fn workflows(cmd: WorkflowsCommand) -> anyhow::Result<()> {
             (client, "workflow.signal", args)
         }
     };
-    print_data(op(&client, name, args, false).await?)
+    let human = if name == "workflow.signal" { signaled } else { run };
+    print_data(op(&client, name, args, false).await?, human)
 }
 
 pub async fn gates(a: GatesArgs) -> anyhow::Result<()> {
-    print_data(op(&a.client, "gate.list", Map::new(), false).await?)
+    let Some(v) = op(&a.client, "gate.list", Map::new(), false).await? else { return Ok(()) };
+    let listed = v["gates"].as_array().map_or(0, Vec::len);
+    print_data(Some(v.clone()), gates_table)?;
+    if listed == 0 {
+        note(
+            "no open gates addressed to you (your own tasks' gates: agentd tasks list --state input-required)",
+        );
+    } else {
+        note("answer one with: agentd answer TASK ANSWER");
+    }
+    if v["truncated"] == true {
+        note(&format!("more gates are open than the {listed} shown"));
+    }
+    Ok(())
 }
 
 fn obj(v: Value) -> Map<String, Value> {
@@ -178,11 +194,167 @@ fn obj(v: Value) -> Map<String, Value> {
     }
 }
 
-fn print_data(v: Option<Value>) -> anyhow::Result<()> {
+/// Prints an op's data answer in its human form (a text answer as it is).
+fn print_data(v: Option<Value>, human: fn(&Value) -> String) -> anyhow::Result<()> {
     match v {
-        Some(v) => output::json_pretty(&v),
+        Some(Value::String(text)) => output::line(&text),
+        Some(v) => output::emit(&human(&v)),
         None => Ok(()),
     }
+}
+
+fn text_of(v: &Value) -> &str {
+    v.as_str().unwrap_or("-")
+}
+
+/// A message's text: its text parts, data parts as compact JSON.
+fn message_text(m: &Value) -> String {
+    let parts = m["parts"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let texts: Vec<String> = parts
+        .iter()
+        .map(|p| match p["text"].as_str() {
+            Some(t) => t.to_owned(),
+            None => p.get("data").map_or_else(String::new, Value::to_string),
+        })
+        .filter(|t| !t.is_empty())
+        .collect();
+    texts.join("\n")
+}
+
+/// `user` for `ROLE_USER`.
+fn role_of(m: &Value) -> String {
+    let r = text_of(&m["role"]);
+    r.strip_prefix("ROLE_").unwrap_or(r).to_ascii_lowercase()
+}
+
+/// Task ids (or whatever the list holds), comma-separated; `none` for none.
+fn list_of(v: &Value) -> String {
+    let items: Vec<String> = v
+        .as_array()
+        .map(|a| a.iter().map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_owned)).collect())
+        .unwrap_or_default();
+    if items.is_empty() { "none".to_owned() } else { items.join(", ") }
+}
+
+/// `subagent.status` (and `.send` when it answers with data).
+fn subagent(v: &Value) -> String {
+    let mut s = output::labelled("handle", text_of(&v["handle"]));
+    s.push_str(&output::labelled("task", text_of(&v["taskId"])));
+    s.push_str(&output::labelled("context", text_of(&v["contextId"])));
+    s.push_str(&output::labelled("state", output::state_text(&v["state"])));
+    let parent = v["parent"].as_str().unwrap_or("- (started by a command)");
+    s.push_str(&output::labelled("parent", parent));
+    s.push_str(&output::labelled("children", &format!("live: {}", list_of(&v["liveChildren"]))));
+    let last = message_text(&v["lastMessage"]);
+    if !last.is_empty() {
+        s.push_str(&format!("\n{}\n", last.trim_end()));
+    }
+    s
+}
+
+/// `subagent.kill`.
+fn killed(v: &Value) -> String {
+    let mut s = output::labelled("handle", text_of(&v["handle"]));
+    s.push_str(&output::labelled("state", output::state_text(&v["state"])));
+    s.push_str(&output::labelled("canceled", &list_of(&v["canceled"])));
+    s
+}
+
+/// `conversation.get` (its turns, each with its messages) and `.close`.
+fn conversation(v: &Value) -> String {
+    let closed = if v["closed"] == true { " (closed)" } else { "" };
+    let mut s = output::labelled("context", &format!("{}{closed}", text_of(&v["contextId"])));
+    if let Some(canceled) = v.get("canceled") {
+        s.push_str(&output::labelled("canceled", &list_of(canceled)));
+    }
+    for turn in v["turns"].as_array().into_iter().flatten() {
+        s.push_str(&format!("\n{}  {}\n", text_of(&turn["taskId"]), output::state_text(&turn["state"])));
+        for m in turn["messages"].as_array().into_iter().flatten() {
+            let text = message_text(m).replace('\n', "\n    ");
+            s.push_str(&format!("  {}: {text}\n", role_of(m)));
+        }
+    }
+    s
+}
+
+/// The plan's steps in an order that runs: each after those it depends on
+/// (the answer lists them by id).
+fn plan_order(plan: &[Value]) -> Vec<&Value> {
+    let mut placed: Vec<&Value> = Vec::with_capacity(plan.len());
+    let mut left: Vec<&Value> = plan.iter().collect();
+    while !left.is_empty() {
+        let ready = left.iter().position(|step| {
+            step["dependsOn"].as_array().into_iter().flatten().all(|d| placed.iter().any(|p| p["id"] == *d))
+        });
+        // A cycle cannot be planned; whatever is left follows as listed.
+        let i = ready.unwrap_or(0);
+        placed.push(left.remove(i));
+    }
+    placed
+}
+
+/// `workflow.status` and `workflow.cancel`: the run, its gate, its steps.
+fn run(v: &Value) -> String {
+    let mut s = output::labelled("run", text_of(&v["runId"]));
+    s.push_str(&output::labelled("task", text_of(&v["taskId"])));
+    s.push_str(&output::labelled("workflow", text_of(&v["workflow"])));
+    s.push_str(&output::labelled("state", output::state_text(&v["state"])));
+    let gate = &v["gate"];
+    if gate.is_object() {
+        let question = format!("{}: {}", text_of(&gate["step"]), text_of(&gate["question"]));
+        s.push_str(&output::labelled("gate", &question));
+        let answer = format!("answer with: agentd answer {} ANSWER", text_of(&v["taskId"]));
+        s.push_str(&output::labelled("", &answer));
+    } else {
+        let last = message_text(&v["lastMessage"]);
+        if !last.is_empty() {
+            s.push_str(&output::labelled("message", &last));
+        }
+    }
+    let plan = v["plan"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let rows: Vec<Vec<String>> = plan_order(plan)
+        .into_iter()
+        .map(|step| {
+            let id = text_of(&step["id"]);
+            let done = &v["steps"][id];
+            let status = done["status"].as_str().unwrap_or("pending");
+            let said = match (&done["error"], &done["output"]) {
+                (Value::String(e), _) => format!("error: {e}"),
+                (_, Value::Null) => String::new(),
+                (_, Value::String(o)) => o.clone(),
+                (_, o) => o.to_string(),
+            };
+            vec![id.to_owned(), text_of(&step["kind"]).to_owned(), status.to_owned(), output::snippet(&said)]
+        })
+        .collect();
+    if !rows.is_empty() {
+        s.push('\n');
+        s.push_str(&output::table(&[16, 10, 10], &["STEP", "KIND", "STATUS", "OUTPUT"], &rows));
+    }
+    s
+}
+
+/// `workflow.signal`.
+fn signaled(v: &Value) -> String {
+    let taken = if v["accepted"] == true { "accepted by" } else { "not accepted by" };
+    format!("signal {} {taken} {}\n", text_of(&v["signal"]), text_of(&v["runId"]))
+}
+
+/// `gate.list`: one line per gate.
+fn gates_table(v: &Value) -> String {
+    let rows: Vec<Vec<String>> = v["gates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|g| {
+            let step = g["step"].as_str().unwrap_or("-");
+            let cells = [text_of(&g["taskId"]), step, text_of(&g["openedAt"])];
+            let mut row: Vec<String> = cells.iter().map(|c| (*c).to_owned()).collect();
+            row.push(output::snippet(text_of(&g["question"])));
+            row
+        })
+        .collect();
+    output::table(&[36, 16, 24], &["TASK", "STEP", "OPENED", "QUESTION"], &rows)
 }
 
 /// Runs one op. Returns its data answer for the caller to print; a task
@@ -252,6 +424,56 @@ fn status_line(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    /// The human forms of the op answers, from the answers `docs/commands.md` shows.
+    #[test]
+    fn op_answers_read_as_records_and_tables() {
+        let gates = json!({"gates": [{"taskId": "t1", "contextId": "c1", "runId": "review-01J", "step": "ask",
+            "question": "Ship v2?", "askSchema": null, "askChannel": "@channel/releases",
+            "openedAt": "2025-01-01T12:00:00.000Z"}], "truncated": false});
+        let text = super::gates_table(&gates);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].starts_with("TASK") && lines[0].ends_with("QUESTION"), "{text}");
+        assert!(
+            lines[1].starts_with("t1 ") && lines[1].contains(" ask ") && lines[1].ends_with("Ship v2?"),
+            "{text}"
+        );
+        assert_eq!(super::gates_table(&json!({"gates": [], "truncated": false})), "");
+
+        let run = json!({"runId": "demo-01", "taskId": "t1", "workflow": "demo", "state": "TASK_STATE_INPUT_REQUIRED",
+            "steps": {"approve": {"status": "waiting", "output": null, "error": null, "attempts": 0}},
+            "plan": [{"id": "approve", "kind": "human", "dependsOn": []},
+                     {"id": "done", "kind": "finish", "dependsOn": ["summarize"]},
+                     {"id": "summarize", "kind": "agent", "dependsOn": ["approve"]}],
+            "gate": {"step": "approve", "question": "Approve?"}, "lastMessage": null});
+        let text = super::run(&run);
+        assert!(
+            text.contains("state    INPUT_REQUIRED\n") && text.contains("gate     approve: Approve?\n"),
+            "{text}"
+        );
+        assert!(text.contains("agentd answer t1 ANSWER"), "{text}");
+        let steps: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("STEP")).skip(1).collect();
+        let ids: Vec<&str> = steps.iter().filter_map(|l| l.split_whitespace().next()).collect();
+        assert_eq!(ids, ["approve", "summarize", "done"], "in the order they run: {text}");
+        assert!(steps[0].contains("waiting") && steps[1].contains("pending"), "{text}");
+
+        let conv = json!({"contextId": "c1", "closed": false, "turns": [{"taskId": "t1", "state": "TASK_STATE_COMPLETED",
+            "messages": [{"role": "ROLE_USER", "parts": [{"text": "hello"}]},
+                         {"role": "ROLE_AGENT", "parts": [{"text": "echo: hello"}]}]}]});
+        assert_eq!(
+            super::conversation(&conv),
+            "context  c1\n\nt1  COMPLETED\n  user: hello\n  agent: echo: hello\n"
+        );
+        let status = json!({"handle": "helper-t1", "taskId": "t1", "contextId": "c1", "state": "TASK_STATE_WORKING",
+            "parent": null, "command": "subagent.spawn", "liveChildren": [], "lastMessage": null});
+        let text = super::subagent(&status);
+        assert!(text.starts_with("handle   helper-t1\n") && text.contains("state    WORKING\n"), "{text}");
+        assert_eq!(
+            super::signaled(&json!({"runId": "r", "signal": "go", "accepted": true})),
+            "signal go accepted by r\n"
+        );
+    }
 
     #[test]
     fn the_status_line_reads_the_op_answer() {

@@ -207,6 +207,58 @@ pub fn check_stream_end(task: &Task, interrupted_ends: bool) -> anyhow::Result<(
     )
 }
 
+/// One row of a table in columns of the given widths (the last one takes
+/// the rest of the line); a cell wider than its column pushes the next
+/// ones right rather than being cut, so ids stay whole.
+pub fn columns(widths: &[usize], cells: &[&str]) -> String {
+    let mut s = String::new();
+    for (i, cell) in cells.iter().enumerate() {
+        match widths.get(i) {
+            Some(w) if i + 1 < cells.len() => s.push_str(&format!("{cell:<w$}  ")),
+            _ => s.push_str(cell),
+        }
+    }
+    s.trim_end().to_owned()
+}
+
+/// A table: its header, then its rows, a line each; empty when there are no rows.
+pub fn table(widths: &[usize], header: &[&str], rows: &[Vec<String>]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = columns(widths, header) + "\n";
+    for row in rows {
+        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+        s.push_str(&columns(widths, &cells));
+        s.push('\n');
+    }
+    s
+}
+
+/// A labelled line of a record (`state    COMPLETED`): a value over several
+/// lines stays readable, indented under its label.
+pub fn labelled(label: &str, value: &str) -> String {
+    format!("{label:<8} {}\n", value.trim_end().replace('\n', "\n         "))
+}
+
+const SNIPPET_CHARS: usize = 48;
+
+/// The start of a text on one line, `…` when cut.
+pub fn snippet(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= SNIPPET_CHARS {
+        return flat;
+    }
+    let cut: String = flat.chars().take(SNIPPET_CHARS - 1).collect();
+    format!("{cut}…")
+}
+
+/// `COMPLETED` for a state's wire name (`TASK_STATE_COMPLETED`) in an op's answer.
+pub fn state_text(v: &Value) -> &str {
+    let s = v.as_str().unwrap_or("-");
+    s.strip_prefix("TASK_STATE_").unwrap_or(s)
+}
+
 /// Keeps an event on one line: newlines are shown escaped.
 pub fn one_line(text: &str) -> String {
     text.replace('\r', "\\r").replace('\n', "\\n")

@@ -12,6 +12,7 @@ use agentd_proto::{
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 
 #[derive(Subcommand, Debug)]
 pub enum TasksCommand {
@@ -71,37 +72,22 @@ pub async fn run(cmd: TasksCommand) -> anyhow::Result<()> {
     }
 }
 
-/// Column titles of `tasks list`, aligned with `task_line`.
+/// Column titles and widths of `tasks list`.
 const HEADER: [&str; 5] = ["ID", "STATE", "UPDATED", "CONTEXT", "TEXT"];
-const SNIPPET_CHARS: usize = 48;
-
-fn columns(id: &str, state: &str, updated: &str, context: &str, text: &str) -> String {
-    format!("{id:<36}  {state:<14}  {updated:<24}  {context:<36}  {text}").trim_end().to_owned()
-}
+const WIDTHS: [usize; 4] = [36, 14, 24, 36];
 
 fn task_line(t: &Task) -> String {
     let updated = t.status.timestamp.map_or_else(|| "-".to_owned(), |ts| ts.to_wire());
     let context = if t.context_id.is_empty() { "-" } else { &t.context_id };
-    let text = output::reply_text(t).map(|r| snippet(&r)).unwrap_or_default();
-    columns(&t.id, output::state_name(t.status.state), &updated, context, &text)
-}
-
-/// The start of a reply on one line, `…` when cut.
-fn snippet(text: &str) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= SNIPPET_CHARS {
-        return flat;
-    }
-    let cut: String = flat.chars().take(SNIPPET_CHARS - 1).collect();
-    format!("{cut}…")
+    let text = output::reply_text(t).map(|r| output::snippet(&r)).unwrap_or_default();
+    output::columns(&WIDTHS, &[&t.id, output::state_name(t.status.state), &updated, context, &text])
 }
 
 /// Prints the header before the first task line only, so an empty list prints nothing.
 fn print_tasks(tasks: &[Task], header_done: &mut bool) -> anyhow::Result<()> {
     for t in tasks {
         if !*header_done {
-            let [a, b, c, d, e] = HEADER;
-            output::line(&columns(a, b, c, d, e))?;
+            output::line(&output::columns(&WIDTHS, &HEADER))?;
             *header_done = true;
         }
         output::line(&task_line(t))?;
@@ -183,20 +169,22 @@ async fn get(a: GetArgs) -> anyhow::Result<()> {
 
 /// The human form of a task: a few labelled lines, then its reply.
 fn describe(t: &Task) -> String {
-    let mut s = format!("task     {}\n", t.id);
+    let mut s = output::labelled("task", &t.id);
     let when = t.status.timestamp.map(|ts| format!(" since {}", ts.to_wire())).unwrap_or_default();
-    s.push_str(&format!("state    {}{when}\n", output::state_name(t.status.state)));
+    s.push_str(&output::labelled("state", &format!("{}{when}", output::state_name(t.status.state))));
     if !t.context_id.is_empty() {
-        s.push_str(&format!("context  {}\n", t.context_id));
+        s.push_str(&output::labelled("context", &t.context_id));
     }
     let artifacts = t.artifacts.as_ref().map_or(0, Vec::len);
     let history = t.history.as_ref().map_or(0, Vec::len);
-    s.push_str(&format!("holds    {artifacts} artifact(s), {history} message(s) of history\n"));
+    s.push_str(&output::labelled(
+        "holds",
+        &format!("{artifacts} artifact(s), {history} message(s) of history"),
+    ));
     let reply = output::artifacts_text(t);
     // The status message, unless it only repeats the reply.
     if let Some(status) = output::status_text(&t.status).filter(|s| Some(s) != reply.as_ref()) {
-        // A question over several lines stays readable, indented under its label.
-        s.push_str(&format!("status   {}\n", status.trim_end().replace('\n', "\n         ")));
+        s.push_str(&output::labelled("status", &status));
     }
     if let Some(reply) = reply {
         s.push('\n');
@@ -230,6 +218,12 @@ async fn watch(a: IdArgs) -> anyhow::Result<()> {
     };
     let mut task = Task::default();
     let mut out = output::Inline::default();
+    // The text of each artifact as printed: a reply streamed as an artifact
+    // is often the final status message too, and is not printed twice.
+    let mut shown: HashMap<String, String> = HashMap::new();
+    let without_reply = |message: Option<String>, shown: &HashMap<String, String>| {
+        message.filter(|m| !shown.values().any(|t| t.trim() == m.trim()))
+    };
     while let Some(v) = events.next().await? {
         let ev: StreamResponse = serde_json::from_value(v.clone())
             .context("the daemon sent an event that is not a StreamResponse")?;
@@ -240,12 +234,26 @@ async fn watch(a: IdArgs) -> anyhow::Result<()> {
         }
         match ev {
             StreamResponse::Task(t) => {
-                out.line(&state_line(t.status.state, output::status_text(&t.status)))?
+                out.line(&state_line(t.status.state, output::status_text(&t.status)))?;
+                // What a turn under way has streamed so far: the chunks that
+                // follow carry on from it.
+                for artifact in t.artifacts.iter().flatten() {
+                    out.artifact(artifact)?;
+                    shown.insert(artifact.artifact_id.clone(), output::artifact_text(artifact));
+                }
             }
             StreamResponse::StatusUpdate(u) => {
-                out.line(&state_line(u.status.state, output::status_text(&u.status)))?;
+                let message = without_reply(output::status_text(&u.status), &shown);
+                out.line(&state_line(u.status.state, message))?;
             }
-            StreamResponse::ArtifactUpdate(u) => out.artifact(&u.artifact)?,
+            StreamResponse::ArtifactUpdate(u) => {
+                out.artifact(&u.artifact)?;
+                let text = shown.entry(u.artifact.artifact_id.clone()).or_default();
+                if !u.append {
+                    text.clear();
+                }
+                text.push_str(&output::artifact_text(&u.artifact));
+            }
             StreamResponse::Message(m) => out.line(&format!("message: {}", output::one_line(&m.text())))?,
         }
     }

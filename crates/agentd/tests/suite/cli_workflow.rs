@@ -153,3 +153,34 @@ async fn run_refuses_bad_inputs_before_sending() {
     assert_ne!(out.code, 0);
     assert!(out.stderr.contains("KEY=VALUE"), "{}", out.stderr);
 }
+
+/// `--input` values are strings as written (`version=1.2` is "1.2", not a
+/// number a string schema refuses); `--input-json` gives typed ones.
+#[tokio::test]
+async fn run_inputs_are_strings_unless_given_as_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    let doc = tmp.path().join("agent.md");
+    std::fs::write(
+        &doc,
+        "# Releaser\n\nPrepares releases.\n\n:::!workflow{name=release}\ninputs:\n  schema:\n    type: object\n    \
+         properties:\n      version: {type: string}\n      urgent: {type: boolean}\n    required: [version]\n    \
+         additionalProperties: false\nsteps:\n  done:\n    kind: finish\n    output: \"{{inputs.version}} {{inputs.urgent}}\"\n:::\n",
+    )
+    .unwrap();
+    let d = Daemon::start(&["--instruction", doc.to_str().unwrap()]);
+    let url = d.url.clone();
+    let args = ["run", "release", "--no-stream", "--input", "version=1.2", "--input-json", "urgent=true"];
+    let out = tokio::task::spawn_blocking(move || agentd(&url, &args)).await.unwrap();
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert_eq!(out.stdout.trim(), "1.2 true", "stderr: {}", out.stderr);
+
+    // JSON where a string is asked for is the schema's to refuse, by name.
+    let url = d.url.clone();
+    let args = ["run", "release", "--no-stream", "--input-json", "version=1.2"];
+    let out = tokio::task::spawn_blocking(move || agentd(&url, &args)).await.unwrap();
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("inputs.version"), "{}", out.stderr);
+    let out = agentd(&d.url, &["run", "release", "--input-json", "version=v1.2.3"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("is not JSON") && out.stderr.contains("--input version="), "{}", out.stderr);
+}

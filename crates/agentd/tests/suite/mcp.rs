@@ -137,6 +137,19 @@ async fn a_server_down_at_start_or_dying_mid_call_gives_the_model_an_error_and_t
     assert_eq!(results[2], "echo: again", "the stdio server was started again: {results:?}");
     let log = s.d.log();
     assert!(log.contains("MCP server connection failed") && log.contains("down"), "the log says why:\n{log}");
+    // A connection is one short line at INFO: name, server, version, tools;
+    // the server's whole initialize result only at DEBUG.
+    let connected =
+        log.lines().find(|l| l.contains("MCP server py connected: ")).unwrap_or_else(|| panic!("{log}"));
+    assert!(
+        connected.contains(" INFO ") && connected.contains("tools=") && connected.contains("version="),
+        "{connected}"
+    );
+    assert!(connected.len() < 400, "one short line: {connected}");
+    assert!(
+        !log.contains("Service initialized") && !log.contains("InitializeResult"),
+        "no debug dump at INFO:\n{log}"
+    );
 }
 
 #[tokio::test]

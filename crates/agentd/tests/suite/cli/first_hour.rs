@@ -81,6 +81,99 @@ async fn init_writes_a_document_check_accepts_and_serve_names_the_agent_after() 
     assert_eq!(card(&d).await["name"], "My agent");
 }
 
+/// The config `init DIR` writes reads its paths from its own directory:
+/// served from another directory (with a relative `--config`) or from
+/// inside DIR, it runs the document beside it on the data beside it, and
+/// leaves nothing where it was started.
+#[tokio::test]
+async fn an_init_config_serves_the_same_agent_from_any_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("my-agent");
+    ok(local(&["init", dir.to_str().unwrap()]));
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let data = dir.join(".agentd");
+    let runs = [(&elsewhere, "../my-agent/agentd.yaml", "one"), (&dir, "agentd.yaml", "two")];
+    for (n, (cwd, config, text)) in runs.into_iter().enumerate() {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentd"));
+        cmd.current_dir(cwd).args(["serve", "--listen", "127.0.0.1:0", "--config", config]);
+        cmd.env("AGENTD_LOG", "info").env_remove("AGENTD_DATA_DIR").env_remove("AGENTD_INSTRUCTION");
+        let mut d = Daemon::spawn(cmd, &data);
+        assert_eq!(card(&d).await["name"], "My agent", "the document beside the config, from {cwd:?}");
+        ok(agentd(&d.url, &["send", text]));
+        let tasks = json_of(&ok(agentd(&d.url, &["tasks", "list", "--json"])));
+        assert_eq!(tasks["tasks"].as_array().unwrap().len(), n + 1, "one database for both: {tasks}");
+        assert!(d.stop().success(), "{}", d.log());
+        assert!(data.join("agentd.db").exists(), "the data beside the config");
+    }
+    assert!(!elsewhere.join(".agentd").exists(), "nothing where it was started");
+
+    // Without --config the file beside it is not read, and serve says so.
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentd"));
+    cmd.current_dir(&dir).args(["serve", "--listen", "127.0.0.1:0"]);
+    cmd.env("AGENTD_LOG", "info").env_remove("AGENTD_CONFIG");
+    let d = Daemon::spawn(cmd, &data);
+    assert!(d.log().contains("./agentd.yaml is not read without --config"), "{}", d.log());
+}
+
+/// `--listen localhost:PORT` is resolved; a name that does not resolve is
+/// a usage error naming it.
+#[test]
+fn listen_takes_a_host_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentd"));
+    cmd.args(["serve", "--listen", "localhost:0", "--data-dir", data.to_str().unwrap()]);
+    cmd.env("AGENTD_LOG", "info");
+    let d = Daemon::spawn(cmd, &data);
+    assert!(d.url.starts_with("http://127.0.0.1:"), "{}", d.url);
+    assert_eq!(ok(agentd(&d.url, &["send", "hello"])).stdout, "echo: hello\n");
+    drop(d);
+
+    let out =
+        local(&["serve", "--listen", "no-such-host.invalid:7420", "--data-dir", data.to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("\"no-such-host.invalid\" does not resolve"), "{out:?}");
+    let out = local(&["serve", "--listen", "localhost", "--data-dir", data.to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("is not HOST:PORT"), "{out:?}");
+}
+
+/// An address in use stops `serve` saying so, before the data directory
+/// (or its database) is made.
+#[test]
+fn an_address_in_use_leaves_no_data_directory_behind() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let data_s = data.to_str().unwrap();
+    let main: [&str; 2] = ["--listen", &addr];
+    let metrics: [&str; 4] = ["--listen", "127.0.0.1:0", "--metrics-listen", &addr];
+    for args in [&main[..], &metrics[..]] {
+        let out = local(&[&["serve", "--data-dir", data_s][..], args].concat());
+        assert_eq!(out.code, 1, "{out:?}");
+        assert!(out.stderr.contains(&format!("cannot listen on {addr}")), "{out:?}");
+        assert!(out.stderr.contains("the address is in use"), "{out:?}");
+        assert!(!data.exists(), "nothing made before the bind: {args:?}");
+    }
+}
+
+/// The built-in agent's card describes it to clients (not its prompt,
+/// which speaks to the model); a configured description still wins.
+#[tokio::test]
+async fn the_default_agent_describes_itself_to_clients() {
+    let d = Daemon::start(&[]);
+    let description = card(&d).await["description"].as_str().unwrap().to_owned();
+    assert!(description.starts_with("A general-purpose assistant"), "{description}");
+    assert!(!description.contains("You are"), "{description}");
+    drop(d);
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write_config(tmp.path(), "card: {description: Answers questions about our services.}\n");
+    let d = Daemon::start(&["--config", config.to_str().unwrap()]);
+    assert_eq!(card(&d).await["description"], "Answers questions about our services.");
+}
+
 #[test]
 fn check_says_how_to_grant_a_family() {
     // Its `:::!human[]` table needs the interface family.
@@ -205,9 +298,14 @@ fn the_command_op_verbs_reach_their_ops() {
     ));
     let id = out.stdout.trim().to_owned();
     assert!(!id.is_empty() && !id.contains(' '), "the task id: {out:?}");
+    // --json: the daemon's answer, the op's data in its one DataPart.
+    let data = |args: &[&str]| {
+        let v = json_of(&ok(agentd(&d.url, &[args, &["--json"][..]].concat())));
+        v["message"]["parts"][0]["data"].clone()
+    };
     let deadline = Instant::now() + WITHIN;
     let status = loop {
-        let v = json_of(&ok(agentd(&d.url, &["subagents", "status", &id])));
+        let v = data(&["subagents", "status", &id]);
         if v["state"] == "TASK_STATE_COMPLETED" {
             break v;
         }
@@ -215,21 +313,55 @@ fn the_command_op_verbs_reach_their_ops() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(status["handle"], format!("helper-{id}"), "{status}");
+    // Without --json, a record a person reads.
+    let out = ok(agentd(&d.url, &["subagents", "status", &id]));
+    assert!(out.stdout.starts_with(&format!("handle   helper-{id}\n")), "{out:?}");
+    assert!(
+        out.stdout.contains("state    COMPLETED\n") && out.stdout.ends_with("\necho: hello\n"),
+        "{out:?}"
+    );
     let context = status["contextId"].as_str().unwrap().to_owned();
-    let conv = json_of(&ok(agentd(&d.url, &["conversations", "get", &context])));
+    let conv = data(&["conversations", "get", &context]);
     assert_eq!(conv["turns"][0]["taskId"], id.as_str(), "{conv}");
-    let closed = json_of(&ok(agentd(&d.url, &["conversations", "close", &context])));
-    assert_eq!(closed["closed"], true, "{closed}");
+    let out = ok(agentd(&d.url, &["conversations", "get", &context]));
+    assert_eq!(
+        out.stdout,
+        format!("context  {context}\n\n{id}  COMPLETED\n  user: hello\n  agent: echo: hello\n"),
+        "{out:?}"
+    );
+    let out = ok(agentd(&d.url, &["conversations", "close", &context]));
+    assert!(out.stdout.starts_with(&format!("context  {context} (closed)\n")), "{out:?}");
+    assert_eq!(data(&["conversations", "get", &context])["closed"], true);
 
     ok(agentd(&d.url, &["run", "demo"]));
     let run = json_of(&ok(agentd(&d.url, &["tasks", "list", "--json"])))["tasks"][0]["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    let st = json_of(&ok(agentd(&d.url, &["workflows", "status", &run])));
+    let st = data(&["workflows", "status", &run]);
     assert_eq!(st["gate"]["step"], "approve", "{st}");
+    let out = ok(agentd(&d.url, &["workflows", "status", &run]));
+    assert!(
+        out.stdout.contains("state    INPUT_REQUIRED\ngate     approve: Approve the demo run?"),
+        "{out:?}"
+    );
+    let steps: Vec<Vec<&str>> = out
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("STEP"))
+        .skip(1)
+        .map(|l| l.split_whitespace().take(3).collect())
+        .collect();
+    assert_eq!(
+        steps,
+        [["approve", "human", "waiting"], ["summarize", "agent", "pending"], ["done", "finish", "pending"]],
+        "{out:?}"
+    );
+    let out = ok(agentd(&d.url, &["gates"]));
+    assert_eq!(out.stdout, "", "no gate addressed to the operator on others' tasks: {out:?}");
+    assert!(out.stderr.contains("no open gates addressed to you"), "{out:?}");
     let out = ok(agentd(&d.url, &["workflows", "cancel", &run]));
-    assert!(out.stdout.contains("CANCELED"), "{out:?}");
+    assert!(out.stdout.contains("state    CANCELED\n"), "{out:?}");
     let out = agentd(&d.url, &["subagents", "status", "no-such"]);
     assert_eq!(out.code, 1, "{out:?}");
 }
@@ -255,6 +387,31 @@ fn watch_shows_streamed_text_inline() {
         "one line for the artifact, not one per chunk: {rest:?}"
     );
     assert_eq!(rest.last().map(String::as_str), Some("COMPLETED"), "{rest:?}");
+}
+
+/// `tasks watch` joining a turn under way prints its reply once and whole:
+/// what was streamed before it subscribed, the rest as it comes, then the
+/// final state without the status message that repeats the reply.
+#[tokio::test]
+async fn watch_prints_a_streamed_reply_once() {
+    let (d, _script) = scripted("- {deltas: ['first half, ', 'second half'], delay_ms: 2000}\n");
+    ok(agentd(&d.url, &["send", "--no-wait", "go"]));
+    let id = d.call("ListTasks", json!({})).await["tasks"][0]["id"].as_str().unwrap().to_owned();
+    // The watch joins once the first half is committed, a delay before the second.
+    let deadline = Instant::now() + WITHIN;
+    loop {
+        let t = d.call("GetTask", json!({"id": id})).await;
+        if t["artifacts"][0]["parts"][0]["text"] == "first half, " {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the first half never came: {t}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let watch = agentd_cmd(&d.url, &["tasks", "watch", &id], &[]).spawn().unwrap();
+    let out = tokio::task::spawn_blocking(move || wait_output(watch, WITHIN)).await.unwrap();
+    assert_eq!(out.code, 0, "{out:?}");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines, ["WORKING", "first half, second half", "COMPLETED"], "{out:?}");
 }
 
 #[tokio::test]

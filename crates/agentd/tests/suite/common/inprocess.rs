@@ -88,8 +88,8 @@ fn run(
         .build()
         .map_err(|e| fail(e.into()))?;
     let r = rt.block_on(async {
+        let listener = agentd::Daemon::bind(&cfg).await.map_err(fail)?;
         let daemon = agentd::Daemon::build(cfg).await.map_err(fail)?;
-        let listener = daemon.bind().await.map_err(fail)?;
         let url = format!("http://{}", listener.local_addr()?);
         let _ = started.send(Ok(url));
         daemon.serve(listener, shutdown).await
@@ -113,7 +113,7 @@ fn config(argv: &[String]) -> anyhow::Result<agentd::config::Config> {
 }
 
 fn subscriber(cfg: &agentd::config::Config, log: Arc<Mutex<String>>) -> tracing::Dispatch {
-    let filter = tracing_subscriber::EnvFilter::new(&cfg.log.level);
+    let filter = tracing_subscriber::EnvFilter::new(agentd::config::log_directives(&cfg.log.level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(move || LogWriter(log.clone()))

@@ -91,6 +91,13 @@ impl Daemon {
         for (k, v) in env {
             cmd.env(k, v);
         }
+        Daemon::spawn(cmd, dir)
+    }
+
+    /// An `agentd serve` process from a command the test made (its own
+    /// working directory, say), until it logs where it listens;
+    /// `data_dir` is where the test expects its data.
+    pub fn spawn(mut cmd: Command, data_dir: &Path) -> Daemon {
         cmd.stdout(Stdio::null()).stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn agentd");
         let stderr = child.stderr.take().expect("stderr");
@@ -122,7 +129,7 @@ impl Daemon {
             child: Some(child),
             in_process: None,
             url,
-            data_dir: dir.to_path_buf(),
+            data_dir: data_dir.to_path_buf(),
             _tmp: None,
             log,
             http: reqwest::Client::new(),
