@@ -1,13 +1,15 @@
 //! The CLI's view of a running daemon: `agentd_client`'s JSON-RPC client,
 //! with its failures said for a person at a terminal (which URL, what to
-//! check, the exit code when the daemon cannot be reached).
+//! check, the exit code when the daemon cannot be reached or TLS fails).
 
 use super::ClientOpts;
 use super::exit::{self, Exit};
-use agentd_client::{ClientError, root_cause};
+use agentd_client::tls::{TlsFile, TlsSetupError};
+use agentd_client::{ClientError, TlsFailure, TlsFiles, root_cause, tls_failure};
 use anyhow::{Context, anyhow};
 use serde::Serialize;
 use serde_json::Value;
+use std::path::PathBuf;
 use std::time::Duration;
 
 pub struct Client {
@@ -16,6 +18,8 @@ pub struct Client {
     base: String,
     /// `<base>/a2a/jsonrpc`.
     endpoint: String,
+    /// The TLS files given (for messages).
+    tls: TlsFiles,
 }
 
 impl Client {
@@ -27,10 +31,9 @@ impl Client {
             let message = format!("--url {base:?}: expected a URL like http://127.0.0.1:7420");
             return Err(Exit { code: exit::USAGE, message }.into());
         }
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .context("cannot build the HTTP client")?;
+        let tls = tls_files(opts)?;
+        let builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(10));
+        let http = tls.build(builder).map_err(tls_setup_failed)?;
         let endpoint = format!("{base}/a2a/jsonrpc");
         let url = reqwest::Url::parse(&endpoint).with_context(|| format!("--url {base:?} is not a URL"))?;
         let mut inner = agentd_client::Client::new(http, url);
@@ -39,7 +42,7 @@ impl Client {
                 .with_bearer(t)
                 .map_err(|_| anyhow!("--token has characters not allowed in an HTTP header"))?;
         }
-        Ok(Self { inner, base, endpoint })
+        Ok(Self { inner, base, endpoint, tls })
     }
 
     /// Requests these extensions on every call.
@@ -60,6 +63,11 @@ impl Client {
     }
 
     fn call_failed(&self, e: ClientError) -> anyhow::Error {
+        if let ClientError::Transport(t) | ClientError::BrokenOff(t) = &e
+            && let Some(f) = tls_failure(t)
+        {
+            return self.tls_failed(&f);
+        }
         match e {
             ClientError::Refused(r) => refused(&r),
             ClientError::Transport(e) if e.is_connect() || e.is_timeout() => {
@@ -87,6 +95,64 @@ impl Client {
         }
     }
 
+    /// A handshake that failed, said as what it was (not as an unreachable
+    /// daemon), with the flag that mends it.
+    fn tls_failed(&self, f: &TlsFailure) -> anyhow::Error {
+        let base = &self.base;
+        let show = |p: &Option<PathBuf>| p.as_deref().map(|p| p.display().to_string());
+        let (what, hint) = match f {
+            TlsFailure::UnknownIssuer => (
+                format!("the daemon's certificate at {base} is not trusted (unknown issuer)"),
+                match show(&self.tls.ca_cert) {
+                    Some(ca) => format!("It is issued neither by --ca-cert {ca} nor by a CA this system trusts."),
+                    None => "Pass the CA that issued it with --ca-cert FILE (AGENTD_CA_CERT).".to_owned(),
+                },
+            ),
+            TlsFailure::WrongName { expected, presented } if !presented.is_empty() => (
+                format!("the daemon's certificate is for {}, not {expected}", presented.join(", ")),
+                "Use a --url whose host the certificate names, or a certificate for this host.".to_owned(),
+            ),
+            TlsFailure::WrongName { .. } => (
+                format!("the daemon's certificate is not for the host of {base}"),
+                "Use a --url whose host the certificate names, or a certificate for this host.".to_owned(),
+            ),
+            TlsFailure::Expired => (
+                format!("the daemon's certificate at {base} has expired"),
+                "Renew the daemon's certificate (tls.cert), or check this machine's clock.".to_owned(),
+            ),
+            TlsFailure::NotValidYet => (
+                format!("the daemon's certificate at {base} is not valid yet"),
+                "Check this machine's clock, and the certificate's validity.".to_owned(),
+            ),
+            TlsFailure::BadServerCertificate(w) => {
+                (format!("the daemon's certificate at {base} is not valid: {w}"), String::new())
+            }
+            TlsFailure::ClientCertificateRequired => (
+                format!("the daemon at {base} requires a client certificate"),
+                "Pass one with --client-cert FILE and --client-key FILE (AGENTD_CLIENT_CERT, AGENTD_CLIENT_KEY)."
+                    .to_owned(),
+            ),
+            TlsFailure::ClientCertificateRefused(alert) => (
+                match show(&self.tls.client_cert) {
+                    Some(c) => format!("the daemon at {base} refused the client certificate {c} ({alert})"),
+                    None => format!("the daemon at {base} refused the client certificate ({alert})"),
+                },
+                "The daemon accepts certificates issued by a CA of its tls.client_ca.".to_owned(),
+            ),
+            TlsFailure::NotTls => (
+                format!("{base} did not answer in TLS"),
+                "If the daemon serves cleartext HTTP, use an http:// --url.".to_owned(),
+            ),
+            TlsFailure::Other(w) => (format!("the handshake with {base} failed: {w}"), String::new()),
+        };
+        let mut message = format!("TLS: {what}");
+        if !hint.is_empty() {
+            message.push_str("\n  ");
+            message.push_str(&hint);
+        }
+        Exit { code: exit::TLS, message }.into()
+    }
+
     /// The answer does not look like agentd's: name the URL and say so.
     fn not_agentd(&self, what: &str) -> anyhow::Error {
         anyhow!(
@@ -95,6 +161,59 @@ impl Client {
             self.base
         )
     }
+}
+
+/// The TLS files of `opts` (an empty variable is unset); a client
+/// certificate without its key, or the reverse, is a usage error.
+fn tls_files(opts: &ClientOpts) -> anyhow::Result<TlsFiles> {
+    let given = |p: &Option<PathBuf>| p.clone().filter(|p| !p.as_os_str().is_empty());
+    let tls = TlsFiles {
+        ca_cert: given(&opts.ca_cert),
+        client_cert: given(&opts.client_cert),
+        client_key: given(&opts.client_key),
+    };
+    let missing = match (&tls.client_cert, &tls.client_key) {
+        (Some(_), None) => Some("--client-cert needs its key: pass --client-key FILE (AGENTD_CLIENT_KEY)"),
+        (None, Some(_)) => {
+            Some("--client-key needs its certificate: pass --client-cert FILE (AGENTD_CLIENT_CERT)")
+        }
+        _ => None,
+    };
+    match missing {
+        Some(m) => Err(Exit { code: exit::USAGE, message: m.to_owned() }.into()),
+        None => Ok(tls),
+    }
+}
+
+fn flag(file: TlsFile) -> &'static str {
+    match file {
+        TlsFile::CaCert => "--ca-cert",
+        TlsFile::ClientCert => "--client-cert",
+        TlsFile::ClientKey => "--client-key",
+    }
+}
+
+/// A TLS file that cannot be used is a usage error naming its flag and path.
+fn tls_setup_failed(e: TlsSetupError) -> anyhow::Error {
+    let message = match e {
+        TlsSetupError::Unreadable { file, path, source } => {
+            format!("{} {}: cannot read it: {source}", flag(file), path.display())
+        }
+        TlsSetupError::BadContent { file, path, problem } => {
+            format!("{} {}: {problem}", flag(file), path.display())
+        }
+        TlsSetupError::KeyMismatch { cert, key } => {
+            format!("--client-key {} is not the key of --client-cert {}", key.display(), cert.display())
+        }
+        TlsSetupError::UnusablePair { cert, key, problem } => {
+            format!("--client-cert {}, --client-key {}: {problem}", cert.display(), key.display())
+        }
+        e @ TlsSetupError::Incomplete => format!("--client-cert, --client-key: {e}"),
+        TlsSetupError::Build(e) => {
+            return anyhow::Error::new(e).context("cannot build the HTTP client");
+        }
+    };
+    Exit { code: exit::USAGE, message }.into()
 }
 
 /// `<message> (<code>, <reason>)`, with what to do about a missing token.

@@ -10,6 +10,7 @@
 //! | 4 | the task ended FAILED |
 //! | 5 | the task ended REJECTED |
 //! | 6 | the task ended CANCELED |
+//! | 7 | TLS: the daemon's certificate is not trusted or not for `--url`'s host, or the daemon requires or refused a client certificate |
 
 use agentd_proto::{Task, TaskState};
 use std::fmt;
@@ -20,6 +21,7 @@ pub const UNREACHABLE: u8 = 3;
 pub const FAILED: u8 = 4;
 pub const REJECTED: u8 = 5;
 pub const CANCELED: u8 = 6;
+pub const TLS: u8 = 7;
 
 /// An error that ends the program with its own exit code.
 #[derive(Debug)]
@@ -91,7 +93,7 @@ mod tests {
         let e = check_task(&t).unwrap_err().context("wrapped");
         assert_eq!(code_of(&e), CANCELED, "found through context");
         assert_eq!(code_of(&anyhow::anyhow!("plain")), ERROR);
-        let codes = [ERROR, 2, UNREACHABLE, FAILED, REJECTED, CANCELED];
+        let codes = [ERROR, USAGE, UNREACHABLE, FAILED, REJECTED, CANCELED, TLS];
         let distinct: std::collections::BTreeSet<u8> = codes.into_iter().collect();
         assert_eq!(distinct.len(), codes.len());
     }

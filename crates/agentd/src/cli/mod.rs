@@ -23,6 +23,7 @@ mod token;
 
 use crate::config::{self, ServeFlags};
 use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -31,7 +32,8 @@ use clap::{Args, Parser, Subcommand};
     about = "An AI agent daemon served over A2A 1.0",
     arg_required_else_help = true,
     after_help = "Exit codes: 0 done (the task completed or waits for input), 1 error, 2 usage, \
-                  3 daemon unreachable, 4 task FAILED, 5 task REJECTED, 6 task CANCELED."
+                  3 daemon unreachable, 4 task FAILED, 5 task REJECTED, 6 task CANCELED, \
+                  7 TLS (the daemon's certificate not trusted, or a client certificate needed or refused)."
 )]
 pub struct Cli {
     /// Print the schema bundle of one of agentd's extensions and exit
@@ -94,9 +96,25 @@ pub struct ClientOpts {
     /// Bearer token for a protected daemon (never printed).
     #[arg(long, env = "AGENTD_TOKEN", hide_env_values = true, value_name = "TOKEN")]
     pub token: Option<String>,
+    /// PEM CA certificate(s) to trust for an https daemon, besides the system's roots.
+    #[arg(long, env = "AGENTD_CA_CERT", value_name = "FILE", value_parser = path_or_empty())]
+    pub ca_cert: Option<PathBuf>,
+    /// PEM client certificate for a daemon that requires mutual TLS (with --client-key).
+    #[arg(long, env = "AGENTD_CLIENT_CERT", value_name = "FILE", value_parser = path_or_empty())]
+    pub client_cert: Option<PathBuf>,
+    /// PEM private key of --client-cert.
+    #[arg(long, env = "AGENTD_CLIENT_KEY", value_name = "FILE", value_parser = path_or_empty())]
+    pub client_key: Option<PathBuf>,
     /// Print the raw JSON the daemon answered instead of the human form.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A path, where an empty one (an exported but empty variable) is taken
+/// and later counts as unset, as an empty AGENTD_TOKEN does.
+fn path_or_empty() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
+    use clap::builder::TypedValueParser;
+    clap::builder::OsStringValueParser::new().map(PathBuf::from)
 }
 
 /// Written by hand so that a debug print can never show the token.
@@ -105,6 +123,9 @@ impl std::fmt::Debug for ClientOpts {
         f.debug_struct("ClientOpts")
             .field("url", &self.url)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("ca_cert", &self.ca_cert)
+            .field("client_cert", &self.client_cert)
+            .field("client_key", &self.client_key)
             .field("json", &self.json)
             .finish()
     }

@@ -31,9 +31,11 @@ const ALIASES: &[(&str, &str)] = &[
 /// the peers, which take `NAME=URL` specs rather than YAML.
 pub(super) const SPECIAL: &[&str] = &["AGENTD_CONFIG", "AGENTD_A2A_PEERS"];
 
-/// The command-line client's variables (`--url`, `--token`): no keys of the
-/// daemon's configuration, and no typo when the daemon sees them.
-pub(super) const CLIENT: &[&str] = &["AGENTD_URL", "AGENTD_TOKEN"];
+/// The command-line client's variables (`--url`, `--token`, its TLS
+/// files): no keys of the daemon's configuration, and no typo when the
+/// daemon sees them.
+pub(super) const CLIENT: &[&str] =
+    &["AGENTD_URL", "AGENTD_TOKEN", "AGENTD_CA_CERT", "AGENTD_CLIENT_CERT", "AGENTD_CLIENT_KEY"];
 
 /// The kind of value a key holds, judged by its default.
 #[derive(Clone, Copy, Debug, PartialEq)]

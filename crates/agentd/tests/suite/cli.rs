@@ -5,6 +5,7 @@ mod approval;
 mod chat;
 mod exit_codes;
 mod first_hour;
+mod tls;
 use crate::common::*;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
@@ -21,10 +22,25 @@ struct Out {
     stderr: String,
 }
 
-/// `agentd ARGS --url URL` with AGENTD_* client variables cleared, plus `env`.
+/// The variables the client reads besides its flags: cleared so that the
+/// environment the tests run in cannot change what they see.
+const CLIENT_VARS: &[&str] = &[
+    "AGENTD_URL",
+    "AGENTD_TOKEN",
+    "AGENTD_CA_CERT",
+    "AGENTD_CLIENT_CERT",
+    "AGENTD_CLIENT_KEY",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+];
+
+/// `agentd ARGS --url URL` with the client's variables cleared, plus `env`.
 fn agentd_cmd(url: &str, args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentd"));
-    cmd.args(args).arg("--url").arg(url).env_remove("AGENTD_URL").env_remove("AGENTD_TOKEN");
+    cmd.args(args).arg("--url").arg(url);
+    for var in CLIENT_VARS {
+        cmd.env_remove(var);
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -40,8 +40,13 @@ impl TestCa {
 
     /// A server certificate for 127.0.0.1 and localhost.
     pub fn server(&self) -> Issued {
-        let mut p =
-            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).expect("params");
+        self.server_for(&["127.0.0.1", "localhost"])
+    }
+
+    /// A server certificate for these names (DNS names or IP addresses).
+    pub fn server_for(&self, names: &[&str]) -> Issued {
+        let mut p = CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>())
+            .expect("params");
         p.distinguished_name.push(DnType::CommonName, "agentd test server");
         p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         self.issue(p)
