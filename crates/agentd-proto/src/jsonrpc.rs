@@ -7,6 +7,7 @@ use crate::error::{A2aError, ErrorKind};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+mod id;
 mod lent;
 pub use lent::{LentRequest, parse_request_lent};
 
@@ -38,9 +39,20 @@ pub fn parse_request(body: &[u8]) -> Result<Request, EnvelopeError> {
 
 /// [`parse_request`] within bounds on depth and value count, counted while
 /// parsing (a request over them is refused with the id unknown: null).
+///
+/// A member named twice anywhere is an invalid request; it is answered
+/// with the request's id when the body gives one id, of a valid type.
 pub fn parse_request_within(body: &[u8], limits: JsonLimits) -> Result<Request, EnvelopeError> {
-    let value =
-        bounded::parse(body, limits).map_err(|e| EnvelopeError { id: Value::Null, error: e.to_a2a() })?;
+    let value = bounded::parse(body, limits).map_err(|e| {
+        let id = match e {
+            bounded::BoundedError::Duplicate(_) => id::top_level_id(body)
+                .and_then(|raw| serde_json::from_str(raw.get()).ok())
+                .filter(|v| matches!(v, Value::String(_) | Value::Number(_)))
+                .unwrap_or(Value::Null),
+            _ => Value::Null,
+        };
+        EnvelopeError { id, error: e.to_a2a() }
+    })?;
     envelope(value)
 }
 

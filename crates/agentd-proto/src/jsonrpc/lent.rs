@@ -91,8 +91,7 @@ fn string(raw: &RawValue) -> Option<Cow<'_, str>> {
     }
 }
 
-/// The envelope's members as their text (a later duplicate wins, as in a
-/// `Value`).
+/// The envelope's members as their text (a body read here names each once).
 #[derive(Default)]
 struct Members<'a> {
     id: Option<&'a RawValue>,

@@ -3,6 +3,7 @@
 //! the params are decoded.
 
 use super::*;
+use serde_json::json;
 
 const LIMITS: JsonLimits = JsonLimits { max_depth: 8, max_values: 60 };
 
@@ -135,8 +136,30 @@ fn a_plain_body_is_read_lent() {
     let r = parse_request_lent(body.as_bytes(), LIMITS).unwrap();
     assert!(matches!(r.method, Cow::Borrowed("SendMessage")));
     assert!(matches!(r.params, Some(Params::Text(t)) if t.get() == r#"{"message":{"parts":[]}}"#));
-    // A repeated key leaves it to the `Value` reading (the later one wins).
-    let body = r#"{"jsonrpc":"2.0","id":"a","method":"GetTask","params":{"id":"x","id":"y"}}"#;
-    let r = parse_request_lent(body.as_bytes(), LIMITS).unwrap();
-    assert!(matches!(&r.params, Some(Params::Value(v)) if v["id"] == "y"));
+}
+
+#[test]
+fn a_member_named_twice_is_an_invalid_request_naming_it() {
+    for (body, id, member) in [
+        (
+            r#"{"jsonrpc":"2.0","id":"a","method":"GetTask","params":{"id":"x","id":"y"}}"#,
+            json!("a"),
+            "params.id",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":{"parts":[{"text":"a","text":"b"}]}}}"#,
+            json!(7),
+            "params.message.parts[0].text",
+        ),
+        (r#"{"jsonrpc":"2.0","method":"GetTask","method":"CancelTask","id":"b"}"#, json!("b"), "method"),
+        (r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"GetTask"}"#, Value::Null, "id"),
+        (r#"{"jsonrpc":"2.0","id":1,"\u0069d":1,"method":"GetTask"}"#, Value::Null, "id"),
+    ] {
+        let e = parse_request_lent(body.as_bytes(), LIMITS).unwrap_err();
+        assert_eq!(e.error.kind, crate::ErrorKind::InvalidRequest, "{body}");
+        assert_eq!(e.error.kind.codes().jsonrpc, -32600);
+        assert_eq!(e.id, id, "{body}");
+        assert_eq!(e.error.violations[0].field, member, "{body}");
+        assert!(e.error.message.contains(&format!("`{member}`")), "{}", e.error.message);
+    }
 }

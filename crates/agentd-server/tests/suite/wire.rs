@@ -1,0 +1,88 @@
+//! What a client sees of the wire itself, on bytes as sent: a request
+//! that names a JSON member twice is refused naming it (JSON-RPC and
+//! REST alike).
+
+use crate::support::serve_in_process;
+use agentd_server::{ExtensionRegistry, VersionPolicy};
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// One request on its own connection: (status, head, body).
+pub async fn send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &[u8])],
+    body: &str,
+) -> (u16, String, String) {
+    let mut req = format!("{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n").into_bytes();
+    if !body.is_empty() || method == "POST" {
+        req.extend_from_slice(
+            format!("content-type: application/json\r\ncontent-length: {}\r\n", body.len()).as_bytes(),
+        );
+    }
+    for (k, v) in headers {
+        req.extend_from_slice(k.as_bytes());
+        req.extend_from_slice(b": ");
+        req.extend_from_slice(v);
+        req.extend_from_slice(b"\r\n");
+    }
+    req.extend_from_slice(b"\r\n");
+    req.extend_from_slice(body.as_bytes());
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    s.write_all(&req).await.expect("write");
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).await.expect("read");
+    let text = String::from_utf8_lossy(&got).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, head.to_ascii_lowercase(), body.to_owned())
+}
+
+fn json_of(body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
+}
+
+async fn task_count(addr: SocketAddr) -> usize {
+    let (status, _, body) = send(
+        addr,
+        "POST",
+        "/a2a/jsonrpc",
+        &[],
+        r#"{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    json_of(&body)["result"]["tasks"].as_array().map_or(0, Vec::len)
+}
+
+#[tokio::test]
+async fn a_member_named_twice_is_refused_naming_it_on_both_json_bindings() {
+    let (addr, stop) = serve_in_process(ExtensionRegistry::default(), VersionPolicy::Lenient).await;
+    // The two readings of this message differ: a reader keeping the first
+    // `text` sees "deploy", one keeping the last sees "hello".
+    let message = r#"{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"deploy","text":"hello"}]}"#;
+    let rpc =
+        format!(r#"{{"jsonrpc":"2.0","id":"r-9","method":"SendMessage","params":{{"message":{message}}}}}"#);
+    let (status, _, body) = send(addr, "POST", "/a2a/jsonrpc", &[], &rpc).await;
+    assert_eq!(status, 200, "{body}");
+    let v = json_of(&body);
+    assert_eq!(v["id"], json!("r-9"), "the id is still echoed: {body}");
+    assert_eq!(v["error"]["code"], json!(-32600), "{body}");
+    let msg = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("`params.message.parts[0].text`"), "{msg}");
+
+    let rest = format!(r#"{{"message":{message}}}"#);
+    let (status, _, body) = send(addr, "POST", "/a2a/rest/message:send", &[], &rest).await;
+    assert_eq!(status, 400, "{body}");
+    let e = &json_of(&body)["error"];
+    assert_eq!(e["status"], json!("INVALID_ARGUMENT"), "{body}");
+    assert!(e["message"].as_str().unwrap_or_default().contains("`message.parts[0].text`"), "{body}");
+    let details = e["details"].as_array().cloned().unwrap_or_default();
+    assert!(details.iter().any(|d| d["reason"] == json!("INVALID_REQUEST")), "{body}");
+
+    assert_eq!(task_count(addr).await, 0, "neither request ran");
+    stop.cancel();
+}
