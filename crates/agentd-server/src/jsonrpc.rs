@@ -35,7 +35,7 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Response {
     let (bytes, _share) = match read_body(&state, &holder, headers, body).await {
         Ok(b) => b,
         Err(e) => {
-            let mut r = jsonrpc_error(&Value::Null, &e);
+            let mut r = jsonrpc_error(&rpc::Id::null(), &e);
             *r.status_mut() = StatusCode::from_u16(e.kind.codes().http).unwrap_or(StatusCode::BAD_REQUEST);
             return r;
         }

@@ -1,6 +1,8 @@
 //! What a client sees of the wire itself, on bytes as sent: a request
 //! that names a JSON member twice is refused naming it (JSON-RPC and
-//! REST alike).
+//! REST alike); a JSON-RPC id comes back as the very text sent, in
+//! answers, errors and every frame of a stream, and an overlong one is
+//! refused.
 
 use crate::support::serve_in_process;
 use agentd_server::{ExtensionRegistry, VersionPolicy};
@@ -84,5 +86,42 @@ async fn a_member_named_twice_is_refused_naming_it_on_both_json_bindings() {
     assert!(details.iter().any(|d| d["reason"] == json!("INVALID_REQUEST")), "{body}");
 
     assert_eq!(task_count(addr).await, 0, "neither request ran");
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn a_jsonrpc_id_is_echoed_as_its_text_and_an_overlong_one_is_refused() {
+    let (addr, stop) = serve_in_process(ExtensionRegistry::default(), VersionPolicy::Lenient).await;
+    let rpc = |id: &str, method: &str, params: &str| {
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#)
+    };
+    // A result, an error, and one of a body read as a `Value` (an escaped key).
+    for (id, method, params) in [
+        ("1E2", "ListTasks", "{}"),
+        ("-0.50", "GetTask", r#"{"id":"no-such-task"}"#),
+        (r#""\u00e9""#, "GetTask", r#"{"\u0069d":"no-such-task"}"#),
+    ] {
+        let (status, _, body) = send(addr, "POST", "/a2a/jsonrpc", &[], &rpc(id, method, params)).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.starts_with(&format!(r#"{{"jsonrpc":"2.0","id":{id},"#)), "{body}");
+    }
+    // Every frame of a stream.
+    let message = r#"{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}"#;
+    let (status, head, body) =
+        send(addr, "POST", "/a2a/jsonrpc", &[], &rpc("1.0e0", "SendStreamingMessage", message)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(head.contains("text/event-stream"), "{head}");
+    let frames: Vec<&str> = body.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
+    assert!(!frames.is_empty(), "{body}");
+    for f in frames {
+        assert!(f.starts_with(r#"{"jsonrpc":"2.0","id":1.0e0,"result":"#), "{f}");
+    }
+
+    let long = format!(r#""{}""#, "x".repeat(300));
+    let (status, _, body) = send(addr, "POST", "/a2a/jsonrpc", &[], &rpc(&long, "ListTasks", "{}")).await;
+    assert_eq!(status, 200, "{body}");
+    let v = json_of(&body);
+    assert_eq!((&v["id"], &v["error"]["code"]), (&Value::Null, &json!(-32600)), "{body}");
+    assert!(v["error"]["message"].as_str().unwrap_or_default().contains("256 bytes"), "{body}");
     stop.cancel();
 }
