@@ -56,16 +56,16 @@ fn check_envelope(bytes: &[u8]) {
     match jsonrpc::parse_request(bytes) {
         Ok(req) => {
             assert!(!req.method.is_empty(), "an accepted envelope has a method");
-            let id: Value = serde_json::from_str(req.id.get()).expect("an id is JSON");
+            let req_id = req.id.clone().unwrap_or_else(jsonrpc::Id::null);
+            let id: Value = serde_json::from_str(req_id.get()).expect("an id is JSON");
             assert!(
                 matches!(id, Value::String(_) | Value::Number(_) | Value::Null),
-                "an accepted id is a string, number or null: {}",
-                req.id
+                "an accepted id is a string, number or null: {req_id}",
             );
-            assert!(req.id.get().len() <= jsonrpc::MAX_ID_BYTES, "an accepted id is within the bound");
+            assert!(req_id.get().len() <= jsonrpc::MAX_ID_BYTES, "an accepted id is within the bound");
             let params = req.params.unwrap_or_else(|| Value::Object(Default::default()));
             assert!(params.is_object(), "accepted params are an object");
-            let _ = jsonrpc::success(&req.id, &params);
+            let _ = jsonrpc::success(&req_id, &params);
             for method in METHODS {
                 check_params_roundtrip(method, params.clone());
             }

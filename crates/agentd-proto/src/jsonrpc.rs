@@ -16,8 +16,9 @@ pub use lent::{LentRequest, parse_request_lent};
 /// A request whose envelope is valid.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Request {
-    /// String, number or null; echoed as received.
-    pub id: Id,
+    /// String, number or null; echoed as received. `None`: the member is
+    /// absent, the request is a notification (JSON-RPC 2.0 §4.1).
+    pub id: Option<Id>,
     pub method: String,
     /// `None` when the member is absent or null.
     pub params: Option<Value>,
@@ -69,27 +70,30 @@ fn envelope(value: Value, body: &[u8]) -> Result<Request, EnvelopeError> {
         _ => return Err(invalid(Id::null(), "a JSON-RPC request must be an object")),
     };
     let id = match obj.get("id") {
-        None => Id::null(),
+        None => None,
         // The `Value` holds the id read, not its text: the body does.
         Some(_) => match id::top_level_id(body).map(Id::from_raw) {
-            Some(Ok(id)) => id,
+            Some(Ok(id)) => Some(id),
             Some(Err(why)) => return Err(invalid(Id::null(), why)),
             // Not reached: a body read without a repeated member gives its one id.
             None => return Err(invalid(Id::null(), "`id` must be a string, number or null")),
         },
     };
+    // A request that is not valid is no notification: answered, with id
+    // null when it has none (JSON-RPC 2.0 §5).
+    let or_null = |id: Option<Id>| id.unwrap_or_else(Id::null);
     if obj.get("jsonrpc") != Some(&Value::String("2.0".into())) {
-        return Err(invalid(id, "`jsonrpc` must be \"2.0\""));
+        return Err(invalid(or_null(id), "`jsonrpc` must be \"2.0\""));
     }
     let method = match obj.get("method") {
         Some(Value::String(m)) if !m.is_empty() => m.clone(),
-        _ => return Err(invalid(id, "`method` must be a non-empty string")),
+        _ => return Err(invalid(or_null(id), "`method` must be a non-empty string")),
     };
     // Taken, not cloned: the params are most of the request.
     let params = match obj.swap_remove("params") {
         None | Some(Value::Null) => None,
         Some(v @ Value::Object(_)) => Some(v),
-        Some(_) => return Err(invalid(id, "`params` must be an object")),
+        Some(_) => return Err(invalid(or_null(id), "`params` must be an object")),
     };
     Ok(Request { id, method, params })
 }

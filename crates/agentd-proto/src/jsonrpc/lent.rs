@@ -18,8 +18,8 @@ use std::fmt;
 /// body where they could be.
 #[derive(Debug)]
 pub struct LentRequest<'a> {
-    /// String, number or null; echoed as received.
-    pub id: Id,
+    /// String, number or null; echoed as received. `None`: a notification.
+    pub id: Option<Id>,
     pub method: Cow<'a, str>,
     /// `None` when the member is absent or null.
     pub params: Option<Params<'a>>,
@@ -58,21 +58,22 @@ fn envelope(body: &[u8]) -> Option<Result<LentRequest<'_>, EnvelopeError>> {
     }
     let m: Members = serde_json::from_slice(body).ok()?;
     let id = match m.id.map(Id::from_raw) {
-        None => Id::null(),
-        Some(Ok(id)) => id,
+        None => None,
+        Some(Ok(id)) => Some(id),
         Some(Err(why)) => return invalid(Id::null(), why),
     };
+    let or_null = |id: Option<Id>| id.unwrap_or_else(Id::null);
     if m.jsonrpc.and_then(string).as_deref() != Some("2.0") {
-        return invalid(id, "`jsonrpc` must be \"2.0\"");
+        return invalid(or_null(id), "`jsonrpc` must be \"2.0\"");
     }
     let method = match m.method.and_then(string) {
         Some(m) if !m.is_empty() => m,
-        _ => return invalid(id, "`method` must be a non-empty string"),
+        _ => return invalid(or_null(id), "`method` must be a non-empty string"),
     };
     let params = match m.params.map(|p| (p, p.get().as_bytes()[0])) {
         None | Some((_, b'n')) => None,
         Some((p, b'{')) => Some(Params::Text(p)),
-        Some(_) => return invalid(id, "`params` must be an object"),
+        Some(_) => return invalid(or_null(id), "`params` must be an object"),
     };
     Some(Ok(LentRequest { id, method, params }))
 }

@@ -304,7 +304,7 @@ fn jsonrpc_envelopes_are_told_apart() {
         ErrorKind::InvalidRequest
     );
     let r = parse_request(br#"{"jsonrpc":"2.0","id":"a","method":"GetExtendedAgentCard"}"#).unwrap();
-    assert_eq!((r.id, r.params), (id(r#""a""#), None));
+    assert_eq!((r.id, r.params), (Some(id(r#""a""#)), None));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! that names a JSON member twice is refused naming it (JSON-RPC and
 //! REST alike); a JSON-RPC id comes back as the very text sent, in
 //! answers, errors and every frame of a stream, and an overlong one is
-//! refused.
+//! refused; a notification (no id) is not run and gets no answer.
 
 use crate::support::serve_in_process;
 use agentd_server::{ExtensionRegistry, VersionPolicy};
@@ -123,5 +123,37 @@ async fn a_jsonrpc_id_is_echoed_as_its_text_and_an_overlong_one_is_refused() {
     let v = json_of(&body);
     assert_eq!((&v["id"], &v["error"]["code"]), (&Value::Null, &json!(-32600)), "{body}");
     assert!(v["error"]["message"].as_str().unwrap_or_default().contains("256 bytes"), "{body}");
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn a_notification_is_not_run_and_not_answered() {
+    let (addr, stop) = serve_in_process(ExtensionRegistry::default(), VersionPolicy::Lenient).await;
+    let message = r#"{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}"#;
+    for body in [
+        format!(r#"{{"jsonrpc":"2.0","method":"SendMessage","params":{message}}}"#),
+        // Read as a `Value` (an escaped key), and with params it would refuse.
+        r#"{"jsonrpc":"2.0","method":"SendMessage","params":{"\u006dessage":5}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","method":"NoSuchMethod"}"#.to_owned(),
+    ] {
+        let (status, head, answer) = send(addr, "POST", "/a2a/jsonrpc", &[], &body).await;
+        assert_eq!((status, answer.as_str()), (204, ""), "{body}: {head}");
+    }
+    // Not a notification: a request with a null id, or an invalid one.
+    let (status, _, answer) = send(
+        addr,
+        "POST",
+        "/a2a/jsonrpc",
+        &[],
+        &format!(r#"{{"jsonrpc":"2.0","id":null,"method":"SendMessage","params":{message}}}"#),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.starts_with(r#"{"jsonrpc":"2.0","id":null,"result":"#), "{answer}");
+    let (status, _, answer) =
+        send(addr, "POST", "/a2a/jsonrpc", &[], r#"{"jsonrpc":"2.0","method":5}"#).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(json_of(&answer)["error"]["code"], json!(-32600), "{answer}");
+    assert_eq!(task_count(addr).await, 1, "only the request with an id ran");
     stop.cancel();
 }

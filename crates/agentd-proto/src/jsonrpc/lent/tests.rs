@@ -148,9 +148,9 @@ fn ids_are_echoed_as_written_and_long_ones_refused() {
             // The second is not plain: the `Value` reading must keep the text too.
             let body = format!(r#"{{"jsonrpc":"2.0","id":{text},"method":"GetTask","params":{params}}}"#);
             let r = parse_request_lent(body.as_bytes(), LIMITS).unwrap();
-            assert_eq!(r.id.get(), text, "{body}");
+            assert_eq!(r.id.as_ref().map(Id::get), Some(text), "{body}");
             let r = super::super::parse_request(body.as_bytes()).unwrap();
-            assert_eq!(r.id.get(), text, "{body}");
+            assert_eq!(r.id.as_ref().map(Id::get), Some(text), "{body}");
         }
     }
     let long = format!(r#""{}""#, "x".repeat(300));
@@ -160,6 +160,19 @@ fn ids_are_echoed_as_written_and_long_ones_refused() {
         assert_eq!((e.error.kind, &e.id), (crate::ErrorKind::InvalidRequest, &Id::null()), "{body}");
         assert!(e.error.message.contains("256"), "{}", e.error.message);
     }
+}
+
+#[test]
+fn a_request_without_an_id_is_a_notification_and_a_null_id_is_not() {
+    for params in ["{}", r#"{"\u0069d":"t"}"#] {
+        let body = format!(r#"{{"jsonrpc":"2.0","method":"GetTask","params":{params}}}"#);
+        assert_eq!(parse_request_lent(body.as_bytes(), LIMITS).unwrap().id, None, "{body}");
+        let body = format!(r#"{{"jsonrpc":"2.0","id":null,"method":"GetTask","params":{params}}}"#);
+        assert_eq!(parse_request_lent(body.as_bytes(), LIMITS).unwrap().id, Some(Id::null()), "{body}");
+    }
+    // An invalid request without an id is answered, with id null.
+    let e = parse_request_lent(br#"{"jsonrpc":"2.0","method":5}"#, LIMITS).unwrap_err();
+    assert_eq!(e.id, Id::null());
 }
 
 #[test]
