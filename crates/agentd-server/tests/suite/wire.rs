@@ -2,7 +2,8 @@
 //! that names a JSON member twice is refused naming it (JSON-RPC and
 //! REST alike); a JSON-RPC id comes back as the very text sent, in
 //! answers, errors and every frame of a stream, and an overlong one is
-//! refused; a notification (no id) is not run and gets no answer.
+//! refused; a notification (no id) is not run and gets no answer. A
+//! timestamp outside RFC 3339's years is refused on gRPC as on JSON.
 
 use crate::support::serve_in_process;
 use agentd_server::{ExtensionRegistry, VersionPolicy};
@@ -155,5 +156,41 @@ async fn a_notification_is_not_run_and_not_answered() {
     assert_eq!(status, 200, "{answer}");
     assert_eq!(json_of(&answer)["error"]["code"], json!(-32600), "{answer}");
     assert_eq!(task_count(addr).await, 1, "only the request with an id ran");
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn a_grpc_timestamp_outside_rfc_3339_years_is_refused_naming_the_field() {
+    use agentd_server::grpc::pb::{self, a2a_service_client::A2aServiceClient};
+    use tonic_types::StatusExt;
+    let (addr, stop) = serve_in_process(ExtensionRegistry::default(), VersionPolicy::Lenient).await;
+    let ch = tonic::transport::Channel::from_shared(format!("http://{addr}")).expect("uri");
+    let mut c = A2aServiceClient::new(ch.connect().await.expect("connect"));
+    // 10000-01-01T00:00:00Z, 0000-12-31T23:59:59Z, and nanos past a second.
+    for (seconds, nanos) in [(253_402_300_800, 0), (-62_135_596_801, 0), (0, 1_000_000_000)] {
+        let req = pb::ListTasksRequest {
+            status_timestamp_after: Some(prost_types::Timestamp { seconds, nanos }),
+            ..Default::default()
+        };
+        let e = c.list_tasks(req).await.expect_err("out of range");
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+        assert!(
+            e.message().contains("status_timestamp_after") && e.message().contains("out of range"),
+            "{e:?}"
+        );
+        let field = e.get_error_details().bad_request().map(|b| b.field_violations[0].field.clone());
+        assert_eq!(field.as_deref(), Some("status_timestamp_after"));
+    }
+    // The last instant the proto allows is taken.
+    let req = pb::ListTasksRequest {
+        status_timestamp_after: Some(prost_types::Timestamp { seconds: 253_402_300_799, nanos: 999_999_999 }),
+        ..Default::default()
+    };
+    c.list_tasks(req).await.expect("9999-12-31T23:59:59.999999999Z");
+    // The JSON bindings refuse the same instant the same way.
+    let (status, _, body) =
+        send(addr, "GET", "/a2a/rest/tasks?statusTimestampAfter=%2B10000-01-01T00:00:00Z", &[], "").await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("statusTimestampAfter"), "{body}");
     stop.cancel();
 }
