@@ -3,7 +3,9 @@
 //! REST alike); a JSON-RPC id comes back as the very text sent, in
 //! answers, errors and every frame of a stream, and an overlong one is
 //! refused; a notification (no id) is not run and gets no answer. A
-//! timestamp outside RFC 3339's years is refused on gRPC as on JSON.
+//! timestamp outside RFC 3339's years is refused on gRPC as on JSON. An
+//! `A2A-Version` or `Authorization` value that is not ASCII text is
+//! refused on every binding, not taken for an absent header.
 
 use crate::support::serve_in_process;
 use agentd_server::{ExtensionRegistry, VersionPolicy};
@@ -192,5 +194,80 @@ async fn a_grpc_timestamp_outside_rfc_3339_years_is_refused_naming_the_field() {
         send(addr, "GET", "/a2a/rest/tasks?statusTimestampAfter=%2B10000-01-01T00:00:00Z", &[], "").await;
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("statusTimestampAfter"), "{body}");
+    stop.cancel();
+}
+
+/// A gRPC client whose every call carries `key: value` (raw bytes).
+async fn grpc_with(
+    addr: SocketAddr,
+    key: &'static str,
+    value: &'static [u8],
+) -> agentd_server::grpc::pb::a2a_service_client::A2aServiceClient<
+    tonic::service::interceptor::InterceptedService<
+        tonic::transport::Channel,
+        impl tonic::service::Interceptor,
+    >,
+> {
+    let ch = tonic::transport::Channel::from_shared(format!("http://{addr}")).expect("uri");
+    let ch = ch.connect().await.expect("connect");
+    let value = tonic::metadata::MetadataValue::try_from(value).expect("obs-text is a valid metadata value");
+    agentd_server::grpc::pb::a2a_service_client::A2aServiceClient::with_interceptor(
+        ch,
+        move |mut req: tonic::Request<()>| {
+            req.metadata_mut().insert(key, value.clone());
+            Ok(req)
+        },
+    )
+}
+
+const LIST: &str = r#"{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}"#;
+
+#[tokio::test]
+async fn a_version_that_is_not_ascii_is_refused_on_every_binding() {
+    let (addr, stop) = serve_in_process(ExtensionRegistry::default(), VersionPolicy::Lenient).await;
+    let version: &[(&str, &[u8])] = &[("a2a-version", b"1.0\xe9")];
+    let (status, _, body) = send(addr, "POST", "/a2a/jsonrpc", version, LIST).await;
+    assert_eq!(status, 200, "{body}");
+    let e = &json_of(&body)["error"];
+    assert_eq!(e["code"], json!(-32009), "{body}");
+    assert!(e["message"].as_str().unwrap_or_default().contains("not ASCII"), "{body}");
+
+    let (status, _, body) = send(addr, "GET", "/a2a/rest/tasks", version, "").await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("VERSION_NOT_SUPPORTED") && body.contains("not ASCII"), "{body}");
+
+    let mut c = grpc_with(addr, "a2a-version", b"1.0\xe9").await;
+    let e = c.list_tasks(agentd_server::grpc::pb::ListTasksRequest::default()).await.expect_err("refused");
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition, "{e:?}");
+    assert!(e.message().contains("not ASCII"), "{e:?}");
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn credentials_that_are_not_ascii_are_refused_on_every_binding() {
+    use agentd_core::{Principal, PrincipalRole};
+    use agentd_server::{Authenticator, ServerConfig, TokenEntry};
+    let auth = Authenticator::new(vec![TokenEntry::from_secret(
+        "s3cret",
+        Principal::new("user:alice", PrincipalRole::User),
+    )]);
+    let store = std::sync::Arc::new(agentd_store::MemoryStore::default());
+    let config = ServerConfig { version_policy: VersionPolicy::Lenient, ..ServerConfig::default() };
+    let (addr, stop) = crate::support::serve_with(store, ExtensionRegistry::default(), auth, config).await;
+    let token: &[(&str, &[u8])] = &[("authorization", b"Bearer s3cr\xe9t")];
+    for (method, path, body) in [("POST", "/a2a/jsonrpc", LIST), ("GET", "/a2a/rest/tasks", "")] {
+        let (status, head, body) = send(addr, method, path, token, body).await;
+        assert_eq!(status, 401, "{path}: {body}");
+        assert!(head.contains("www-authenticate: bearer"), "{path}: {head}");
+        assert!(body.contains("not ASCII"), "{path}: {body}");
+    }
+    let mut c = grpc_with(addr, "authorization", b"Bearer s3cr\xe9t").await;
+    let e = c.list_tasks(agentd_server::grpc::pb::ListTasksRequest::default()).await.expect_err("refused");
+    assert_eq!(e.code(), tonic::Code::Unauthenticated, "{e:?}");
+    assert!(e.message().contains("not ASCII"), "{e:?}");
+    // The token itself is served.
+    let (status, _, body) =
+        send(addr, "POST", "/a2a/jsonrpc", &[("authorization", b"Bearer s3cret")], LIST).await;
+    assert_eq!(status, 200, "{body}");
     stop.cancel();
 }
