@@ -5,7 +5,8 @@
 //! refused; a notification (no id) is not run and gets no answer. A
 //! timestamp outside RFC 3339's years is refused on gRPC as on JSON. An
 //! `A2A-Version` or `Authorization` value that is not ASCII text is
-//! refused on every binding, not taken for an absent header.
+//! refused on every binding, not taken for an absent header. A gRPC call
+//! whose upload stalls past the body read timeout is DEADLINE_EXCEEDED.
 
 use crate::support::serve_in_process;
 use agentd_server::{ExtensionRegistry, VersionPolicy};
@@ -269,5 +270,55 @@ async fn credentials_that_are_not_ascii_are_refused_on_every_binding() {
     let (status, _, body) =
         send(addr, "POST", "/a2a/jsonrpc", &[("authorization", b"Bearer s3cret")], LIST).await;
     assert_eq!(status, 200, "{body}");
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn a_grpc_upload_that_stalls_is_deadline_exceeded_naming_the_setting() {
+    use agentd_server::{ConnectionLimits, ServerConfig};
+    use http_body_util::BodyExt as _;
+    use hyper::body::Frame;
+    use tonic_types::StatusExt;
+    use tower::ServiceExt as _;
+    let limits =
+        ConnectionLimits { body_read_timeout: std::time::Duration::from_millis(300), ..Default::default() };
+    let config = ServerConfig { connections: limits, ..ServerConfig::default() };
+    let store = std::sync::Arc::new(agentd_store::MemoryStore::default());
+    let (addr, stop) = crate::support::serve_with(
+        store,
+        ExtensionRegistry::default(),
+        agentd_server::Authenticator::default(),
+        config,
+    )
+    .await;
+    let ch = tonic::transport::Channel::from_shared(format!("http://{addr}")).expect("uri");
+    let ch = ch.connect().await.expect("connect");
+    // Stalled before the message's frame header, and inside the message
+    // (its header declares 64 bytes; 2 arrive).
+    for sent in [&b""[..], &[0, 0, 0, 0, 64, 8, 1][..]] {
+        let first = futures::stream::iter(
+            (!sent.is_empty())
+                .then(|| Ok::<_, std::convert::Infallible>(Frame::data(bytes::Bytes::from(sent)))),
+        );
+        let body =
+            http_body_util::StreamBody::new(futures::StreamExt::chain(first, futures::stream::pending()));
+        let req = http::Request::post(format!("http://{addr}/lf.a2a.v1.A2AService/ListTasks"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(tonic::body::Body::new(body))
+            .expect("request");
+        let resp = ch.clone().oneshot(req).await.expect("an answer");
+        let head = resp.headers().clone();
+        let trailers =
+            resp.into_body().collect().await.expect("body").trailers().cloned().unwrap_or_default();
+        let status = tonic::Status::from_header_map(&head)
+            .or_else(|| tonic::Status::from_header_map(&trailers))
+            .expect("a grpc-status");
+        assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{sent:?}: {status:?}");
+        assert!(status.message().contains("300 ms"), "{status:?}");
+        let info = status.get_error_details().error_info().cloned().expect("ErrorInfo");
+        assert_eq!(info.reason, "REQUEST_TIMEOUT");
+        assert_eq!(info.metadata.get("limit").map(String::as_str), Some("server.body_read_timeout_ms"));
+    }
     stop.cancel();
 }
