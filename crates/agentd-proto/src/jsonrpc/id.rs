@@ -31,7 +31,14 @@ impl Id {
 
     /// The id member's text, or why it cannot be one.
     pub(crate) fn from_raw(raw: &RawValue) -> Result<Self, &'static str> {
-        match raw.get().as_bytes().first() {
+        // A raw read lets an escape through unchecked (`"\ud800"`, half a
+        // surrogate pair): one that names no character is not echoed.
+        // Only an id with an escape pays for the check.
+        let text = raw.get();
+        if text.starts_with('"') && text.contains('\\') && serde_json::from_str::<String>(text).is_err() {
+            return Err("`id` is not a valid JSON string");
+        }
+        match text.as_bytes().first() {
             Some(b'"' | b'-' | b'0'..=b'9' | b'n') if raw.get().len() <= MAX_ID_BYTES => {
                 Ok(Id(raw.to_owned()))
             }
@@ -132,7 +139,7 @@ mod tests {
         for text in ["1E2", "-0.50", r#""a\u00e9""#, "null", "12345678901234567890123"] {
             assert_eq!(Id::from_text(text).map(|id| id.to_string()).as_deref(), Some(text));
         }
-        for text in ["true", "{}", "[1]"] {
+        for text in ["true", "{}", "[1]", r#""\ud800""#] {
             assert!(Id::from_text(text).is_none(), "{text}");
         }
         let long = format!("\"{}\"", "x".repeat(MAX_ID_BYTES - 2));
@@ -151,6 +158,13 @@ mod tests {
         assert_eq!(id(r#"{"a":{"id":1},"id":"x","p":{"k":1,"k":2}}"#).as_deref(), Some(r#""x""#));
         assert_eq!(id(r#"{"\u0069d": 1E2 }"#).as_deref(), Some("1E2"));
         assert_eq!(id(r#"{"id":1,"id":1}"#), None);
+        // Refused with the first repeated member, before a bad id is read.
+        let e = crate::jsonrpc::parse_request_within(
+            br#"{"a":1,"a":2,"id":"\ud800"}"#,
+            crate::JsonLimits::default(),
+        )
+        .unwrap_err();
+        assert_eq!(e.id, Id::null(), "an id that is no JSON string is not echoed");
         assert_eq!(id(r#"{"a":1}"#), None);
         assert_eq!(id(r#"[{"id":1}]"#), None);
         assert_eq!(id(r#"{"id":1,"a":"#), None);
