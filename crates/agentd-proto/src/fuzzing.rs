@@ -56,14 +56,16 @@ fn check_envelope(bytes: &[u8]) {
     match jsonrpc::parse_request(bytes) {
         Ok(req) => {
             assert!(!req.method.is_empty(), "an accepted envelope has a method");
+            let req_id = req.id.clone().unwrap_or_else(jsonrpc::Id::null);
+            let id: Value = serde_json::from_str(req_id.get()).expect("an id is JSON");
             assert!(
-                matches!(req.id, Value::String(_) | Value::Number(_) | Value::Null),
-                "an accepted id is a string, number or null: {}",
-                req.id
+                matches!(id, Value::String(_) | Value::Number(_) | Value::Null),
+                "an accepted id is a string, number or null: {req_id}",
             );
+            assert!(req_id.get().len() <= jsonrpc::MAX_ID_BYTES, "an accepted id is within the bound");
             let params = req.params.unwrap_or_else(|| Value::Object(Default::default()));
             assert!(params.is_object(), "accepted params are an object");
-            let _ = jsonrpc::success(&req.id, &params);
+            let _ = jsonrpc::success(&req_id, &params);
             for method in METHODS {
                 check_params_roundtrip(method, params.clone());
             }
@@ -74,7 +76,8 @@ fn check_envelope(bytes: &[u8]) {
                 "an envelope error is -32700 or -32600: {:?}",
                 e.error
             );
-            assert!(matches!(e.id, Value::String(_) | Value::Number(_) | Value::Null));
+            let id: Value = serde_json::from_str(e.id.get()).expect("an id is JSON");
+            assert!(matches!(id, Value::String(_) | Value::Number(_) | Value::Null));
             let _ = jsonrpc::failure(&e.id, &e.error);
         }
     }

@@ -1,20 +1,24 @@
 //! The JSON-RPC 2.0 envelope (§9). Parsing is done on a `serde_json::Value`
 //! so that malformed JSON (-32700) and a malformed envelope (-32600) are told
-//! apart and the request `id` is echoed whenever it could be read.
+//! apart and the request `id` is echoed whenever it could be read, as the
+//! text the request wrote ([`Id`]).
 
 use crate::bounded::{self, JsonLimits};
 use crate::error::{A2aError, ErrorKind};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
+mod id;
 mod lent;
+pub use id::{Id, MAX_ID_BYTES};
 pub use lent::{LentRequest, parse_request_lent};
 
 /// A request whose envelope is valid.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Request {
-    /// String, number or null; echoed as received.
-    pub id: Value,
+    /// String, number or null; echoed as received. `None`: the member is
+    /// absent, the request is a notification (JSON-RPC 2.0 §4.1).
+    pub id: Option<Id>,
     pub method: String,
     /// `None` when the member is absent or null.
     pub params: Option<Value>,
@@ -23,81 +27,107 @@ pub struct Request {
 /// Why an envelope could not be accepted, with the id to answer with.
 #[derive(Debug)]
 pub struct EnvelopeError {
-    pub id: Value,
+    pub id: Id,
     pub error: A2aError,
 }
 
 /// Parses one JSON-RPC request from raw bytes.
 pub fn parse_request(body: &[u8]) -> Result<Request, EnvelopeError> {
     let value: Value = serde_json::from_slice(body).map_err(|e| EnvelopeError {
-        id: Value::Null,
+        id: Id::null(),
         error: A2aError::new(ErrorKind::ParseError, format!("Invalid JSON payload: {e}")),
     })?;
-    envelope(value)
+    envelope(value, body)
 }
 
 /// [`parse_request`] within bounds on depth and value count, counted while
 /// parsing (a request over them is refused with the id unknown: null).
+///
+/// A member named twice anywhere is an invalid request; it is answered
+/// with the request's id when the body gives one id, of a valid type.
 pub fn parse_request_within(body: &[u8], limits: JsonLimits) -> Result<Request, EnvelopeError> {
-    let value =
-        bounded::parse(body, limits).map_err(|e| EnvelopeError { id: Value::Null, error: e.to_a2a() })?;
-    envelope(value)
+    let value = bounded::parse(body, limits).map_err(|e| {
+        let id = match e {
+            bounded::BoundedError::Duplicate(_) => {
+                id::top_level_id(body).and_then(|raw| Id::from_raw(raw).ok()).unwrap_or_else(Id::null)
+            }
+            _ => Id::null(),
+        };
+        EnvelopeError { id, error: e.to_a2a() }
+    })?;
+    envelope(value, body)
 }
 
-fn envelope(value: Value) -> Result<Request, EnvelopeError> {
-    let invalid = |id: Value, msg: &str| EnvelopeError {
+/// The envelope of `value`, read from `body`.
+fn envelope(value: Value, body: &[u8]) -> Result<Request, EnvelopeError> {
+    let invalid = |id: Id, msg: &str| EnvelopeError {
         id,
         error: A2aError::new(ErrorKind::InvalidRequest, msg.to_owned()),
     };
     let mut obj = match value {
         Value::Object(o) => o,
-        Value::Array(_) => return Err(invalid(Value::Null, "batch requests are not supported")),
-        _ => return Err(invalid(Value::Null, "a JSON-RPC request must be an object")),
+        Value::Array(_) => return Err(invalid(Id::null(), "batch requests are not supported")),
+        _ => return Err(invalid(Id::null(), "a JSON-RPC request must be an object")),
     };
     let id = match obj.get("id") {
-        None => Value::Null,
-        Some(v @ (Value::String(_) | Value::Number(_) | Value::Null)) => v.clone(),
-        Some(_) => return Err(invalid(Value::Null, "`id` must be a string, number or null")),
+        None => None,
+        // The `Value` holds the id read, not its text: the body does.
+        Some(_) => match id::top_level_id(body).map(Id::from_raw) {
+            Some(Ok(id)) => Some(id),
+            Some(Err(why)) => return Err(invalid(Id::null(), why)),
+            // Not reached: a body read without a repeated member gives its one id.
+            None => return Err(invalid(Id::null(), "`id` must be a string, number or null")),
+        },
     };
+    // A request that is not valid is no notification: answered, with id
+    // null when it has none (JSON-RPC 2.0 §5).
+    let or_null = |id: Option<Id>| id.unwrap_or_else(Id::null);
     if obj.get("jsonrpc") != Some(&Value::String("2.0".into())) {
-        return Err(invalid(id, "`jsonrpc` must be \"2.0\""));
+        return Err(invalid(or_null(id), "`jsonrpc` must be \"2.0\""));
     }
     let method = match obj.get("method") {
         Some(Value::String(m)) if !m.is_empty() => m.clone(),
-        _ => return Err(invalid(id, "`method` must be a non-empty string")),
+        _ => return Err(invalid(or_null(id), "`method` must be a non-empty string")),
     };
     // Taken, not cloned: the params are most of the request.
     let params = match obj.swap_remove("params") {
         None | Some(Value::Null) => None,
         Some(v @ Value::Object(_)) => Some(v),
-        Some(_) => return Err(invalid(id, "`params` must be an object")),
+        Some(_) => return Err(invalid(or_null(id), "`params` must be an object")),
     };
     Ok(Request { id, method, params })
 }
 
-/// `{"jsonrpc":"2.0","id":…,"result":…}`.
-pub fn success<T: Serialize>(id: &Value, result: &T) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
+/// `{"jsonrpc":"2.0","id":…,"result":…}` as JSON text (a `Value` would
+/// not keep the id's text).
+pub fn success<T: Serialize + ?Sized>(id: &Id, result: &T) -> String {
+    serde_json::to_string(&Success::new(id, result)).unwrap_or_default()
 }
 
-/// The same envelope as [`success`], serialized straight from `result`
-/// (no intermediate `Value`, no copy of the result): same bytes.
+/// The envelope of [`success`], serialized straight from `result`
+/// (no intermediate `Value`, no copy of the result).
 #[derive(Serialize)]
 pub struct Success<'a, T: Serialize + ?Sized> {
     jsonrpc: &'static str,
-    id: &'a Value,
+    id: &'a Id,
     result: &'a T,
 }
 
 impl<'a, T: Serialize + ?Sized> Success<'a, T> {
-    pub fn new(id: &'a Value, result: &'a T) -> Self {
+    pub fn new(id: &'a Id, result: &'a T) -> Self {
         Self { jsonrpc: "2.0", id, result }
     }
 }
 
-/// `{"jsonrpc":"2.0","id":…,"error":{…}}`.
-pub fn failure(id: &Value, error: &A2aError) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": error.to_jsonrpc()})
+/// `{"jsonrpc":"2.0","id":…,"error":{…}}` as JSON text.
+pub fn failure(id: &Id, error: &A2aError) -> String {
+    #[derive(Serialize)]
+    struct Failure<'a> {
+        jsonrpc: &'static str,
+        id: &'a Id,
+        error: Value,
+    }
+    serde_json::to_string(&Failure { jsonrpc: "2.0", id, error: error.to_jsonrpc() }).unwrap_or_default()
 }
 
 /// The method names of the eleven core operations.

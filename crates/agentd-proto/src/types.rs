@@ -38,10 +38,27 @@ impl Timestamp {
             .with_timezone(&Utc);
         // An offset can carry 0000-01-01 or 9999-12-31 out of range in UTC,
         // where RFC 3339 (and so `to_wire`) has no four-digit year.
+        Self::within_range(t)
+    }
+    /// A `google.protobuf.Timestamp` (seconds and nanos since the Unix
+    /// epoch, as gRPC carries it), held to what [`Self::parse`] accepts:
+    /// the proto's own range (nanos in 0..=999,999,999, years 0001 to
+    /// 9999), which is also all RFC 3339 can write, truncated alike.
+    pub fn from_unix(seconds: i64, nanos: i32) -> Result<Self, String> {
+        let nanos = u32::try_from(nanos)
+            .ok()
+            .filter(|n| *n < 1_000_000_000)
+            .ok_or_else(|| format!("out of range: nanos must lie in 0..=999999999, not {nanos}"))?;
+        match DateTime::from_timestamp(seconds, nanos) {
+            Some(t) => Self::within_range(t),
+            None => Err(Self::OUT_OF_RANGE.into()),
+        }
+    }
+    const OUT_OF_RANGE: &str =
+        "out of range: a timestamp lies in 0001-01-01T00:00:00Z..=9999-12-31T23:59:59.999Z";
+    fn within_range(t: DateTime<Utc>) -> Result<Self, String> {
         if !(1..=9999).contains(&t.year()) {
-            return Err(
-                "out of range: a timestamp lies in 0001-01-01T00:00:00Z..=9999-12-31T23:59:59.999Z".into()
-            );
+            return Err(Self::OUT_OF_RANGE.into());
         }
         // Below a millisecond; a leap second keeps its extra second.
         let nanos = t.nanosecond();

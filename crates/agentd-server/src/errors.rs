@@ -12,7 +12,6 @@ use agentd_core::{Error, Naming};
 use agentd_proto::{A2aError, FieldViolation, jsonrpc};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
-use serde_json::Value;
 
 pub const JSON: &str = "application/json";
 
@@ -61,8 +60,8 @@ pub fn json_bytes_response(status: StatusCode, json: Vec<u8>) -> Response {
     (status, [(header::CONTENT_TYPE, HeaderValue::from_static(JSON))], json).into_response()
 }
 
-pub fn jsonrpc_error(id: &Value, e: &A2aError) -> Response {
-    json_response(StatusCode::OK, &jsonrpc::failure(id, e))
+pub fn jsonrpc_error(id: &jsonrpc::Id, e: &A2aError) -> Response {
+    json_bytes_response(StatusCode::OK, jsonrpc::failure(id, e).into_bytes())
 }
 
 pub fn rest_error(e: &A2aError) -> Response {

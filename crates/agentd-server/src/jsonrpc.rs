@@ -16,7 +16,7 @@ use crate::state::AppState;
 use agentd_proto::jsonrpc::{self as rpc};
 use agentd_proto::validate::Params;
 use axum::extract::{Request, State};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde_json::Value;
 
@@ -35,7 +35,7 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Response {
     let (bytes, _share) = match read_body(&state, &holder, headers, body).await {
         Ok(b) => b,
         Err(e) => {
-            let mut r = jsonrpc_error(&Value::Null, &e);
+            let mut r = jsonrpc_error(&rpc::Id::null(), &e);
             *r.status_mut() = StatusCode::from_u16(e.kind.codes().http).unwrap_or(StatusCode::BAD_REQUEST);
             return r;
         }
@@ -44,9 +44,10 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Response {
         Ok(r) => r,
         Err(env) => return jsonrpc_error(&env.id, &env.error),
     };
+    let Some(id) = req.id else { return notification(&req.method) };
     let ctx = match service_params(&state, principal, headers, uri.query(), &req.method) {
         Ok(c) => c,
-        Err(e) => return jsonrpc_error(&req.id, &e),
+        Err(e) => return jsonrpc_error(&id, &e),
     };
     // The request's head is not needed past here. Its headers and URI share
     // the buffer hyper read it into: held while the operation waits (a
@@ -57,13 +58,12 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Response {
     let slot = match kind.map(|k| state.admission.stream_for(k, state.engine.metrics(), &holder)).transpose()
     {
         Ok(s) => s.flatten(),
-        Err(e) => return with_extensions(jsonrpc_error(&req.id, &e), &ctx.activated),
+        Err(e) => return with_extensions(jsonrpc_error(&id, &e), &ctx.activated),
     };
     let params = req.params.unwrap_or_else(|| Params::Value(Value::Object(Default::default())));
     // Decoded before anything is awaited: the params are lent from the
     // body, which is let go of once they are read.
     let op = kind.ok_or_else(|| method_not_found(&req.method)).and_then(|k| k.decode(params, &ctx));
-    let id = req.id;
     drop(bytes);
     let outcome = async {
         execute(&state, crate::metrics::Binding::JsonRpc, &ctx, op?).await.map_err(crate::errors::json)
@@ -81,4 +81,15 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Response {
         Err(e) => jsonrpc_error(&id, &e),
     };
     with_extensions(response, &ctx.activated)
+}
+
+/// A valid request without an `id` is a notification, which JSON-RPC 2.0
+/// (§4.1) forbids answering. Every A2A method is a call whose answer
+/// (a task, an error) is its point, and A2A defines no notification form
+/// of any: one is not run, so that a client that left the id out starts,
+/// cancels or deletes nothing it cannot hear about. HTTP still needs a
+/// status: 204, no body.
+fn notification(method: &str) -> Response {
+    tracing::debug!(method, "a JSON-RPC notification (no id) was not run: A2A methods are calls");
+    StatusCode::NO_CONTENT.into_response()
 }

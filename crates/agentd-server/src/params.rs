@@ -22,7 +22,15 @@ pub async fn authenticate(
     headers: &HeaderMap,
     peer: Option<&PeerIdentity>,
 ) -> Result<Principal, AuthFailure> {
-    let value = headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let value = match headers.get(http::header::AUTHORIZATION).map(|v| v.to_str()) {
+        Some(Ok(v)) => Some(v),
+        // Credentials the server cannot read are refused, not taken for
+        // none: that would fall back on the connection's client
+        // certificate, or answer "a token is required" to a caller who
+        // sent one. An open listener reads no credentials at all.
+        Some(Err(_)) if state.auth.is_protected() => return Err(AuthFailure::NotAscii),
+        Some(Err(_)) | None => None,
+    };
     state.auth.authenticate(value, peer).await
 }
 
@@ -42,13 +50,16 @@ pub fn budget_holder(state: &AppState, principal: &Principal, peer: Option<&Peer
 
 /// Checks `A2A-Version` (header first, then the `A2A-Version` query
 /// parameter). Major.Minor only; a patch number is ignored.
+/// A header value that is not visible ASCII is refused as a version this
+/// agent does not speak (no version is written so), rather than taken for
+/// an absent header, which the lenient policy would let through.
 pub fn check_version(state: &AppState, headers: &HeaderMap, query: Option<&str>) -> Result<(), A2aError> {
-    let value = headers
-        .get("a2a-version")
-        .and_then(|v| v.to_str().ok())
-        .map(|s| s.trim().to_owned())
-        .or_else(|| query_version(query))
-        .unwrap_or_default();
+    let header = match headers.get("a2a-version").map(|v| v.to_str()) {
+        Some(Ok(v)) => Some(v.trim().to_owned()),
+        Some(Err(_)) => return Err(unsupported_version("(a value that is not ASCII text)")),
+        None => None,
+    };
+    let value = header.or_else(|| query_version(query)).unwrap_or_default();
     if value.is_empty() {
         return match state.config.version_policy {
             VersionPolicy::Lenient => Ok(()),

@@ -131,9 +131,7 @@ pub async fn read_body(
         Ok(bytes) => Ok((bytes, share)),
         Err(e) if caused_by::<http_body_util::LengthLimitError>(&*e) => Err(too_large(limit)),
         Err(e) => match cause::<BodyTimedOut>(&*e) {
-            Some(t) => Err(A2aError::new(ErrorKind::RequestTimeout, t.to_string())
-                .with_meta("limit", "server.body_read_timeout_ms")
-                .with_meta("limitValue", t.0.as_millis().to_string())),
+            Some(t) => Err(t.to_a2a()),
             None => Err(A2aError::new(
                 ErrorKind::InvalidRequest,
                 format!("the request body could not be read: {e}"),
@@ -167,7 +165,9 @@ fn too_large(limit: usize) -> A2aError {
 
 /// The first error of type `E` in `e`'s source chain (errors of bodies
 /// come wrapped once per body layer).
-fn cause<'a, E: std::error::Error + 'static>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a E> {
+pub(crate) fn cause<'a, E: std::error::Error + 'static>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a E> {
     let mut cur = Some(e);
     while let Some(err) = cur {
         if let Some(found) = err.downcast_ref::<E>() {

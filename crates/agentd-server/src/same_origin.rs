@@ -94,7 +94,7 @@ fn refuse(grpc: bool, jsonrpc: bool, e: &A2aError) -> Response {
         return crate::grpc::to_status(e).into_http();
     }
     if jsonrpc {
-        let mut r = jsonrpc_error(&serde_json::Value::Null, e);
+        let mut r = jsonrpc_error(&agentd_proto::jsonrpc::Id::null(), e);
         *r.status_mut() = StatusCode::FORBIDDEN;
         return r;
     }

@@ -25,7 +25,6 @@ use futures::StreamExt;
 use futures::stream::{self, Stream};
 use http::HeaderValue;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE};
-use serde_json::Value;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -37,20 +36,20 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 /// How the payloads are framed.
 #[derive(Clone)]
 pub enum Framing {
-    JsonRpc { id: Value },
+    JsonRpc { id: jsonrpc::Id },
     Rest,
 }
 
 impl Framing {
     fn frame(&self, f: &Frame) -> String {
         match self {
-            Framing::JsonRpc { id } => jsonrpc::success(id, f).to_string(),
+            Framing::JsonRpc { id } => jsonrpc::success(id, f),
             Framing::Rest => serde_json::to_string(f).unwrap_or_default(),
         }
     }
     fn error(&self, e: &A2aError) -> String {
         match self {
-            Framing::JsonRpc { id } => jsonrpc::failure(id, e).to_string(),
+            Framing::JsonRpc { id } => jsonrpc::failure(id, e),
             Framing::Rest => e.to_rest().to_string(),
         }
     }
@@ -299,7 +298,6 @@ mod tests {
     use axum::response::IntoResponse;
     use axum::response::sse::{Event, Sse};
     use http_body_util::BodyExt;
-    use serde_json::json;
 
     fn status_update() -> StreamResponse {
         let mut status = TaskStatus { state: TaskState::Working, ..TaskStatus::default() };
@@ -325,7 +323,8 @@ mod tests {
     #[tokio::test]
     async fn an_event_is_framed_as_its_whole_envelope_serialized_per_stream_was() {
         let ev = Published::new(status_update());
-        for id in [json!(7), json!("a\"b\nc\u{7f}"), Value::Null, json!(1.5), json!(-3)] {
+        for id in ["7", "\"a\\\"b\\nc\u{7f}\"", "null", "1.5", "-3", "1E2", "\"\\u00e9\""] {
+            let id = jsonrpc::Id::from_text(id).expect("id");
             let whole = serde_json::to_string(&jsonrpc::Success::new(&id, &*ev)).expect("json");
             let framed = Frames::new(Framing::JsonRpc { id }).event(&ev);
             assert_eq!(framed, axum_frame(Event::default().data(whole)).await);
@@ -338,7 +337,7 @@ mod tests {
     #[tokio::test]
     async fn errors_comments_and_keep_alives_are_framed_as_axum_frames_them() {
         let e = A2aError::new(agentd_proto::ErrorKind::Internal, "line one\nline two");
-        for framing in [Framing::JsonRpc { id: json!(1) }, Framing::Rest] {
+        for framing in [Framing::JsonRpc { id: jsonrpc::Id::from_text("1").expect("id") }, Framing::Rest] {
             let data = framing.error(&e);
             let ours = Frames::new(framing).error(&e);
             assert_eq!(ours, axum_frame(Event::default().event("error").data(data)).await);

@@ -2,9 +2,10 @@
 //! calls into the same parser, counted the same way, so a document this
 //! accepts is one `parse` accepts. It also tells whether every object's
 //! keys are plain (no escapes) and distinct: only such a document reads
-//! the same whether it is decoded from its text or from its `Value`
-//! (where a later duplicate replaces an earlier one; a struct read from
-//! text refuses it).
+//! the same whether it is decoded from its text or from its `Value`, and
+//! a document with a repeated key must reach `parse`, which refuses it
+//! naming the member (a struct read from text would word it otherwise,
+//! and a map read from text would keep the later member).
 
 use super::{JsonLimits, State};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
@@ -20,7 +21,7 @@ const MAX_COMPARED_KEYS: usize = 32;
 /// plain and distinct. `false` says nothing more: the document may be
 /// malformed, over a limit, or just have an escaped or repeated key.
 pub fn plain_within(bytes: &[u8], limits: JsonLimits) -> bool {
-    let state = State { limits, left: Cell::new(limits.max_values), exceeded: Cell::new(None) };
+    let state = State::new(limits);
     let scan = Scan { state, keys: RefCell::new(Vec::new()), plain: Cell::new(true) };
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let read = Seed { scan: &scan, depth: 0 }.deserialize(&mut de).and_then(|()| de.end());

@@ -6,11 +6,10 @@
 //! any other body goes through [`super::parse_request_within`], which also
 //! words every error.
 
-use super::{EnvelopeError, Request};
+use super::{EnvelopeError, Id, Request};
 use crate::bounded::{self, JsonLimits};
 use crate::validate::Params;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
-use serde_json::Value;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::fmt;
@@ -19,8 +18,8 @@ use std::fmt;
 /// body where they could be.
 #[derive(Debug)]
 pub struct LentRequest<'a> {
-    /// String, number or null; echoed as received.
-    pub id: Value,
+    /// String, number or null; echoed as received. `None`: a notification.
+    pub id: Option<Id>,
     pub method: Cow<'a, str>,
     /// `None` when the member is absent or null.
     pub params: Option<Params<'a>>,
@@ -46,7 +45,7 @@ pub fn parse_request_lent(body: &[u8], limits: JsonLimits) -> Result<LentRequest
 /// `None` when the body is not read here after all (it cannot be, once
 /// [`bounded::plain_within`] passed it; then the `Value` path answers).
 fn envelope(body: &[u8]) -> Option<Result<LentRequest<'_>, EnvelopeError>> {
-    let invalid = |id: Value, msg: &str| {
+    let invalid = |id: Id, msg: &str| {
         Some(Err(EnvelopeError {
             id,
             error: crate::A2aError::new(crate::ErrorKind::InvalidRequest, msg.to_owned()),
@@ -54,28 +53,27 @@ fn envelope(body: &[u8]) -> Option<Result<LentRequest<'_>, EnvelopeError>> {
     };
     match body.iter().find(|b| !b.is_ascii_whitespace()) {
         Some(b'{') => {}
-        Some(b'[') => return invalid(Value::Null, "batch requests are not supported"),
-        _ => return invalid(Value::Null, "a JSON-RPC request must be an object"),
+        Some(b'[') => return invalid(Id::null(), "batch requests are not supported"),
+        _ => return invalid(Id::null(), "a JSON-RPC request must be an object"),
     }
     let m: Members = serde_json::from_slice(body).ok()?;
-    let id = match m.id.map(RawValue::get) {
-        None => Value::Null,
-        Some(raw) if matches!(raw.as_bytes()[0], b'"' | b'-' | b'0'..=b'9' | b'n') => {
-            serde_json::from_str(raw).ok()?
-        }
-        Some(_) => return invalid(Value::Null, "`id` must be a string, number or null"),
+    let id = match m.id.map(Id::from_raw) {
+        None => None,
+        Some(Ok(id)) => Some(id),
+        Some(Err(why)) => return invalid(Id::null(), why),
     };
+    let or_null = |id: Option<Id>| id.unwrap_or_else(Id::null);
     if m.jsonrpc.and_then(string).as_deref() != Some("2.0") {
-        return invalid(id, "`jsonrpc` must be \"2.0\"");
+        return invalid(or_null(id), "`jsonrpc` must be \"2.0\"");
     }
     let method = match m.method.and_then(string) {
         Some(m) if !m.is_empty() => m,
-        _ => return invalid(id, "`method` must be a non-empty string"),
+        _ => return invalid(or_null(id), "`method` must be a non-empty string"),
     };
     let params = match m.params.map(|p| (p, p.get().as_bytes()[0])) {
         None | Some((_, b'n')) => None,
         Some((p, b'{')) => Some(Params::Text(p)),
-        Some(_) => return invalid(id, "`params` must be an object"),
+        Some(_) => return invalid(or_null(id), "`params` must be an object"),
     };
     Some(Ok(LentRequest { id, method, params }))
 }
@@ -91,8 +89,7 @@ fn string(raw: &RawValue) -> Option<Cow<'_, str>> {
     }
 }
 
-/// The envelope's members as their text (a later duplicate wins, as in a
-/// `Value`).
+/// The envelope's members as their text (a body read here names each once).
 #[derive(Default)]
 struct Members<'a> {
     id: Option<&'a RawValue>,

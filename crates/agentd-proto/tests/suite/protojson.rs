@@ -293,17 +293,18 @@ fn errors_map_through_the_one_table() {
 
 #[test]
 fn jsonrpc_envelopes_are_told_apart() {
-    use agentd_proto::jsonrpc::parse_request;
+    use agentd_proto::jsonrpc::{Id, parse_request};
+    let id = |text: &str| Id::from_text(text).unwrap();
     assert_eq!(parse_request(b"{not json").unwrap_err().error.kind, ErrorKind::ParseError);
     let e = parse_request(br#"{"jsonrpc":"1.0","id":5,"method":"GetTask"}"#).unwrap_err();
-    assert_eq!((e.error.kind, e.id), (ErrorKind::InvalidRequest, json!(5)));
+    assert_eq!((e.error.kind, e.id), (ErrorKind::InvalidRequest, id("5")));
     assert_eq!(parse_request(br#"[{"jsonrpc":"2.0"}]"#).unwrap_err().error.kind, ErrorKind::InvalidRequest);
     assert_eq!(
         parse_request(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#).unwrap_err().error.kind,
         ErrorKind::InvalidRequest
     );
     let r = parse_request(br#"{"jsonrpc":"2.0","id":"a","method":"GetExtendedAgentCard"}"#).unwrap();
-    assert_eq!((r.id, r.params), (json!("a"), None));
+    assert_eq!((r.id, r.params), (Some(id(r#""a""#)), None));
 }
 
 #[test]

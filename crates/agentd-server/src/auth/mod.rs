@@ -69,6 +69,9 @@ pub struct Authenticated(pub Principal);
 pub enum AuthFailure {
     Missing,
     Invalid,
+    /// An `Authorization` header with bytes outside visible ASCII, which
+    /// no bearer token holds (RFC 6750 §2.1).
+    NotAscii,
     /// A JWT that is well formed but refused, and why (said to the caller:
     /// expired, wrong audience… tell a client what to fix, not a secret).
     Rejected(String),
@@ -84,6 +87,10 @@ impl AuthFailure {
                 "this agent requires a bearer token (Authorization: Bearer <token>)".to_owned()
             }
             AuthFailure::Invalid => "the bearer token is not valid".to_owned(),
+            AuthFailure::NotAscii => {
+                "the Authorization header is not ASCII text (a bearer token is ASCII); it was refused, not ignored"
+                    .to_owned()
+            }
             AuthFailure::Rejected(why) => format!("the bearer token is not valid: {why}"),
             AuthFailure::Unavailable(why) => {
                 format!("the token's issuer cannot be reached to check it: {why}")

@@ -165,10 +165,23 @@ pub async fn admit(State(state): State<AppState>, req: Request, next: Next) -> R
         )
         .await;
     let replay = futures::stream::iter(std::iter::once(Ok(axum::body::Bytes::from(head))).chain(rest));
-    let body = Body::from_stream(replay.chain(stream));
+    let body = Body::from_stream(replay.chain(stream).map(|r| r.map_err(body_error)));
     let response = next.run(Request::from_parts(parts, body)).await;
     drop(share);
     response
+}
+
+/// A body error as the call reports it. tonic answers an error it cannot
+/// place with UNKNOWN; the body read timeout is a status of its own, the
+/// one the HTTP bindings' 408 maps to: DEADLINE_EXCEEDED (the server's
+/// deadline for receiving the request passed; CANCELLED would say the
+/// client gave up), with the same message and ErrorInfo (`REQUEST_TIMEOUT`,
+/// the setting). tonic looks for a status along an error's sources.
+fn body_error(e: axum::Error) -> axum::BoxError {
+    match crate::routes::cause::<crate::listen::BodyTimedOut>(&e) {
+        Some(t) => Box::new(super::status::to_status(&t.to_a2a())),
+        None => Box::new(e),
+    }
 }
 
 #[cfg(test)]

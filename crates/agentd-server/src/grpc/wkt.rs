@@ -121,15 +121,12 @@ pub fn value_out(v: Value) -> prost_types::Value {
     prost_types::Value { kind: Some(kind) }
 }
 
-/// `google.protobuf.Timestamp` → [`Timestamp`]; out-of-range seconds or
-/// nanos are malformed.
+/// `google.protobuf.Timestamp` → [`Timestamp`], accepted as the JSON
+/// bindings accept its text: years 0001 to 9999 (the proto's range, and
+/// all RFC 3339 can write), nanos below a second. A time outside would be
+/// stored and then answered on the JSON bindings as no RFC 3339 time.
 pub fn timestamp_in(t: prost_types::Timestamp) -> Result<Timestamp, FieldError> {
-    u32::try_from(t.nanos)
-        .ok()
-        .filter(|n| *n < 1_000_000_000)
-        .and_then(|n| chrono::DateTime::from_timestamp(t.seconds, n))
-        .map(Timestamp)
-        .ok_or_else(|| FieldError::new("", "not a valid timestamp (seconds or nanos out of range)"))
+    Timestamp::from_unix(t.seconds, t.nanos).map_err(|why| FieldError::new("", why))
 }
 
 pub fn timestamp_out(t: Timestamp) -> prost_types::Timestamp {
@@ -176,5 +173,20 @@ mod tests {
         assert_eq!(timestamp_in(timestamp_out(t)).unwrap(), t);
         assert!(timestamp_in(prost_types::Timestamp { seconds: 0, nanos: -1 }).is_err());
         assert!(timestamp_in(prost_types::Timestamp { seconds: i64::MAX, nanos: 0 }).is_err());
+    }
+
+    #[test]
+    fn timestamps_are_held_to_the_years_rfc_3339_can_write() {
+        let ts = |seconds, nanos| timestamp_in(prost_types::Timestamp { seconds, nanos });
+        // 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999999Z, the proto's bounds.
+        let (first, last) = (-62_135_596_800, 253_402_300_799);
+        assert_eq!(ts(first, 0).unwrap(), Timestamp::parse("0001-01-01T00:00:00Z").unwrap());
+        assert_eq!(ts(last, 999_999_999).unwrap(), Timestamp::parse("9999-12-31T23:59:59.999Z").unwrap());
+        for (seconds, nanos) in [(first - 1, 999_999_999), (last + 1, 0), (0, 1_000_000_000), (0, i32::MIN)] {
+            let e = ts(seconds, nanos).expect_err("out of range");
+            assert!(e.description.starts_with("out of range"), "{seconds}, {nanos}: {}", e.description);
+        }
+        // What the JSON bindings read from the same instant: truncated to the millisecond.
+        assert_eq!(ts(0, 1_999_999).unwrap(), Timestamp::parse("1970-01-01T00:00:00.001999Z").unwrap());
     }
 }

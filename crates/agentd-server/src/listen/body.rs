@@ -22,6 +22,16 @@ impl std::fmt::Display for BodyTimedOut {
 
 impl std::error::Error for BodyTimedOut {}
 
+impl BodyTimedOut {
+    /// The wire error, the same on every binding: RequestTimeout (HTTP 408,
+    /// gRPC DEADLINE_EXCEEDED) naming the setting.
+    pub fn to_a2a(&self) -> agentd_proto::A2aError {
+        agentd_proto::A2aError::new(agentd_proto::ErrorKind::RequestTimeout, self.to_string())
+            .with_meta("limit", "server.body_read_timeout_ms")
+            .with_meta("limitValue", self.0.as_millis().to_string())
+    }
+}
+
 pub struct DeadlineBody {
     inner: Incoming,
     /// Set at the first read.

@@ -165,7 +165,7 @@ fn refusal(which: Refused, limits: &crate::state::ConnectionLimits) -> Vec<u8> {
     let (what, key, n) = match which {
         Refused::Total => ("connections are open", "server.max_connections", limits.max_connections),
         Refused::Peer => (
-            "connections are open from your address",
+            "connections are open from your address (IPv6: your /64)",
             "server.max_connections_per_peer",
             limits.max_connections_per_peer,
         ),

@@ -21,3 +21,4 @@ mod push_delivery;
 mod request_spans;
 mod same_origin;
 mod support;
+mod wire;

@@ -135,8 +135,68 @@ fn a_plain_body_is_read_lent() {
     let r = parse_request_lent(body.as_bytes(), LIMITS).unwrap();
     assert!(matches!(r.method, Cow::Borrowed("SendMessage")));
     assert!(matches!(r.params, Some(Params::Text(t)) if t.get() == r#"{"message":{"parts":[]}}"#));
-    // A repeated key leaves it to the `Value` reading (the later one wins).
-    let body = r#"{"jsonrpc":"2.0","id":"a","method":"GetTask","params":{"id":"x","id":"y"}}"#;
-    let r = parse_request_lent(body.as_bytes(), LIMITS).unwrap();
-    assert!(matches!(&r.params, Some(Params::Value(v)) if v["id"] == "y"));
+}
+
+fn id(text: &str) -> Id {
+    Id::from_text(text).unwrap()
+}
+
+#[test]
+fn ids_are_echoed_as_written_and_long_ones_refused() {
+    for text in ["1E2", "-1.50", r#""a\u00e9\n""#, "null", "100000000000000000000000000001"] {
+        for params in ["{}", r#"{"\u0069d":"t"}"#] {
+            // The second is not plain: the `Value` reading must keep the text too.
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{text},"method":"GetTask","params":{params}}}"#);
+            let r = parse_request_lent(body.as_bytes(), LIMITS).unwrap();
+            assert_eq!(r.id.as_ref().map(Id::get), Some(text), "{body}");
+            let r = super::super::parse_request(body.as_bytes()).unwrap();
+            assert_eq!(r.id.as_ref().map(Id::get), Some(text), "{body}");
+        }
+    }
+    let long = format!(r#""{}""#, "x".repeat(300));
+    for params in ["{}", r#"{"\u0069d":"t"}"#] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{long},"method":"GetTask","params":{params}}}"#);
+        let e = parse_request_lent(body.as_bytes(), LIMITS).unwrap_err();
+        assert_eq!((e.error.kind, &e.id), (crate::ErrorKind::InvalidRequest, &Id::null()), "{body}");
+        assert!(e.error.message.contains("256"), "{}", e.error.message);
+    }
+}
+
+#[test]
+fn a_request_without_an_id_is_a_notification_and_a_null_id_is_not() {
+    for params in ["{}", r#"{"\u0069d":"t"}"#] {
+        let body = format!(r#"{{"jsonrpc":"2.0","method":"GetTask","params":{params}}}"#);
+        assert_eq!(parse_request_lent(body.as_bytes(), LIMITS).unwrap().id, None, "{body}");
+        let body = format!(r#"{{"jsonrpc":"2.0","id":null,"method":"GetTask","params":{params}}}"#);
+        assert_eq!(parse_request_lent(body.as_bytes(), LIMITS).unwrap().id, Some(Id::null()), "{body}");
+    }
+    // An invalid request without an id is answered, with id null.
+    let e = parse_request_lent(br#"{"jsonrpc":"2.0","method":5}"#, LIMITS).unwrap_err();
+    assert_eq!(e.id, Id::null());
+}
+
+#[test]
+fn a_member_named_twice_is_an_invalid_request_naming_it() {
+    for (body, id, member) in [
+        (
+            r#"{"jsonrpc":"2.0","id":"a","method":"GetTask","params":{"id":"x","id":"y"}}"#,
+            id(r#""a""#),
+            "params.id",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":{"parts":[{"text":"a","text":"b"}]}}}"#,
+            id("7"),
+            "params.message.parts[0].text",
+        ),
+        (r#"{"jsonrpc":"2.0","method":"GetTask","method":"CancelTask","id":"b"}"#, id(r#""b""#), "method"),
+        (r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"GetTask"}"#, Id::null(), "id"),
+        (r#"{"jsonrpc":"2.0","id":1,"\u0069d":1,"method":"GetTask"}"#, Id::null(), "id"),
+    ] {
+        let e = parse_request_lent(body.as_bytes(), LIMITS).unwrap_err();
+        assert_eq!(e.error.kind, crate::ErrorKind::InvalidRequest, "{body}");
+        assert_eq!(e.error.kind.codes().jsonrpc, -32600);
+        assert_eq!(e.id, id, "{body}");
+        assert_eq!(e.error.violations[0].field, member, "{body}");
+        assert!(e.error.message.contains(&format!("`{member}`")), "{}", e.error.message);
+    }
 }
