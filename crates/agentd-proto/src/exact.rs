@@ -42,21 +42,24 @@ impl io::Write for Bounded<'_> {
 }
 
 /// `f` of `v`'s compact JSON when it fits in [`SCRATCH`] bytes, written
-/// once into the thread's scratch buffer; `None` when it does not (or the
-/// buffer is in use further up this thread's stack), and then nothing of
-/// `f` ran.
-fn in_scratch<T: Serialize + ?Sized, R>(v: &T, f: impl FnOnce(&[u8]) -> R) -> Option<serde_json::Result<R>> {
+/// once into the thread's scratch buffer; `f` given back when it does not
+/// (or the buffer is in use further up this thread's stack).
+fn in_scratch<T, R, F>(v: &T, f: F) -> Result<serde_json::Result<R>, F>
+where
+    T: Serialize + ?Sized,
+    F: FnOnce(&[u8]) -> R,
+{
     SCRATCH_BUF.with(|cell| {
-        let mut buf = cell.try_borrow_mut().ok()?;
+        let Ok(mut buf) = cell.try_borrow_mut() else { return Err(f) };
         buf.clear();
         if buf.capacity() < SCRATCH {
             buf.reserve_exact(SCRATCH);
         }
         let mut w = Bounded { buf: &mut buf, overflowed: false };
         match serde_json::to_writer(&mut w, v) {
-            Ok(()) => Some(Ok(f(&buf))),
-            Err(_) if w.overflowed => None,
-            Err(e) => Some(Err(e)),
+            Ok(()) => Ok(Ok(f(&buf))),
+            Err(_) if w.overflowed => Err(f),
+            Err(e) => Ok(Err(e)),
         }
     })
 }
@@ -64,9 +67,9 @@ fn in_scratch<T: Serialize + ?Sized, R>(v: &T, f: impl FnOnce(&[u8]) -> R) -> Op
 /// `f` of `v` as compact JSON: from the scratch buffer when it fits there,
 /// else from a buffer of its exact size.
 pub fn with_json<T: Serialize + ?Sized, R>(v: &T, f: impl FnOnce(&[u8]) -> R) -> serde_json::Result<R> {
-    match in_scratch(v, |bytes| f(bytes)) {
-        Some(r) => r,
-        None => Ok(f(&to_vec_counted(b"", v, b"")?)),
+    match in_scratch(v, f) {
+        Ok(r) => r,
+        Err(f) => Ok(f(&to_vec_counted(b"", v, b"")?)),
     }
 }
 
@@ -104,8 +107,8 @@ pub fn to_vec_framed<T: Serialize + ?Sized>(
         out
     };
     match in_scratch(v, framed) {
-        Some(r) => r,
-        None => to_vec_counted(prefix, v, suffix),
+        Ok(r) => r,
+        Err(_) => to_vec_counted(prefix, v, suffix),
     }
 }
 
