@@ -62,8 +62,12 @@ impl EventJson {
     /// event types never fail), copied once into the shared text from the
     /// buffer it was written into (`agentd_proto::exact`).
     pub fn of<T: Serialize + ?Sized>(v: &T) -> Self {
-        let text = agentd_proto::exact::with_json(v, |json| std::str::from_utf8(json).map(Arc::from));
-        Self(text.ok().and_then(Result::ok).unwrap_or_else(|| "null".into()))
+        agentd_proto::exact::with_json(v, Self::from_json).unwrap_or_else(|_| Self("null".into()))
+    }
+    /// Serialized JSON text, copied into the shared text (`null` if it is
+    /// not UTF-8, which serde_json never writes).
+    pub fn from_json(json: &[u8]) -> Self {
+        Self(std::str::from_utf8(json).map_or_else(|_| "null".into(), Arc::from))
     }
     /// Text the store wrote from an `EventJson`: taken as it is.
     pub fn from_stored(text: String) -> Self {

@@ -64,6 +64,16 @@ where
     })
 }
 
+/// `f` of `v` as compact JSON when that is at most [`SCRATCH`] bytes;
+/// `None`, at the cost of writing the first [`SCRATCH`] bytes, when it is
+/// more (or the scratch buffer is in use further up this thread's stack).
+pub fn if_small<T: Serialize + ?Sized, R>(
+    v: &T,
+    f: impl FnOnce(&[u8]) -> R,
+) -> Option<serde_json::Result<R>> {
+    in_scratch(v, f).ok()
+}
+
 /// `f` of `v` as compact JSON: from the scratch buffer when it fits there,
 /// else from a buffer of its exact size.
 pub fn with_json<T: Serialize + ?Sized, R>(v: &T, f: impl FnOnce(&[u8]) -> R) -> serde_json::Result<R> {
@@ -159,6 +169,8 @@ mod tests {
             assert_eq!(framed, format!("[{v}]").into_bytes(), "{len}");
             assert_eq!(framed.capacity(), framed.len(), "{len}");
             assert_eq!(with_json(&v, <[u8]>::len).unwrap(), len + 2, "{len}");
+            let small = if_small(&v, <[u8]>::len).map(Result::unwrap);
+            assert_eq!(small, (len + 2 <= SCRATCH).then_some(len + 2), "{len}");
         }
         assert_eq!(SCRATCH_BUF.with(|b| b.borrow().capacity()), SCRATCH, "the scratch buffer did not grow");
     }

@@ -45,14 +45,17 @@ struct TaskEventView<'a> {
 }
 
 impl<'a> TaskEventView<'a> {
-    /// The event's JSON. Written first with the last messages whole: when
-    /// all of it fits in the messages' budget, so do they, and it is the
-    /// answer (the common case, with no pass measuring each message);
-    /// otherwise written again with the messages cut to the budget.
+    /// The event's JSON. Tried first with the last messages whole, in the
+    /// small-document buffer of `agentd_proto::exact` (smaller than the
+    /// messages' budget): when all of it fits there, so do the messages,
+    /// and it is the answer (the common case, with no pass measuring each
+    /// message). Otherwise, a big message is not written out whole only to
+    /// be cut: the messages are measured and cut to the budget first.
     fn json(rec: &'a TaskRecord) -> EventJson {
-        let whole = EventJson::of(&Self::of(rec, |last| last));
-        if whole.as_str().len() <= TASK_EVENT_HISTORY_BYTES {
-            return whole;
+        const { assert!(agentd_proto::exact::SCRATCH <= TASK_EVENT_HISTORY_BYTES) };
+        let whole = Self::of(rec, |last| last);
+        if let Some(Ok(json)) = agentd_proto::exact::if_small(&whole, EventJson::from_json) {
+            return json;
         }
         EventJson::of(&Self::of(rec, |last| recent_within(last, TASK_EVENT_HISTORY_BYTES)))
     }

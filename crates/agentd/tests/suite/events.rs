@@ -63,7 +63,7 @@ async fn live_events_replay_and_annotations_only_when_both_are_activated() {
     assert!(start >= 1, "the daemon's start is an event: {hello}");
 
     let id = send(&d, "tck-complete-task").await;
-    let got = live.until(|e| task_in(e, &id, "TASK_STATE_COMPLETED")).await;
+    let got = live.until(|e| e["kind"] == "conversation" && e["data"]["taskId"] == id).await;
     let seqs: Vec<u64> = got.iter().map(seq).collect();
     assert!(
         seqs.windows(2).all(|w| w[0] < w[1]) && seqs[0] > start,
@@ -91,7 +91,7 @@ async fn live_events_replay_and_annotations_only_when_both_are_activated() {
     assert!(echoed.contains(EVENTS) && echoed.contains(ANNOTATIONS), "both echoed: {echoed}");
     let hello = replay.hello().await;
     assert_eq!((hello["resume"].clone(), hello["resync"].clone()), (json!(true), json!(false)));
-    let again = replay.until(|e| task_in(e, &id, "TASK_STATE_COMPLETED")).await;
+    let again = replay.until(|e| e["kind"] == "conversation" && e["data"]["taskId"] == id).await;
     assert_eq!(again.iter().map(seq).collect::<Vec<_>>(), seqs, "the replay is the same events");
     for e in again.iter().filter(|e| e["kind"] == "task") {
         let a = &e["data"]["metadata"][ANNOTATIONS];
