@@ -27,14 +27,21 @@ struct Bounded<'a> {
     overflowed: bool,
 }
 
+// serde_json writes token by token through `write_all`: both are inlined,
+// as `Vec`'s own are, or each token costs a call and the default loop.
 impl io::Write for Bounded<'_> {
+    #[inline]
     fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.write_all(b).map(|()| b.len())
+    }
+    #[inline]
+    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
         if self.buf.len() + b.len() > SCRATCH {
             self.overflowed = true;
             return Err(io::Error::other("past the scratch buffer"));
         }
         self.buf.extend_from_slice(b);
-        Ok(b.len())
+        Ok(())
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
