@@ -8,8 +8,6 @@ use crate::support::serve_in_process;
 use agentd_server::{ExtensionRegistry, VersionPolicy};
 use serde_json::Value;
 use std::net::SocketAddr;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// One request on its own connection: (status, head, body).
 async fn send(
@@ -26,14 +24,7 @@ async fn send(
     }
     req.push_str("\r\n");
     req.push_str(body);
-    let mut s = TcpStream::connect(addr).await.expect("connect");
-    s.write_all(req.as_bytes()).await.expect("write");
-    let mut got = Vec::new();
-    s.read_to_end(&mut got).await.expect("read");
-    let text = String::from_utf8_lossy(&got).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    (status, head.to_ascii_lowercase(), body.to_owned())
+    crate::support::exchange(addr, req.as_bytes()).await
 }
 
 const SEND: &str = r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m-evil","role":"ROLE_USER","parts":[{"text":"hi"}]}}}"#;

@@ -78,3 +78,17 @@ pub async fn serve_with(
     tokio::spawn(agentd_server::serve(listener, state, shutdown.clone()));
     (addr, shutdown)
 }
+
+/// Writes `request` on a connection of its own and reads until the daemon
+/// closes it: (status, head in lower case, body).
+pub async fn exchange(addr: std::net::SocketAddr, request: &[u8]) -> (u16, String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    s.write_all(request).await.expect("write");
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).await.expect("read");
+    let text = String::from_utf8_lossy(&got).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, head.to_ascii_lowercase(), body.to_owned())
+}

@@ -12,8 +12,6 @@ use crate::support::serve_in_process;
 use agentd_server::{ExtensionRegistry, VersionPolicy};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// One request on its own connection: (status, head, body).
 pub async fn send(
@@ -37,14 +35,7 @@ pub async fn send(
     }
     req.extend_from_slice(b"\r\n");
     req.extend_from_slice(body.as_bytes());
-    let mut s = TcpStream::connect(addr).await.expect("connect");
-    s.write_all(&req).await.expect("write");
-    let mut got = Vec::new();
-    s.read_to_end(&mut got).await.expect("read");
-    let text = String::from_utf8_lossy(&got).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    (status, head.to_ascii_lowercase(), body.to_owned())
+    crate::support::exchange(addr, &req).await
 }
 
 fn json_of(body: &str) -> Value {
