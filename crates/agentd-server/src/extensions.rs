@@ -62,7 +62,16 @@ pub fn requested(headers: &HeaderMap) -> Result<Vec<String>, A2aError> {
     let mut seen: HashSet<&str> = HashSet::new();
     let mut out: Vec<String> = Vec::new();
     for value in names.iter().flat_map(|n| headers.get_all(*n)) {
-        let Ok(text) = value.to_str() else { continue };
+        // Unreadable, it is refused rather than taken for no extensions:
+        // a required one would then be reported missing, and an optional
+        // one silently off.
+        let Ok(text) = value.to_str() else {
+            return Err(A2aError::new(
+                ErrorKind::InvalidRequest,
+                "the A2A-Extensions header holds a value that is not ASCII text; list extension URIs \
+                 separated by commas",
+            ));
+        };
         for uri in text.split(',').map(str::trim).filter(|u| !u.is_empty()) {
             if seen.insert(uri) {
                 if out.len() == MAX_REQUESTED {

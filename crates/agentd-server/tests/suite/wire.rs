@@ -4,7 +4,7 @@
 //! answers, errors and every frame of a stream, and an overlong one is
 //! refused; a notification (no id) is not run and gets no answer. A
 //! timestamp outside RFC 3339's years is refused on gRPC as on JSON. An
-//! `A2A-Version` or `Authorization` value that is not ASCII text is
+//! `A2A-Version`, `A2A-Extensions` or `Authorization` value that is not ASCII text is
 //! refused on every binding, not taken for an absent header. A gRPC call
 //! whose upload stalls past the body read timeout is DEADLINE_EXCEEDED.
 
@@ -231,6 +231,27 @@ async fn a_version_that_is_not_ascii_is_refused_on_every_binding() {
     let mut c = grpc_with(addr, "a2a-version", b"1.0\xe9").await;
     let e = c.list_tasks(agentd_server::grpc::pb::ListTasksRequest::default()).await.expect_err("refused");
     assert_eq!(e.code(), tonic::Code::FailedPrecondition, "{e:?}");
+    assert!(e.message().contains("not ASCII"), "{e:?}");
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn extensions_that_are_not_ascii_are_refused_on_every_binding() {
+    let (addr, stop) = serve_in_process(ExtensionRegistry::default(), VersionPolicy::Lenient).await;
+    let ext: &[(&str, &[u8])] = &[("a2a-extensions", b"https://example.com/ext\xe9")];
+    let (status, _, body) = send(addr, "POST", "/a2a/jsonrpc", ext, LIST).await;
+    assert_eq!(status, 200, "{body}");
+    let e = &json_of(&body)["error"];
+    assert_eq!(e["code"], json!(-32600), "{body}");
+    assert!(e["message"].as_str().unwrap_or_default().contains("not ASCII"), "{body}");
+
+    let (status, _, body) = send(addr, "GET", "/a2a/rest/tasks", ext, "").await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("not ASCII"), "{body}");
+
+    let mut c = grpc_with(addr, "a2a-extensions", b"https://example.com/ext\xe9").await;
+    let e = c.list_tasks(agentd_server::grpc::pb::ListTasksRequest::default()).await.expect_err("refused");
+    assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
     assert!(e.message().contains("not ASCII"), "{e:?}");
     stop.cancel();
 }
