@@ -16,6 +16,10 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{AlertDescription, CertificateError, InconsistentKeys};
 use std::error::Error;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+mod probe;
+pub use probe::TlsClient;
 
 /// One of the files a client's TLS is set up with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +67,9 @@ pub enum TlsSetupError {
     /// A client certificate without its key, or a key without its certificate.
     #[error("a client certificate needs both its certificate and its key")]
     Incomplete,
+    /// The system's trusted roots cannot be loaded.
+    #[error("cannot load the system's trusted CA certificates: {0}")]
+    Roots(String),
     /// The HTTP client cannot be built for another reason.
     #[error("cannot build the HTTP client: {}", crate::describe(.0))]
     Build(#[source] reqwest::Error),
@@ -72,42 +79,52 @@ impl TlsFiles {
     /// Builds `builder` with these files: the CA certificates trusted
     /// besides the system's roots (a private CA for one daemon should not
     /// stop the client reaching others), the client certificate presented
-    /// when a server asks for one.
-    pub fn build(&self, mut builder: reqwest::ClientBuilder) -> Result<reqwest::Client, TlsSetupError> {
-        if let Some(path) = &self.ca_cert {
-            let roots = read_ca_certs(path)?
-                .iter()
-                .map(|der| reqwest::Certificate::from_der(der))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(TlsSetupError::Build)?;
-            builder = builder.tls_certs_merge(roots);
-        }
-        let pair = match (&self.client_cert, &self.client_key) {
-            (Some(cert), Some(key)) => Some((cert, key)),
-            (None, None) => None,
+    /// when a server asks for one. The TLS configuration is made here, as
+    /// reqwest would make it, and handed to reqwest, so that
+    /// [`TlsClient::diagnose`] can open a connection with the very same one.
+    pub fn build(&self, builder: reqwest::ClientBuilder) -> Result<TlsClient, TlsSetupError> {
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let extra_roots = match &self.ca_cert {
+            Some(path) => read_ca_certs(path)?,
+            None => Vec::new(),
+        };
+        let verifier =
+            rustls_platform_verifier::Verifier::new_with_extra_roots(extra_roots, provider.clone())
+                .map_err(|e| TlsSetupError::Roots(e.to_string()))?;
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsSetupError::Roots(e.to_string()))?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier));
+        let mut config = match (&self.client_cert, &self.client_key) {
+            (Some(cert), Some(key)) => {
+                let (chain, private) = read_identity(cert, key)?;
+                config.with_client_auth_cert(chain, private).map_err(|e| match e {
+                    rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch) => {
+                        TlsSetupError::KeyMismatch { cert: cert.clone(), key: key.clone() }
+                    }
+                    rustls::Error::InvalidCertificate(c) => TlsSetupError::BadContent {
+                        file: TlsFile::ClientCert,
+                        path: cert.clone(),
+                        problem: format!("not a certificate rustls accepts ({c:?})"),
+                    },
+                    // Most likely a key type rustls does not take.
+                    r => TlsSetupError::UnusablePair {
+                        cert: cert.clone(),
+                        key: key.clone(),
+                        problem: r.to_string(),
+                    },
+                })?
+            }
+            (None, None) => config.with_no_client_auth(),
             _ => return Err(TlsSetupError::Incomplete),
         };
-        if let Some((cert, key)) = pair {
-            builder = builder.identity(read_identity(cert, key)?);
-        }
-        builder.build().map_err(|e| match (pair, rustls_error(&e)) {
-            // The key is checked against the certificate only when the
-            // TLS configuration is made, at build.
-            (Some((cert, key)), Some(rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch))) => {
-                TlsSetupError::KeyMismatch { cert: cert.clone(), key: key.clone() }
-            }
-            (Some((cert, _)), Some(rustls::Error::InvalidCertificate(c))) => TlsSetupError::BadContent {
-                file: TlsFile::ClientCert,
-                path: cert.clone(),
-                problem: format!("not a certificate rustls accepts ({c:?})"),
-            },
-            // Most likely a key type rustls does not take; both files are
-            // named, as the system's roots are loaded at build too.
-            (Some((cert, key)), Some(r)) => {
-                TlsSetupError::UnusablePair { cert: cert.clone(), key: key.clone(), problem: r.to_string() }
-            }
-            _ => TlsSetupError::Build(e),
-        })
+        // The client speaks HTTP/1.1 only (reqwest without its http2 feature).
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let config = Arc::new(config);
+        let http =
+            builder.tls_backend_preconfigured((*config).clone()).build().map_err(TlsSetupError::Build)?;
+        Ok(TlsClient { http, config })
     }
 }
 
@@ -148,29 +165,20 @@ fn read_ca_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsSetupEr
     Ok(certs)
 }
 
-/// The client certificate and its key as reqwest takes them: both files'
-/// PEM blocks in one buffer, each file checked first.
-fn read_identity(cert: &Path, key: &Path) -> Result<reqwest::Identity, TlsSetupError> {
-    read_certs(TlsFile::ClientCert, cert)?;
+/// The client certificate's chain and its key, each file checked.
+fn read_identity(
+    cert: &Path,
+    key: &Path,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsSetupError> {
+    let chain = read_certs(TlsFile::ClientCert, cert)?;
     let key_pem = read(TlsFile::ClientKey, key)?;
-    PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| match e {
+    let private = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| match e {
         pem::Error::NoItemsFound => {
             bad(TlsFile::ClientKey, key, "no PEM private key in it (-----BEGIN PRIVATE KEY-----)")
         }
         e => bad(TlsFile::ClientKey, key, format!("not PEM: {}", pem_problem(&e))),
     })?;
-    let mut both = read(TlsFile::ClientCert, cert)?;
-    both.push(b'\n');
-    both.extend_from_slice(&key_pem);
-    // Both files parsed above: what is left is another kind of block
-    // (a public key, a CSR) beside them.
-    reqwest::Identity::from_pem(&both).map_err(|e| {
-        bad(
-            TlsFile::ClientCert,
-            cert,
-            format!("cannot be used with {}: {}", key.display(), crate::describe(&e)),
-        )
-    })
+    Ok((chain, private))
 }
 
 fn pem_problem(e: &pem::Error) -> String {

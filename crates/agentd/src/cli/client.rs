@@ -4,6 +4,7 @@
 
 use super::ClientOpts;
 use super::exit::{self, Exit};
+use agentd_client::tls::TlsClient;
 use agentd_client::tls::{TlsFile, TlsSetupError};
 use agentd_client::{ClientError, TlsFailure, TlsFiles, root_cause, tls_failure};
 use anyhow::{Context, anyhow};
@@ -20,6 +21,11 @@ pub struct Client {
     endpoint: String,
     /// The TLS files given (for messages).
     tls: TlsFiles,
+    /// The HTTP client's TLS, to find out what a failure the client could
+    /// not name was.
+    diagnosis: TlsClient,
+    /// The URL of the daemon's card (what a diagnosis asks for).
+    url: reqwest::Url,
 }
 
 impl Client {
@@ -33,16 +39,16 @@ impl Client {
         }
         let tls = tls_files(opts)?;
         let builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(10));
-        let http = tls.build(builder).map_err(tls_setup_failed)?;
+        let diagnosis = tls.build(builder).map_err(tls_setup_failed)?;
         let endpoint = format!("{base}/a2a/jsonrpc");
         let url = reqwest::Url::parse(&endpoint).with_context(|| format!("--url {base:?} is not a URL"))?;
-        let mut inner = agentd_client::Client::new(http, url);
+        let mut inner = agentd_client::Client::new(diagnosis.http.clone(), url.clone());
         if let Some(t) = opts.token.as_deref().filter(|t| !t.trim().is_empty()) {
             inner = inner
                 .with_bearer(t)
                 .map_err(|_| anyhow!("--token has characters not allowed in an HTTP header"))?;
         }
-        Ok(Self { inner, base, endpoint, tls })
+        Ok(Self { inner, base, endpoint, tls, diagnosis, url })
     }
 
     /// Requests these extensions on every call.
@@ -53,20 +59,33 @@ impl Client {
 
     /// A unary call; returns the `result` member.
     pub async fn call(&self, method: &str, params: &impl Serialize) -> anyhow::Result<Value> {
-        self.inner.call(method, params).await.map_err(|e| self.call_failed(e))
+        match self.inner.call(method, params).await {
+            Ok(v) => Ok(v),
+            Err(e) => Err(self.failed(e).await),
+        }
     }
 
     /// A streaming call; yields the `result` of every event.
     pub async fn stream(&self, method: &str, params: &impl Serialize) -> anyhow::Result<EventStream> {
-        let events = self.inner.stream(method, params).await.map_err(|e| self.call_failed(e))?;
-        Ok(EventStream { events, base: self.base.clone() })
+        match self.inner.stream(method, params).await {
+            Ok(events) => Ok(EventStream { events, base: self.base.clone() }),
+            Err(e) => Err(self.failed(e).await),
+        }
     }
 
-    fn call_failed(&self, e: ClientError) -> anyhow::Error {
-        if let ClientError::Transport(t) | ClientError::BrokenOff(t) = &e
-            && let Some(f) = tls_failure(t)
-        {
-            return self.tls_failed(&f);
+    /// `e` said for a person. A connection that broke off with no cause
+    /// given, on an `https` URL, may have been a TLS refusal the HTTP client
+    /// lost (`TlsClient::diagnose`): a connection of its own finds out.
+    async fn failed(&self, e: ClientError) -> anyhow::Error {
+        if let ClientError::Transport(t) | ClientError::BrokenOff(t) = &e {
+            let found = match tls_failure(t) {
+                Some(f) => Some(f),
+                None if !t.is_connect() && !t.is_timeout() => self.diagnosis.diagnose(&self.url).await,
+                None => None,
+            };
+            if let Some(f) = found {
+                return self.tls_failed(&f);
+            }
         }
         match e {
             ClientError::Refused(r) => refused(&r),
@@ -209,6 +228,7 @@ fn tls_setup_failed(e: TlsSetupError) -> anyhow::Error {
             format!("--client-cert {}, --client-key {}: {problem}", cert.display(), key.display())
         }
         e @ TlsSetupError::Incomplete => format!("--client-cert, --client-key: {e}"),
+        e @ TlsSetupError::Roots(_) => return anyhow!("{e}"),
         TlsSetupError::Build(e) => {
             return anyhow::Error::new(e).context("cannot build the HTTP client");
         }

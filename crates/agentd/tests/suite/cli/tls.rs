@@ -181,3 +181,31 @@ fn unusable_tls_files_are_usage_errors_naming_them() {
         }
     }
 }
+
+/// What the CLI does when the HTTP client loses the cause of a failure (in
+/// TLS 1.3 a refusal of the client's certificate can reach its connection
+/// before the request does, which then fails as "not ready"): a connection
+/// of its own with the same configuration reads the refusal as it is.
+#[tokio::test]
+async fn a_diagnosis_reads_the_refusal_a_request_can_lose() {
+    use agentd_client::{TlsFailure, TlsFiles};
+    let t = tls_daemon(&["127.0.0.1"], true);
+    let url = reqwest::Url::parse(&t.d.url).expect("url");
+    let diagnose = |client_cert: Option<(String, String)>| {
+        let (client_cert, client_key) = client_cert.map(|(c, k)| (c.into(), k.into())).unzip();
+        let files = TlsFiles { ca_cert: Some(t.ca_pem.clone()), client_cert, client_key };
+        let client = files.build(reqwest::Client::builder()).expect("client");
+        let url = url.clone();
+        async move { client.diagnose(&url).await }
+    };
+    assert_eq!(diagnose(None).await, Some(TlsFailure::ClientCertificateRequired));
+    let stranger = t.files("stranger", &TestCa::new("another CA").client("ci-bot"));
+    assert!(
+        matches!(diagnose(Some(stranger)).await, Some(TlsFailure::ClientCertificateRefused(_))),
+        "a certificate of another CA is refused"
+    );
+    assert_eq!(diagnose(Some(t.files("ci-bot", &t.ca.client("ci-bot")))).await, None, "the handshake holds");
+    let plain = reqwest::Url::parse(&t.d.url.replacen("https://", "http://", 1)).expect("url");
+    let client = TlsFiles::default().build(reqwest::Client::builder()).expect("client");
+    assert_eq!(client.diagnose(&plain).await, None, "an http URL has no TLS to diagnose");
+}
