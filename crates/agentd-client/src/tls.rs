@@ -4,8 +4,8 @@
 //! chain (reqwest → hyper → `io::Error` → `rustls::Error`) rather than from
 //! its text, so that a certificate problem is not taken for a network one.
 //!
-//! The server's certificate is checked by reqwest's verifier
-//! (rustls-platform-verifier): the system's roots, plus the CA files given
+//! The server's certificate is checked by rustls-platform-verifier (the
+//! verifier reqwest would use): the system's roots, plus the CA files given
 //! here. On Linux and the BSDs the system's roots are those
 //! rustls-native-certs loads, which are the files `SSL_CERT_FILE` and
 //! `SSL_CERT_DIR` name when either is set, and the OS store otherwise; on
