@@ -7,7 +7,7 @@
 //! own with the same configuration, writes a request and reads the answer,
 //! so the alert, if there is one, is read as the error it is.
 
-use super::{TlsFailure, tls_failure};
+use super::{TlsFailure, rustls_error, tls_failure};
 use reqwest::Url;
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,13 +36,8 @@ impl TlsClient {
         if url.scheme() != "https" {
             return None;
         }
+        let (host, port, name) = peer(url)?;
         let written = url.host_str()?;
-        let port = url.port_or_known_default()?;
-        let host = written.trim_start_matches('[').trim_end_matches(']').to_owned();
-        let name = match host.parse::<std::net::IpAddr>() {
-            Ok(ip) => ServerName::from(ip),
-            Err(_) => ServerName::try_from(host.clone()).ok()?,
-        };
         let probe = async {
             let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await.ok()?;
             let mut tls = match TlsConnector::from(self.config.clone()).connect(name, tcp).await {
@@ -68,4 +63,35 @@ impl TlsClient {
         };
         tokio::time::timeout(PATIENCE, probe).await.ok().flatten()
     }
+
+    /// Whether the server at `url`'s host and port answers a TLS handshake
+    /// (whether or not it would trust or be trusted): what a cleartext
+    /// request to a TLS listener fails on, which the HTTP client can only
+    /// call a malformed answer.
+    pub async fn speaks_tls(&self, url: &Url) -> bool {
+        let Some((host, port, name)) = peer(url) else { return false };
+        let probe = async {
+            let Ok(tcp) = tokio::net::TcpStream::connect((host.as_str(), port)).await else { return false };
+            match TlsConnector::from(self.config.clone()).connect(name, tcp).await {
+                Ok(_) => true,
+                // A rustls error is the server's TLS answer judged; not TLS
+                // at all is a malformed record, and a server that hangs up
+                // is an I/O error with no rustls error in it.
+                Err(e) => rustls_error(&e).is_some_and(|r| !matches!(r, rustls::Error::InvalidMessage(_))),
+            }
+        };
+        tokio::time::timeout(PATIENCE, probe).await.unwrap_or(false)
+    }
+}
+
+/// The host to connect to, the port, and the name the server's
+/// certificate is checked for.
+fn peer(url: &Url) -> Option<(String, u16, ServerName<'static>)> {
+    let port = url.port_or_known_default()?;
+    let host = url.host_str()?.trim_start_matches('[').trim_end_matches(']').to_owned();
+    let name = match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => ServerName::from(ip),
+        Err(_) => ServerName::try_from(host.clone()).ok()?,
+    };
+    Some((host, port, name))
 }

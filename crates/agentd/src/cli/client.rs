@@ -86,6 +86,18 @@ impl Client {
             if let Some(f) = found {
                 return self.tls_failed(&f);
             }
+            if self.url.scheme() == "http"
+                && !t.is_connect()
+                && !t.is_timeout()
+                && self.diagnosis.speaks_tls(&self.url).await
+            {
+                let message = format!(
+                    "{} answered in TLS, not cleartext HTTP\n  Use an https:// --url: https{}",
+                    self.base,
+                    &self.base["http".len()..]
+                );
+                return Exit { code: exit::TLS, message }.into();
+            }
         }
         match e {
             ClientError::Refused(r) => refused(&r),

@@ -131,6 +131,14 @@ fn a_daemon_requiring_a_client_certificate_says_so_and_takes_one() {
 }
 
 #[test]
+fn an_http_url_to_a_tls_daemon_is_told_to_use_https() {
+    let t = tls_daemon(&["127.0.0.1"], false);
+    let plain = t.d.url.replacen("https://", "http://", 1);
+    let out = agentd_env(&plain, &["tasks", "list", "--ca-cert", path(&t.ca_pem)], &[]);
+    assert_tls(&out, &[&format!("{plain} answered in TLS"), &format!("Use an https:// --url: {}", t.d.url)]);
+}
+
+#[test]
 fn a_certificate_for_another_name_names_both() {
     let t = tls_daemon(&["agentd.internal"], false);
     let out = t.agentd(&["tasks", "list", "--ca-cert", path(&t.ca_pem)], &[]);
@@ -208,4 +216,8 @@ async fn a_diagnosis_reads_the_refusal_a_request_can_lose() {
     let plain = reqwest::Url::parse(&t.d.url.replacen("https://", "http://", 1)).expect("url");
     let client = TlsFiles::default().build(reqwest::Client::builder()).expect("client");
     assert_eq!(client.diagnose(&plain).await, None, "an http URL has no TLS to diagnose");
+    assert!(client.speaks_tls(&plain).await, "the TLS listener, whichever scheme the URL names");
+    let cleartext = Daemon::start(&[]);
+    let cleartext = reqwest::Url::parse(&cleartext.url).expect("url");
+    assert!(!client.speaks_tls(&cleartext).await, "a cleartext daemon is not taken for one speaking TLS");
 }
