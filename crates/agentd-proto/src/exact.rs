@@ -27,14 +27,17 @@ struct Bounded<'a> {
     overflowed: bool,
 }
 
-// serde_json writes token by token through `write_all`: both are inlined,
-// as `Vec`'s own are, or each token costs a call and the default loop.
+// serde_json writes token by token through `write_all` (a quote, a colon,
+// a key): it is inlined into each of them, so that a token of a known
+// length is a store, not a call and a `memcpy`. The serializer holds this
+// writer itself, not `&mut` to it: std's forwarding `impl Write for &mut W`
+// was not inlined, and each token cost two calls.
 impl io::Write for Bounded<'_> {
-    #[inline]
+    #[inline(always)]
     fn write(&mut self, b: &[u8]) -> io::Result<usize> {
         self.write_all(b).map(|()| b.len())
     }
-    #[inline]
+    #[inline(always)]
     fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
         if self.buf.len() + b.len() > SCRATCH {
             self.overflowed = true;
@@ -62,10 +65,12 @@ where
         if buf.capacity() < SCRATCH {
             buf.reserve_exact(SCRATCH);
         }
-        let mut w = Bounded { buf: &mut buf, overflowed: false };
-        match serde_json::to_writer(&mut w, v) {
+        let mut ser = serde_json::Serializer::new(Bounded { buf: &mut buf, overflowed: false });
+        let written = v.serialize(&mut ser);
+        let overflowed = ser.into_inner().overflowed;
+        match written {
             Ok(()) => Ok(Ok(f(&buf))),
-            Err(_) if w.overflowed => Err(f),
+            Err(_) if overflowed => Err(f),
             Err(e) => Ok(Err(e)),
         }
     })
