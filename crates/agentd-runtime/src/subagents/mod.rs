@@ -391,7 +391,10 @@ impl TaskObserver for SubagentManager {
             _ => return,
         };
         let why = format!("canceled because its parent task {task_id} {ended}");
-        self.cancel_below(engine, task_id, &why).await;
+        // Boxed on its own: every task's end allocates this method's future
+        // (`async_trait`), which would otherwise hold the cancellation's
+        // large one, though a task that completed never runs it.
+        Box::pin(self.cancel_below(engine, task_id, &why)).await;
     }
 }
 
