@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 mod env;
-mod paths;
+pub(crate) mod paths;
 mod telemetry;
 
 pub use telemetry::{OtlpConfig, TelemetryConfig};

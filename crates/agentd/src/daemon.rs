@@ -51,11 +51,14 @@ fn mcp_hub(
     for (i, server) in cfg.mcp.servers.iter().enumerate() {
         specs.push(agentd_mcp::from_config(server).map_err(|e| anyhow::anyhow!("mcp.servers[{i}]: {e}"))?);
     }
+    // The document's relative paths are its directory's, as a config file's are.
+    let dir =
+        cfg.instruction.as_deref().and_then(std::path::Path::parent).unwrap_or(std::path::Path::new(""));
     for server in document {
-        specs.push(
-            agentd_mcp::from_document(server, &agentd_mcp::Origin::Operator)
-                .map_err(|e| anyhow::anyhow!("the instruction document: {e}"))?,
-        );
+        let mut spec = agentd_mcp::from_document(server, &agentd_mcp::Origin::Operator)
+            .map_err(|e| anyhow::anyhow!("the instruction document: {e}"))?;
+        crate::config::paths::document_server(&mut spec, dir);
+        specs.push(spec);
     }
     let policies: Vec<(String, agentd_mcp::PolicyConfig)> =
         specs.iter().map(|s| (s.name.clone(), s.policy.clone())).collect();

@@ -70,14 +70,43 @@ fn each(node: &mut Value, path: &[&str], f: &mut dyn FnMut(&mut Value)) {
 
 fn rewrite(value: &mut Value, kind: Kind, dir: &Path) {
     let Value::String(s) = value else { return };
-    let joined = match kind {
-        Kind::Path => join(dir, s),
-        Kind::Command if s.contains('/') => join(dir, s),
-        Kind::Command => None,
-        Kind::Secret => s.strip_prefix("file:").and_then(|p| join(dir, p)).map(|p| format!("file:{p}")),
-    };
-    if let Some(j) = joined {
+    if let Some(j) = relative(s, kind, dir) {
         *s = j;
+    }
+}
+
+/// `value` made relative to `dir` as a `kind`, if it changes.
+fn relative(value: &str, kind: Kind, dir: &Path) -> Option<String> {
+    match kind {
+        Kind::Path => join(dir, value),
+        Kind::Command if value.contains('/') => join(dir, value),
+        Kind::Command => None,
+        Kind::Secret => value.strip_prefix("file:").and_then(|p| join(dir, p)).map(|p| format!("file:{p}")),
+    }
+}
+
+/// The relative paths of an MCP server an instruction document in `dir`
+/// declares (`!mcp`) made the document's, by the rules of a config file's
+/// `mcp.servers`: a stdio command that names a path, and the `file:`
+/// secrets of its headers (`auth` included).
+pub fn document_server(spec: &mut agentd_mcp::ServerSpec, dir: &Path) {
+    if dir.as_os_str().is_empty() {
+        return;
+    }
+    match &mut spec.transport {
+        agentd_mcp::TransportSpec::Stdio(stdio) => {
+            if let Some(c) = relative(&stdio.command, Kind::Command, dir) {
+                stdio.command = c;
+            }
+        }
+        agentd_mcp::TransportSpec::Http(http) => {
+            for h in &mut http.headers {
+                let moved = relative(h.secret.reference(), Kind::Secret, dir);
+                if let Some(secret) = moved.and_then(|r| agentd_runtime::model::SecretRef::parse(&r).ok()) {
+                    h.secret = secret;
+                }
+            }
+        }
     }
 }
 

@@ -227,3 +227,33 @@ async fn the_reference_server_over_stdio_serves_the_daemon_and_a_changed_tool_li
     assert!(offered(&reqs[1]).contains(&"py__fresh".to_owned()), "listed again: {:?}", offered(&reqs[1]));
     assert_eq!(tool_results(&reqs[2]), ["Echo: hi", "added fresh", "fresh: new"], "the new tool was called");
 }
+
+/// An instruction document's `!mcp` stdio command that names a path is
+/// the document's directory's, as a config file's is, wherever the daemon
+/// was started from (the tests run in the crate's directory).
+#[tokio::test]
+async fn a_stdio_command_of_the_instruction_document_is_found_beside_it() {
+    if skipped() {
+        return;
+    }
+    let doc = tempfile::tempdir().expect("tempdir");
+    let launcher = doc.path().join("py-server");
+    std::fs::write(&launcher, format!("#!/bin/sh\nexec '{}' '{}' stdio\n", python(), server_script()))
+        .expect("write launcher");
+    std::fs::set_permissions(&launcher, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let agent = doc.path().join("agent.md");
+    std::fs::write(
+        &agent,
+        "# Agent\n\nAnswers.\n\n:::!mcp{name=py}\nstdio: {command: ./py-server}\npolicy: {tools: {echo: allow}}\n:::\n",
+    )
+    .expect("write document");
+    let steps = json!([
+        {"tool_calls": [{"id": "c1", "name": "py__echo", "arguments": {"text": "beside"}}]},
+        {"text": "done"}
+    ]);
+    let s = scripted(steps, &format!("instruction: {}\n", agent.display()), true);
+    completed(&s.alice().call("SendMessage", send_params(&uid("m"), "go", None)).await);
+    let reqs = s.recorded();
+    assert!(offered(&reqs[0]).contains(&"py__echo".to_owned()), "{:?}", offered(&reqs[0]));
+    assert_eq!(tool_results(&reqs[1]), ["echo: beside"]);
+}
