@@ -34,17 +34,19 @@ pub async fn authenticate(
     state.auth.authenticate(value, peer).await
 }
 
-/// Who a request's share of the body budget counts against: its
-/// principal or, without credentials configured (everyone is the local
-/// operator), the address it came from.
+/// Who a request's share of the body budget (and of the open streams)
+/// counts against: its principal or, without credentials configured
+/// (everyone is the local operator), the peer it came from, counted as
+/// the connection caps count it (an IPv6 address as its /64, which one
+/// host may take any address of).
 pub fn budget_holder(state: &AppState, principal: &Principal, peer: Option<&PeerAddr>) -> String {
-    if state.auth.is_protected() {
-        principal.id.clone()
-    } else {
-        match peer {
-            Some(PeerAddr(ip)) => format!("peer:{ip}"),
-            None => "peer:unknown".to_owned(),
-        }
+    if state.auth.is_protected() { principal.id.clone() } else { peer_holder(peer.map(|p| p.0)) }
+}
+
+fn peer_holder(peer: Option<std::net::IpAddr>) -> String {
+    match peer {
+        Some(ip) => format!("peer:{}", crate::listen::peer_of(ip)),
+        None => "peer:unknown".to_owned(),
     }
 }
 
@@ -103,4 +105,19 @@ pub fn service_params(
     check_version(state, headers, query)?;
     let activated = state.extensions.activate(method, &extensions::requested(headers)?)?;
     Ok(RequestContext { principal, activated })
+}
+
+#[cfg(test)]
+mod holder_tests {
+    use super::peer_holder;
+
+    #[test]
+    fn addresses_of_one_ipv6_64_hold_one_share_and_ipv4_its_own() {
+        let of = |s: &str| peer_holder(Some(s.parse().unwrap()));
+        assert_eq!(of("2001:db8:1:2::1"), of("2001:db8:1:2:ffff:1:2:3"), "one /64, one holder");
+        assert_ne!(of("2001:db8:1:2::1"), of("2001:db8:1:3::1"), "the next /64 is another");
+        assert_eq!(of("::ffff:192.0.2.7"), of("192.0.2.7"), "IPv4-mapped is the IPv4 address");
+        assert_ne!(of("192.0.2.7"), of("192.0.2.8"));
+        assert_eq!(peer_holder(None), "peer:unknown");
+    }
 }

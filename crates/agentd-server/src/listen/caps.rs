@@ -68,7 +68,7 @@ impl ConnectionCaps {
 /// given a whole IPv6 /64 (the smallest subnet SLAAC works in) and may
 /// pick any of its 2^64 addresses for each connection, so counting exact
 /// IPv6 addresses caps nobody; an IPv4 host has one address.
-fn peer_of(addr: IpAddr) -> IpAddr {
+pub(crate) fn peer_of(addr: IpAddr) -> IpAddr {
     match addr.to_canonical() {
         IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !u128::from(u64::MAX))),
         v4 => v4,

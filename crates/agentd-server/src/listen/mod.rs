@@ -5,6 +5,7 @@
 
 mod body;
 mod caps;
+pub(crate) use caps::peer_of;
 mod conn;
 mod tls;
 
