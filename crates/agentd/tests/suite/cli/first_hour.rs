@@ -394,7 +394,9 @@ fn watch_shows_streamed_text_inline() {
 /// final state without the status message that repeats the reply.
 #[tokio::test]
 async fn watch_prints_a_streamed_reply_once() {
-    let (d, _script) = scripted("- {deltas: ['first half, ', 'second half'], delay_ms: 2000}\n");
+    // The pause between the halves is the time the watch has to join: long
+    // enough for a CLI process to start on a loaded machine.
+    let (d, _script) = scripted("- {deltas: ['first half, ', 'second half'], delay_ms: 5000}\n");
     ok(agentd(&d.url, &["send", "--no-wait", "go"]));
     let id = d.call("ListTasks", json!({})).await["tasks"][0]["id"].as_str().unwrap().to_owned();
     // The watch joins once the first half is committed, a delay before the second.
