@@ -31,13 +31,11 @@ pub struct EnvelopeError {
     pub error: A2aError,
 }
 
-/// Parses one JSON-RPC request from raw bytes.
+/// Parses one JSON-RPC request from raw bytes as the server reads one (a
+/// member named twice is an invalid request), with no bound of its own on
+/// depth or value count: serde_json's recursion limit is the only one.
 pub fn parse_request(body: &[u8]) -> Result<Request, EnvelopeError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| EnvelopeError {
-        id: Id::null(),
-        error: A2aError::new(ErrorKind::ParseError, format!("Invalid JSON payload: {e}")),
-    })?;
-    envelope(value, body)
+    parse_request_within(body, JsonLimits { max_depth: usize::MAX, max_values: usize::MAX })
 }
 
 /// [`parse_request`] within bounds on depth and value count, counted while

@@ -200,3 +200,23 @@ fn a_member_named_twice_is_an_invalid_request_naming_it() {
         assert!(e.error.message.contains(&format!("`{member}`")), "{}", e.error.message);
     }
 }
+
+/// The unbounded reader (the fuzz targets') reads a body as the server
+/// does: a repeated member is an invalid request with the body's id, not
+/// the last one's value; nesting past serde_json's recursion limit is a
+/// parse error.
+#[test]
+fn the_unbounded_reader_refuses_what_the_server_refuses() {
+    let body = r#"{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"a","id":"b"}}"#;
+    let e = super::super::parse_request(body.as_bytes()).unwrap_err();
+    assert_eq!((e.error.kind, e.id.get()), (crate::ErrorKind::InvalidRequest, "7"));
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{{"x":{}{}}}}}"#,
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    let e = super::super::parse_request(deep.as_bytes()).unwrap_err();
+    assert_eq!(e.error.kind, crate::ErrorKind::ParseError, "{:?}", e.error);
+    let ok = r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"a"}}"#;
+    assert_eq!(super::super::parse_request(ok.as_bytes()).unwrap().method, "GetTask");
+}
