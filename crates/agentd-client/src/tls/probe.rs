@@ -12,7 +12,9 @@ use reqwest::Url;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
 use tokio_rustls::rustls::pki_types::ServerName;
 
 /// The longest a diagnosis waits, for the connection and for the answer.
@@ -36,14 +38,13 @@ impl TlsClient {
         if url.scheme() != "https" {
             return None;
         }
-        let (host, port, name) = peer(url)?;
         let written = url.host_str()?;
         let probe = async {
-            let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await.ok()?;
-            let mut tls = match TlsConnector::from(self.config.clone()).connect(name, tcp).await {
+            let mut tls = match self.handshake(url).await? {
                 Ok(tls) => tls,
                 Err(e) => return tls_failure(&e),
             };
+            let port = url.port_or_known_default()?;
             let request = format!(
                 "HEAD /.well-known/agent-card.json HTTP/1.1\r\nHost: {written}:{port}\r\nConnection: close\r\n\r\n"
             );
@@ -69,29 +70,31 @@ impl TlsClient {
     /// request to a TLS listener fails on, which the HTTP client can only
     /// call a malformed answer.
     pub async fn speaks_tls(&self, url: &Url) -> bool {
-        let Some((host, port, name)) = peer(url) else { return false };
         let probe = async {
-            let Ok(tcp) = tokio::net::TcpStream::connect((host.as_str(), port)).await else { return false };
-            match TlsConnector::from(self.config.clone()).connect(name, tcp).await {
-                Ok(_) => true,
+            match self.handshake(url).await {
+                None => false,
+                Some(Ok(_)) => true,
                 // A rustls error is the server's TLS answer judged; not TLS
                 // at all is a malformed record, and a server that hangs up
                 // is an I/O error with no rustls error in it.
-                Err(e) => rustls_error(&e).is_some_and(|r| !matches!(r, rustls::Error::InvalidMessage(_))),
+                Some(Err(e)) => {
+                    rustls_error(&e).is_some_and(|r| !matches!(r, rustls::Error::InvalidMessage(_)))
+                }
             }
         };
         tokio::time::timeout(PATIENCE, probe).await.unwrap_or(false)
     }
-}
 
-/// The host to connect to, the port, and the name the server's
-/// certificate is checked for.
-fn peer(url: &Url) -> Option<(String, u16, ServerName<'static>)> {
-    let port = url.port_or_known_default()?;
-    let host = url.host_str()?.trim_start_matches('[').trim_end_matches(']').to_owned();
-    let name = match host.parse::<std::net::IpAddr>() {
-        Ok(ip) => ServerName::from(ip),
-        Err(_) => ServerName::try_from(host.clone()).ok()?,
-    };
-    Some((host, port, name))
+    /// A handshake with `url`'s host and port under this configuration;
+    /// `None` when the host cannot be named or reached.
+    async fn handshake(&self, url: &Url) -> Option<std::io::Result<TlsStream<TcpStream>>> {
+        let port = url.port_or_known_default()?;
+        let host = url.host_str()?.trim_start_matches('[').trim_end_matches(']');
+        let name = match host.parse::<std::net::IpAddr>() {
+            Ok(ip) => ServerName::from(ip),
+            Err(_) => ServerName::try_from(host.to_owned()).ok()?,
+        };
+        let tcp = TcpStream::connect((host, port)).await.ok()?;
+        Some(TlsConnector::from(self.config.clone()).connect(name, tcp).await)
+    }
 }

@@ -24,7 +24,7 @@ pub struct Client {
     /// The HTTP client's TLS, to find out what a failure the client could
     /// not name was.
     diagnosis: TlsClient,
-    /// The URL of the daemon's card (what a diagnosis asks for).
+    /// The JSON-RPC endpoint's URL (whose host and port a diagnosis dials).
     url: reqwest::Url,
 }
 
@@ -78,19 +78,17 @@ impl Client {
     /// lost (`TlsClient::diagnose`): a connection of its own finds out.
     async fn failed(&self, e: ClientError) -> anyhow::Error {
         if let ClientError::Transport(t) | ClientError::BrokenOff(t) = &e {
+            // Connected and not timed out, yet failed: what was lost may be TLS.
+            let cause_lost = !t.is_connect() && !t.is_timeout();
             let found = match tls_failure(t) {
                 Some(f) => Some(f),
-                None if !t.is_connect() && !t.is_timeout() => self.diagnosis.diagnose(&self.url).await,
+                None if cause_lost => self.diagnosis.diagnose(&self.url).await,
                 None => None,
             };
             if let Some(f) = found {
                 return self.tls_failed(&f);
             }
-            if self.url.scheme() == "http"
-                && !t.is_connect()
-                && !t.is_timeout()
-                && self.diagnosis.speaks_tls(&self.url).await
-            {
+            if cause_lost && self.url.scheme() == "http" && self.diagnosis.speaks_tls(&self.url).await {
                 let message = format!(
                     "{} answered in TLS, not cleartext HTTP\n  Use an https:// --url: https{}",
                     self.base,
