@@ -123,3 +123,20 @@ pub(crate) fn journal_conflict(e: &JournalEntry) -> StoreError {
         found: u64::from(e.seq),
     }
 }
+
+/// The due outbox rows (`$1`: now in ms, `$2`: how many at most), the one
+/// query of both stores (SQLite numbers `$N` parameters by their first
+/// appearance, as PostgreSQL reads them). A push row whose config is gone
+/// is skipped (its delete cascades); a bridge row needs no config. The
+/// rows come round-robin across owners (each owner's first row, then each
+/// one's second, ...; within an owner in commit order), so one owner's
+/// backlog cannot fill a batch while another's rows wait behind it.
+pub(crate) const DUE_OUTBOX_ROWS: &str =
+    "SELECT o.id, o.task_id, o.body, o.attempts, p.config_json, o.bridge_json,
+        COALESCE(p.owner, t.owner, '') AS owner,
+        ROW_NUMBER() OVER (PARTITION BY COALESCE(p.owner, t.owner, '') ORDER BY o.id) AS turn
+     FROM outbox o
+     LEFT JOIN push_configs p ON p.task_id = o.task_id AND p.id = o.config_id
+     LEFT JOIN tasks t ON t.id = o.task_id AND o.config_id IS NULL
+     WHERE o.not_before_ms <= $1 AND (p.config_json IS NOT NULL OR o.bridge_json IS NOT NULL)
+     ORDER BY turn, o.id LIMIT $2";

@@ -199,24 +199,8 @@ pub(crate) async fn due_outbox(
     limit: usize,
 ) -> Result<Vec<OutboxItem>, StoreError> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    // A push row whose config is gone is skipped (its delete cascades);
-    // a bridge row needs no config. The rows come round-robin across
-    // owners (each owner's first row, then each one's second, ...; within
-    // an owner in commit order), so one owner's backlog cannot fill a
-    // batch while another's rows wait behind it.
-    let s = client
-        .prepare_cached(
-            "SELECT o.id, o.task_id, o.body, o.attempts, p.config_json, o.bridge_json,
-                    COALESCE(p.owner, t.owner, '') AS owner,
-                    ROW_NUMBER() OVER (PARTITION BY COALESCE(p.owner, t.owner, '') ORDER BY o.id) AS turn
-             FROM outbox o
-             LEFT JOIN push_configs p ON p.task_id = o.task_id AND p.id = o.config_id
-             LEFT JOIN tasks t ON t.id = o.task_id AND o.config_id IS NULL
-             WHERE o.not_before_ms <= $1 AND (p.config_json IS NOT NULL OR o.bridge_json IS NOT NULL)
-             ORDER BY turn, o.id LIMIT $2",
-        )
-        .await
-        .map_err(db("query outbox"))?;
+    // Round-robin across owners: `codec::DUE_OUTBOX_ROWS`.
+    let s = client.prepare_cached(crate::codec::DUE_OUTBOX_ROWS).await.map_err(db("query outbox"))?;
     let rows = client.query(&s, &[&now_ms, &limit]).await.map_err(db("query outbox"))?;
     rows.iter()
         .map(|row| {
