@@ -67,10 +67,22 @@ pub struct SlotState {
     /// A new task whose creation is not committed yet (see
     /// `Engine::create_task`): what its creation commits besides the record.
     /// The next commit of the task takes it; `None` once committed.
-    pub pending: Option<Batch>,
+    pub pending: Option<PendingCreation>,
     /// The claim on its context a new task holds while `pending`: released
     /// when the creation is committed (or the slot is dropped).
     pub claim: Option<ContextClaim>,
+}
+
+/// What a task's creation commits besides the record, while it waits for
+/// the task's first change to be committed with it.
+#[derive(Clone)]
+pub struct PendingCreation {
+    pub batch: Batch,
+    /// Where among `batch.events` the task's `task` event goes. It is made
+    /// only when the commit happens, and only if the first change has none
+    /// of its own to take its place (a status that moved): a blocking
+    /// SendMessage's task would otherwise serialize a snapshot no one reads.
+    pub task_event_at: usize,
 }
 
 pub struct Slot {

@@ -10,6 +10,7 @@ use super::Engine;
 use crate::error::Error;
 use crate::events::{EventJson, EventRetention, NewEvent, TASK_EVENT_HISTORY, TASK_EVENT_HISTORY_BYTES};
 use crate::record::{LinkKind, TaskRecord};
+use crate::slots::PendingCreation;
 use crate::store::Batch;
 use agentd_proto::ext::events::{
     ConversationData, ConversationEvent, EventKind, LifecycleData, LifecycleEvent, SubagentData,
@@ -92,11 +93,26 @@ fn recent_within(history: &[Message], budget: usize) -> &[Message] {
     &history[history.len() - keep..]
 }
 
-/// The events of a task just created: the task itself, a turn of its
-/// conversation or a subagent that started.
+/// The events of a task just created and committed at once: the task
+/// itself, a turn of its conversation or a subagent that started.
 pub(super) fn on_create(rec: &TaskRecord, batch: &mut Batch) {
+    batch.events.push(task_event(rec, rec.created_at));
+    links_on_create(rec, batch);
+}
+
+/// The events of a task whose creation waits for its first change (a
+/// blocking SendMessage's task, see `create_task`): all but its `task`
+/// event, which [`absorb_first_change`] adds when the two are committed.
+pub(super) fn on_deferred_create(rec: &TaskRecord, batch: Batch) -> PendingCreation {
+    let task_event_at = batch.events.len();
+    let mut pending = PendingCreation { batch, task_event_at };
+    links_on_create(rec, &mut pending.batch);
+    pending
+}
+
+/// A created task's conversation turn or subagent start.
+fn links_on_create(rec: &TaskRecord, batch: &mut Batch) {
     let ts = rec.created_at;
-    batch.events.push(task_event(rec, ts));
     match rec.meta.link.as_ref().map(|l| l.kind) {
         Some(LinkKind::Turn) | None => {
             let data = ConversationData {
@@ -111,19 +127,27 @@ pub(super) fn on_create(rec: &TaskRecord, batch: &mut Batch) {
     }
 }
 
-/// A task's creation committed together with its first change (a blocking
-/// SendMessage's task, see `create_task`): the change's `task` event takes
-/// the place of the creation's. The created version was never committed
-/// alone, so no reader could have seen it; the feed shows the task once,
-/// as committed, and the commit writes and serializes one snapshot, not two.
-pub(super) fn absorb_first_change(creation: &mut Batch, mut change: Batch, id: &str) {
+/// A task's creation (`created`, its record as created) committed together
+/// with its first change: the change's `task` event, if the change moved
+/// the status, stands where the creation's would be, else the creation's
+/// is made now. The created version was never committed alone, so no
+/// reader could have seen it; the feed shows the task once, as committed,
+/// and the commit serializes one snapshot, not two.
+pub(super) fn absorb_first_change(
+    creation: PendingCreation,
+    mut change: Batch,
+    created: &TaskRecord,
+) -> Batch {
+    let PendingCreation { mut batch, task_event_at } = creation;
+    let id = created.id();
     let of_task = |e: &NewEvent| e.kind == EventKind::Task && e.task_id.as_deref() == Some(id);
-    if let (Some(first), Some(later)) =
-        (creation.events.iter().position(of_task), change.events.iter().position(of_task))
-    {
-        creation.events[first] = change.events.remove(later);
-    }
-    creation.absorb(change);
+    let event = match change.events.iter().position(of_task) {
+        Some(later) => change.events.remove(later),
+        None => task_event(created, created.created_at),
+    };
+    batch.events.insert(task_event_at, event);
+    batch.absorb(change);
+    batch
 }
 
 /// The events of a change to an existing task: a `task` event when its
@@ -302,5 +326,54 @@ mod tests {
             let want = serde_json::to_string(&cloned).unwrap();
             assert_eq!(TaskEventView::json(&rec).as_str(), want);
         }
+    }
+
+    /// The kinds and task states of a batch's events, in order.
+    fn shown(batch: &crate::store::Batch) -> Vec<(String, String)> {
+        batch
+            .events
+            .iter()
+            .map(|e| {
+                let data: serde_json::Value = serde_json::from_str(e.data.as_str()).unwrap();
+                let state = data["status"]["state"].as_str().unwrap_or("").to_owned();
+                (format!("{:?}", e.kind), state)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_deferred_creation_shows_its_first_change_or_itself_once_where_its_event_was() {
+        let mut created = record(Some(vec![msg("in", 3)]), "c1", false);
+        created.task.status.state = TaskState::Submitted;
+        created.version = 1;
+        let mut completed = created.clone();
+        completed.task.status.state = TaskState::Completed;
+        let earlier = || crate::store::Batch {
+            events: vec![super::context_closed("c0", "user:a")],
+            ..Default::default()
+        };
+        let task = |s: &str| ("Task".to_owned(), s.to_owned());
+        let other = |k: &str| (k.to_owned(), String::new());
+
+        // The first change moved the status: its event stands where the
+        // creation's would have been, and the creation's is never made.
+        let pending = super::on_deferred_create(&created, earlier());
+        let mut change = crate::store::Batch::default();
+        change.events.push(super::task_event(&completed, Timestamp::now()));
+        let batch = super::absorb_first_change(pending, change, &created);
+        assert_eq!(
+            shown(&batch),
+            [other("Conversation"), task("TASK_STATE_COMPLETED"), other("Conversation")]
+        );
+
+        // It did not (a journal entry, a read of the task): the creation's
+        // own event, as created, is made then.
+        let pending = super::on_deferred_create(&created, earlier());
+        let batch = super::absorb_first_change(pending, crate::store::Batch::default(), &created);
+        assert_eq!(
+            shown(&batch),
+            [other("Conversation"), task("TASK_STATE_SUBMITTED"), other("Conversation")]
+        );
+        assert_eq!(batch.events[1].ts, created.created_at, "the creation's event is dated by the creation");
     }
 }

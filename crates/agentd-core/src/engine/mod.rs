@@ -491,10 +491,7 @@ impl Engine {
         let pending = st.pending.take();
         rec.version = if pending.is_some() { st.record.version } else { st.record.version + 1 };
         let batch = match pending.clone() {
-            Some(mut creation) => {
-                emit::absorb_first_change(&mut creation, extra, rec.id());
-                creation
-            }
+            Some(creation) => emit::absorb_first_change(creation, extra, &st.record),
             None => extra,
         };
         if let Err(e) = self.commit_record(rec, events, batch).await {

@@ -359,7 +359,6 @@ impl Engine {
         let slot = Slot::new(rec, self.inner.config.stream_capacity);
         let mut guard = slot.state.lock().await;
         let st = &mut *guard;
-        super::emit::on_create(&st.record, &mut batch);
         if defer && events.is_some() && self.inner.conversations.is_idle(&st.record.task.context_id) {
             // A blocking SendMessage's new task, whose run starts at once:
             // its creation is committed with the run's first change (or
@@ -368,9 +367,10 @@ impl Engine {
             // a SendMessage that completes at once is one commit, not two.
             // Streams and `returnImmediately` answers show the task at once:
             // their tasks are committed first, as ever.
-            st.pending = Some(batch);
+            st.pending = Some(super::emit::on_deferred_create(&st.record, batch));
             st.claim = claim;
         } else {
+            super::emit::on_create(&st.record, &mut batch);
             self.commit_record(&mut st.record, &[], batch).await?;
             self.count_commit(None, &st.record);
             drop(claim);
