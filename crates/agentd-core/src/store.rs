@@ -35,7 +35,7 @@
 //!   refuses the whole batch with [`StoreError::Fenced`]. A store without
 //!   leases (one process) ignores fences.
 
-use crate::events::{EventLogBounds, EventRecord, EventRetention, NewEvent};
+use crate::events::{EventJson, EventLogBounds, EventRecord, EventRetention, NewEvent};
 use crate::journal::JournalEntry;
 use crate::lease::{Fence, Leases};
 use crate::record::{BridgeDelivery, OutboxItem, TaskMeta, TaskRecord};
@@ -126,6 +126,11 @@ pub struct Batch {
     pub journal: Vec<JournalEntry>,
     /// Leases the writer must still hold for the batch to commit.
     pub fences: Vec<Fence>,
+    /// The row text of a record in `tasks`, by task id, when one of the
+    /// batch's events holds it already: byte for byte what
+    /// `agentd_proto::exact::to_string(&rec.task)` writes. The store writes
+    /// it instead of serializing the task again (see [`Batch::task_json_of`]).
+    pub task_json: Vec<(String, EventJson)>,
 }
 
 /// A conversation (context) that takes no more turns.
@@ -156,6 +161,7 @@ impl Batch {
             prune_events,
             journal,
             fences,
+            task_json,
         } = later;
         self.tasks.extend(tasks);
         self.push_upserts.extend(push_upserts);
@@ -168,6 +174,7 @@ impl Batch {
         self.reminders.extend(reminders);
         self.events.extend(events);
         self.journal.extend(journal);
+        self.task_json.extend(task_json);
         for f in fences {
             if !self.fences.contains(&f) {
                 self.fences.push(f);
@@ -176,6 +183,23 @@ impl Batch {
         if prune_events.is_some() {
             self.prune_events = prune_events;
         }
+    }
+
+    /// The row text of `record`, one of `tasks`, if an event of the batch
+    /// holds it already. Only for a task the batch writes once: with two
+    /// versions of it, which text is whose would not be known.
+    pub fn task_json_of(&self, record: &TaskRecord) -> Option<&str> {
+        let id = record.id();
+        if self.tasks.iter().filter(|t| t.id() == id).count() != 1 {
+            return None;
+        }
+        let text = self.task_json.iter().rev().find(|(of, _)| of == id).map(|(_, json)| json.as_str());
+        // Every test's commit checks the promise of the field.
+        debug_assert!(
+            text.is_none_or(|t| agentd_proto::exact::to_string(&record.task).is_ok_and(|row| row == t)),
+            "the shared row text of task {id:?} is not its Task"
+        );
+        text
     }
 
     /// How many rows the batch writes or removes (each task, config,

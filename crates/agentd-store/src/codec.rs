@@ -1,6 +1,8 @@
 //! The stored form of records and push configs, shared by every backend so
 //! that what is read back is exactly what SQLite would give back.
 
+use std::borrow::Cow;
+
 use agentd_core::{
     JournalEntry, PushConfigRow, ReminderRecord, StatusEntry, StoreError, TaskMeta, TaskRecord,
 };
@@ -14,7 +16,7 @@ pub(crate) struct EncodedTask<'a> {
     pub state: i64,
     pub updated_ms: i64,
     pub created_ms: i64,
-    pub task_json: String,
+    pub task_json: Cow<'a, str>,
     pub status_history_json: String,
     pub meta_json: String,
     pub version: i64,
@@ -30,7 +32,16 @@ pub(crate) fn state_number(state: TaskState) -> i64 {
     i64::from(state.number())
 }
 
-pub(crate) fn encode_task(record: &TaskRecord) -> Result<EncodedTask<'_>, StoreError> {
+/// The row of `record`; `task_json`, when given, is its Task's text
+/// already written (`Batch::task_json_of`).
+pub(crate) fn encode_task<'a>(
+    record: &'a TaskRecord,
+    task_json: Option<&'a str>,
+) -> Result<EncodedTask<'a>, StoreError> {
+    let task_json = match task_json {
+        Some(text) => Cow::Borrowed(text),
+        None => Cow::Owned(agentd_proto::exact::to_string(&record.task).map_err(err("encode task"))?),
+    };
     Ok(EncodedTask {
         id: &record.task.id,
         context_id: &record.task.context_id,
@@ -38,7 +49,7 @@ pub(crate) fn encode_task(record: &TaskRecord) -> Result<EncodedTask<'_>, StoreE
         state: state_number(record.state()),
         updated_ms: record.updated_ms(),
         created_ms: record.created_at.millis(),
-        task_json: agentd_proto::exact::to_string(&record.task).map_err(err("encode task"))?,
+        task_json,
         status_history_json: agentd_proto::exact::to_string(&record.status_history)
             .map_err(err("encode status history"))?,
         meta_json: serde_json::to_string(&record.meta).map_err(err("encode task meta"))?,
@@ -67,7 +78,7 @@ pub(crate) fn decode_task(
 /// What the record looks like once stored and read back (timestamps at
 /// millisecond precision, ProtoJSON normal form).
 pub(crate) fn normalize_task(record: &TaskRecord) -> Result<TaskRecord, StoreError> {
-    let e = encode_task(record)?;
+    let e = encode_task(record, None)?;
     decode_task(
         e.owner.to_owned(),
         e.created_ms,

@@ -268,8 +268,8 @@ impl Store for MemoryStore {
         for r in rest {
             // The size the other stores count: the task's and its status
             // history's JSON.
-            let size =
-                crate::codec::encode_task(r).map(|e| e.task_json.len() + e.status_history_json.len())?;
+            let size = crate::codec::encode_task(r, None)
+                .map(|e| e.task_json.len() + e.status_history_json.len())?;
             let over_budget =
                 query.max_bytes > 0 && !tasks.is_empty() && bytes.saturating_add(size) > query.max_bytes;
             if tasks.len() == query.limit || over_budget {

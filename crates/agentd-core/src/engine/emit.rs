@@ -23,9 +23,27 @@ use serde_json::Value;
 /// The `task` event of a record: the Task with its last messages and no
 /// artifacts, and its annotations for subscribers that activated them.
 pub(super) fn task_event(rec: &TaskRecord, ts: Timestamp) -> NewEvent {
-    let mut ev = NewEvent::for_task(EventKind::Task, rec, ts, TaskEventView::json(rec));
+    task_event_and_row(rec, ts).0
+}
+
+/// [`task_event`], and whether its data is also the record's row text:
+/// the whole Task, byte for byte as the store writes it.
+fn task_event_and_row(rec: &TaskRecord, ts: Timestamp) -> (NewEvent, bool) {
+    let (data, whole) = TaskEventView::json(rec);
+    let mut ev = NewEvent::for_task(EventKind::Task, rec, ts, data);
     ev.annotations = Some(EventJson::of(&crate::annotations::lent(rec)));
-    ev
+    (ev, whole)
+}
+
+/// Adds the `task` event of `rec`, the record `batch` commits: when its
+/// data is the whole Task, the store writes that text as the task's row
+/// instead of serializing the task a second time (`Batch::task_json`).
+fn push_task_event(rec: &TaskRecord, ts: Timestamp, batch: &mut Batch) {
+    let (ev, whole) = task_event_and_row(rec, ts);
+    if whole {
+        batch.task_json.push((rec.task.id.clone(), ev.data.clone()));
+    }
+    batch.events.push(ev);
 }
 
 /// The Task of a `task` event, serialized as `read::view(rec,
@@ -52,13 +70,21 @@ impl<'a> TaskEventView<'a> {
     /// and it is the answer (the common case, with no pass measuring each
     /// message). Otherwise, a big message is not written out whole only to
     /// be cut: the messages are measured and cut to the budget first.
-    fn json(rec: &'a TaskRecord) -> EventJson {
+    ///
+    /// Also says whether the JSON is the whole Task (what
+    /// `agentd_proto::exact::to_string(&rec.task)` writes): no artifacts to
+    /// leave out, and a history neither empty (written `[]` in the Task,
+    /// left out here) nor cut.
+    fn json(rec: &'a TaskRecord) -> (EventJson, bool) {
         const { assert!(agentd_proto::exact::SCRATCH <= TASK_EVENT_HISTORY_BYTES) };
         let whole = Self::of(rec, |last| last);
         if let Some(Ok(json)) = agentd_proto::exact::if_small(&whole, EventJson::from_json) {
-            return json;
+            let t = &rec.task;
+            let history_whole =
+                t.history.as_ref().is_none_or(|h| !h.is_empty() && h.len() <= TASK_EVENT_HISTORY);
+            return (json, t.artifacts.is_none() && history_whole);
         }
-        EventJson::of(&Self::of(rec, |last| recent_within(last, TASK_EVENT_HISTORY_BYTES)))
+        (EventJson::of(&Self::of(rec, |last| recent_within(last, TASK_EVENT_HISTORY_BYTES))), false)
     }
 
     fn of(rec: &'a TaskRecord, cut: impl FnOnce(&'a [Message]) -> &'a [Message]) -> Self {
@@ -96,7 +122,7 @@ fn recent_within(history: &[Message], budget: usize) -> &[Message] {
 /// The events of a task just created and committed at once: the task
 /// itself, a turn of its conversation or a subagent that started.
 pub(super) fn on_create(rec: &TaskRecord, batch: &mut Batch) {
-    batch.events.push(task_event(rec, rec.created_at));
+    push_task_event(rec, rec.created_at, batch);
     links_on_create(rec, batch);
 }
 
@@ -163,7 +189,7 @@ pub(super) fn on_change(
     if !events.iter().any(|e| matches!(e, StreamResponse::StatusUpdate(_))) {
         return;
     }
-    batch.events.push(task_event(after, ts));
+    push_task_event(after, ts, batch);
     let is_subagent = after.meta.link.as_ref().is_some_and(|l| l.kind == LinkKind::Subagent);
     if is_subagent && after.state().is_terminal() && !before.state().is_terminal() {
         batch.events.push(subagent_event(after, SubagentEvent::Ended, ts));
@@ -324,7 +350,42 @@ mod tests {
                 h.drain(..h.len() - keep);
             }
             let want = serde_json::to_string(&cloned).unwrap();
-            assert_eq!(TaskEventView::json(&rec).as_str(), want);
+            assert_eq!(TaskEventView::json(&rec).0.as_str(), want);
+        }
+    }
+
+    #[test]
+    fn an_event_says_it_is_the_row_exactly_when_it_is_the_whole_task() {
+        let small = |n: usize| (0..n).map(|i| msg(&format!("m{i}"), 10)).collect::<Vec<_>>();
+        let huge = vec![msg("a", 10), msg("huge", TASK_EVENT_HISTORY_BYTES)];
+        let cases = [
+            (Some(small(1)), true),
+            (Some(small(TASK_EVENT_HISTORY)), true),
+            (None, true),
+            (Some(small(TASK_EVENT_HISTORY + 1)), false),
+            (Some(huge), false),
+            (Some(Vec::new()), false),
+        ];
+        for (history, whole) in cases {
+            for artifacts in [None, Some(Vec::new())] {
+                let mut rec = record(history.clone(), "c1", true);
+                rec.task.artifacts = artifacts;
+                let whole = whole && rec.task.artifacts.is_none();
+                let (json, said) = TaskEventView::json(&rec);
+                let row = agentd_proto::exact::to_string(&rec.task).unwrap();
+                assert_eq!(
+                    said,
+                    whole,
+                    "{:?} messages, artifacts {:?}",
+                    history.as_ref().map(Vec::len),
+                    rec.task.artifacts
+                );
+                assert_eq!(
+                    json.as_str() == row,
+                    whole,
+                    "the row's text is the event's exactly when it says so"
+                );
+            }
         }
     }
 

@@ -340,7 +340,9 @@ impl Engine {
                 id: id.clone(),
                 context_id,
                 status: TaskStatus { state: TaskState::Submitted, message: None, timestamp: Some(now) },
-                artifacts: Some(Vec::new()),
+                // None until the first artifact: a view shows `[]`, and
+                // the row's text is then its `task` event's (`emit`).
+                artifacts: None,
                 history: Some(vec![input.clone()]),
                 metadata: None,
             },

@@ -111,7 +111,7 @@ pub(crate) async fn apply(
     // First: a fenced-off holder's batch writes nothing at all.
     super::leases::check_fences(tx, &batch.fences).await?;
     for record in &batch.tasks {
-        write_task(tx, record).await?;
+        write_task(tx, record, batch.task_json_of(record)).await?;
         // A `task` event wakes the replicas following the task already.
         let id = record.id();
         let has_event =
@@ -216,12 +216,17 @@ const INSERT_JOURNAL: &str =
     "INSERT INTO journal (task_id, seq, body) VALUES ($1, $2, $3) ON CONFLICT (task_id, seq) DO NOTHING";
 
 /// Writes one task if it is at the version before the record's; the stored
-/// version is read only to explain a refusal.
-async fn write_task(tx: &Transaction<'_>, record: &TaskRecord) -> Result<(), WriteError> {
+/// version is read only to explain a refusal. `task_json`: its Task's text
+/// when an event of the batch holds it already.
+async fn write_task(
+    tx: &Transaction<'_>,
+    record: &TaskRecord,
+    task_json: Option<&str>,
+) -> Result<(), WriteError> {
     if record.version == 0 {
         StoreError::check_version(record, u64::MAX)?;
     }
-    let t = encode_task(record)?;
+    let t = encode_task(record, task_json)?;
     let state = i32::try_from(t.state).map_err(|e| StoreError::backend(format!("encode task state: {e}")))?;
     let sql = if record.version == 1 { INSERT_TASK } else { UPDATE_TASK };
     let s = tx.prepare_cached(sql).await.map_err(pg("write task"))?;
@@ -235,7 +240,7 @@ async fn write_task(tx: &Transaction<'_>, record: &TaskRecord) -> Result<(), Wri
                 &state,
                 &t.updated_ms,
                 &t.created_ms,
-                &t.task_json,
+                &t.task_json.as_ref(),
                 &t.status_history_json,
                 &t.meta_json,
                 &t.version,

@@ -213,16 +213,17 @@ fn stored_version(tx: &Connection, id: &str) -> Result<u64, StoreError> {
 
 /// Writes one task if it is at the version before the record's (the
 /// statement's guard; the stored version is read only to explain a refusal).
+/// `task_json`: its Task's text when an event of the batch holds it already.
 /// The JSON is dropped once bound, before the insert
 /// runs: SQLite copied it when binding (rusqlite binds text as transient)
 /// and builds its row from that copy, so keeping ours would hold a third
 /// copy of a task that carries a big message.
-fn write_task(tx: &Connection, record: &TaskRecord) -> Result<(), StoreError> {
+fn write_task(tx: &Connection, record: &TaskRecord, task_json: Option<&str>) -> Result<(), StoreError> {
     if record.version == 0 {
         // Refused with its explanation before anything is bound.
         StoreError::check_version(record, u64::MAX)?;
     }
-    let t = encode_task(record)?;
+    let t = encode_task(record, task_json)?;
     let sql = if record.version == 1 { INSERT_TASK } else { UPDATE_TASK };
     let mut s = tx.prepare_cached(sql).map_err(err("write task"))?;
     let bind = |s: &mut rusqlite::CachedStatement<'_>, i, v: &dyn rusqlite::ToSql| {
@@ -234,7 +235,7 @@ fn write_task(tx: &Connection, record: &TaskRecord) -> Result<(), StoreError> {
     bind(&mut s, 4, &t.state)?;
     bind(&mut s, 5, &t.updated_ms)?;
     bind(&mut s, 6, &t.created_ms)?;
-    bind(&mut s, 7, &t.task_json)?;
+    bind(&mut s, 7, &t.task_json.as_ref())?;
     bind(&mut s, 8, &t.status_history_json)?;
     bind(&mut s, 9, &t.meta_json)?;
     bind(&mut s, 10, &t.version)?;
@@ -256,7 +257,7 @@ fn write_task(tx: &Connection, record: &TaskRecord) -> Result<(), StoreError> {
 /// committed.
 fn apply(tx: &Connection, batch: &Batch, push_configs: &PushConfigsSeen) -> Result<Applied, StoreError> {
     for record in &batch.tasks {
-        write_task(tx, record)?;
+        write_task(tx, record, batch.task_json_of(record))?;
     }
     for row in &batch.push_upserts {
         let json = encode_config(&row.config)?;
