@@ -75,7 +75,9 @@ impl Timestamp {
     /// `None` otherwise. Serializing a task writes several timestamps, and
     /// chrono's formatter allocated a string for each.
     fn wire_bytes(&self) -> Option<[u8; 24]> {
-        let t = &self.0;
+        // The naive UTC time, taken once: each accessor of a `DateTime`
+        // applies its offset again, even UTC's.
+        let t = self.0.naive_utc();
         let (year, ms) = (t.year(), t.nanosecond() / 1_000_000);
         if !(0..=9999).contains(&year) || ms > 999 {
             return None;
