@@ -569,7 +569,10 @@ impl Engine {
             None => link_agent().unwrap_or_else(|| self.inner.agent.clone()),
         };
         let mut admission = self.inner.conversations.admit(&control.context_id);
-        let run = self.inner.runs.track_future(async move {
+        // Boxed: the run's future holds room for each of its awaits (the
+        // claim, the turn, the finish), and spawning moves it several times
+        // on its way into the task; a box moves as a pointer.
+        let run = self.inner.runs.track_future(Box::pin(async move {
             let id = control.task_id.clone();
             if !engine.claim_run(&id).await {
                 // Another replica runs it; this one only committed the input.
@@ -591,7 +594,7 @@ impl Engine {
             }
             engine.inner.conversations.release(admission);
             engine.finish_run(&id, generation).await;
-        });
+        }));
         // In the span of what started it (a request's, with its id): the
         // run's log lines, its commits' among them, say which request
         // caused them.
