@@ -290,9 +290,20 @@ impl LoopAgent {
         step: u32,
     ) -> Result<ModelResponse, Stop> {
         let span = spans::chat(self.model.as_ref());
+        let stop = c.cancelled().child_token();
+        let call = reply.call(self.model.as_ref(), request, &stop).instrument(span.clone());
+        tokio::pin!(call);
         let response = tokio::select! {
-            r = reply.call(self.model.as_ref(), request, c.cancelled()).instrument(span.clone()) => r,
-            () = tokio::time::sleep_until(deadline) => Err(CallError::Model(ModelError::Timeout)),
+            r = &mut call => r,
+            () = tokio::time::sleep_until(deadline) => {
+                // Stopped, then waited for, not dropped: the call commits the
+                // reply as it streams, and a commit dropped half way would
+                // leave the task's live record behind the store's, so that
+                // no later change (the failure below) could commit.
+                stop.cancel();
+                let _ = call.await;
+                Err(CallError::Model(ModelError::Timeout))
+            }
         };
         spans::chat_done(&span, &response);
         match response {
