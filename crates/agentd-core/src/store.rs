@@ -190,16 +190,16 @@ impl Batch {
     /// versions of it, which text is whose would not be known.
     pub fn task_json_of(&self, record: &TaskRecord) -> Option<&str> {
         let id = record.id();
+        let text = self.task_json.iter().rev().find(|(of, _)| of == id).map(|(_, json)| json.as_str())?;
         if self.tasks.iter().filter(|t| t.id() == id).count() != 1 {
             return None;
         }
-        let text = self.task_json.iter().rev().find(|(of, _)| of == id).map(|(_, json)| json.as_str());
         // Every test's commit checks the promise of the field.
         debug_assert!(
-            text.is_none_or(|t| agentd_proto::exact::to_string(&record.task).is_ok_and(|row| row == t)),
+            agentd_proto::exact::to_string(&record.task).is_ok_and(|row| row == text),
             "the shared row text of task {id:?} is not its Task"
         );
-        text
+        Some(text)
     }
 
     /// How many rows the batch writes or removes (each task, config,

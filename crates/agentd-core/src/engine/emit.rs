@@ -79,9 +79,10 @@ impl<'a> TaskEventView<'a> {
         const { assert!(agentd_proto::exact::SCRATCH <= TASK_EVENT_HISTORY_BYTES) };
         let whole = Self::of(rec, |last| last);
         if let Some(Ok(json)) = agentd_proto::exact::if_small(&whole, EventJson::from_json) {
+            // The view kept every message (none cut, and an empty history,
+            // which the Task writes as `[]`, is not left out).
             let t = &rec.task;
-            let history_whole =
-                t.history.as_ref().is_none_or(|h| !h.is_empty() && h.len() <= TASK_EVENT_HISTORY);
+            let history_whole = whole.history.map(<[Message]>::len) == t.history.as_ref().map(Vec::len);
             return (json, t.artifacts.is_none() && history_whole);
         }
         (EventJson::of(&Self::of(rec, |last| recent_within(last, TASK_EVENT_HISTORY_BYTES))), false)
