@@ -71,6 +71,12 @@ pub struct SlotState {
     /// The claim on its context a new task holds while `pending`: released
     /// when the creation is committed (or the slot is dropped).
     pub claim: Option<ContextClaim>,
+    /// Set while a commit of the task is in the store's hands, cleared when
+    /// its outcome is back. Still set under the lock means the future that
+    /// awaited it was dropped (a client that left, a deadline): the store
+    /// may hold a version the slot does not, and the slot must read it
+    /// before anything else is committed (`Engine::settle_abandoned_commit`).
+    pub commit_in_doubt: bool,
 }
 
 /// What a task's creation commits besides the record, while it waits for
@@ -107,6 +113,7 @@ impl Slot {
                 detached: false,
                 pending: None,
                 claim: None,
+                commit_in_doubt: false,
             }),
             events: Fanout::new(capacity),
             settles: watch::Sender::new(0),

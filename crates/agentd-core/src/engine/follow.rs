@@ -24,8 +24,19 @@ impl Engine {
             Ok(Some(stored)) if stored.version > st.record.version => stored,
             _ => return,
         };
+        tracing::info!(task = %stored.id(), version = stored.version, state = ?stored.state(), "the task changed on another replica; reloaded");
+        self.adopt_stored(slot, st, stored);
+    }
+
+    /// Makes `stored`, a newer version of the slot's task than its record,
+    /// the slot's record, and tells its streams and run what changed.
+    pub(super) fn adopt_stored(
+        &self,
+        slot: &Arc<Slot>,
+        st: &mut SlotState,
+        stored: crate::record::TaskRecord,
+    ) {
         let id = stored.id().to_owned();
-        tracing::info!(task = %id, version = stored.version, state = ?stored.state(), "the task changed on another replica; reloaded");
         if st.running {
             // The answer to a tool call's approval is for the waiting call
             // (it reads the decision from the record), not the model's input.

@@ -5,6 +5,7 @@
 //! Invariant: an event is published to streams only after the change that
 //! produced it is committed (see [`Engine::mutate`]).
 
+mod abandoned;
 mod approval;
 mod builder;
 mod commands;
@@ -420,6 +421,12 @@ impl Engine {
     where
         F: FnMut(&mut TaskRecord, Timestamp) -> Result<Vec<StreamResponse>, Error>,
     {
+        if st.commit_in_doubt {
+            self.settle_abandoned_commit(slot, st).await?;
+            if st.detached {
+                return Err(refused(st.record.id(), Refused::Terminal(st.record.state())));
+            }
+        }
         let shared = self.inner.store.leases().is_some();
         let mut extra = Some(extra);
         let mut attempt = 1;
@@ -431,7 +438,7 @@ impl Engine {
             let retry_left = shared && attempt < CONFLICT_ATTEMPTS;
             let mut batch = if retry_left { extra.clone() } else { extra.take() }.unwrap_or_default();
             emit::on_change(&st.record, &rec, &events, now, &mut batch);
-            match self.commit_next(st, &mut rec, &events, batch).await {
+            match self.commit_next(slot, st, &mut rec, &events, batch).await {
                 Ok(()) => break (rec, events),
                 Err(e @ Error::Store(StoreError::Conflict { .. })) if shared => {
                     self.reload_changed_elsewhere(slot, st).await;
@@ -480,26 +487,31 @@ impl Engine {
     /// creation: the same version). The store refuses a version that is
     /// not the next one; under the slot lock that means another writer
     /// changed the task, which is reported as an internal error. On
-    /// failure nothing changed, and the creation stays pending.
+    /// failure nothing changed, and the creation stays pending; if the
+    /// caller's future is dropped before the outcome, the slot is settled
+    /// from the store (`abandoned`).
     pub(crate) async fn commit_next(
         &self,
+        slot: &Arc<Slot>,
         st: &mut SlotState,
         rec: &mut TaskRecord,
         events: &[StreamResponse],
         extra: Batch,
     ) -> Result<(), Error> {
-        let pending = st.pending.take();
-        rec.version = if pending.is_some() { st.record.version } else { st.record.version + 1 };
-        let batch = match pending.clone() {
+        let creating = st.pending.is_some();
+        rec.version = if creating { st.record.version } else { st.record.version + 1 };
+        let batch = match st.pending.clone() {
             Some(creation) => emit::absorb_first_change(creation, extra, &st.record),
             None => extra,
         };
-        if let Err(e) = self.commit_record(rec, events, batch).await {
-            st.pending = pending;
-            return Err(e);
-        }
-        self.count_commit(pending.is_none().then_some(&st.record), rec);
-        if pending.is_some() {
+        st.commit_in_doubt = true;
+        let in_doubt = abandoned::InDoubtGuard::new(self, slot);
+        let outcome = self.commit_record(rec, events, batch).await;
+        in_doubt.disarm();
+        st.commit_in_doubt = false;
+        outcome?;
+        self.count_commit((!creating).then_some(&st.record), rec);
+        if st.pending.take().is_some() {
             // The creation is in the store now: the store's record of the
             // context's owner takes over from the claim.
             st.claim = None;

@@ -218,6 +218,9 @@ impl Engine {
     ) -> (Vec<DeliveredReminder>, Option<String>, bool) {
         let Some(slot) = self.inner.slots.get(task_id) else { return (Vec::new(), None, false) };
         let mut st = slot.state.lock().await;
+        if st.commit_in_doubt && !st.detached && self.settle_abandoned_commit(&slot, &mut st).await.is_err() {
+            return (Vec::new(), None, false);
+        }
         let is_run = st.record.meta.link.as_ref().is_some_and(|l| l.kind == LinkKind::Run);
         if st.detached || (run_only && !is_run) {
             return (Vec::new(), None, false);
@@ -266,7 +269,7 @@ impl Engine {
         loop {
             let retry_left = shared && attempt < super::CONFLICT_ATTEMPTS;
             let this_try = if retry_left { batch.clone() } else { std::mem::take(&mut batch) };
-            match self.commit_next(&mut st, &mut rec, &[], this_try).await {
+            match self.commit_next(&slot, &mut st, &mut rec, &[], this_try).await {
                 Ok(()) => break,
                 // Another replica committed the task (input, say): the
                 // delivery is committed on its new version.

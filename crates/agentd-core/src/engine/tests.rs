@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use tokio::sync::Notify;
 
+mod abandoned;
 mod memory;
 
 /// A store that keeps the last committed version of each task, checks
@@ -18,6 +19,17 @@ struct CountingStore {
     tasks: Mutex<HashMap<String, TaskRecord>>,
     task_commits: Mutex<Vec<Vec<TaskState>>>,
     events: tokio::sync::broadcast::Sender<Arc<crate::EventRecord>>,
+    /// The next commit never answers: it is taken (written, with
+    /// `Hold::After`), the notify is told, and it waits until dropped.
+    hold: Mutex<Option<(Hold, Arc<Notify>)>>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Hold {
+    /// Held before it is written: it does not go in.
+    Before,
+    /// Held once written: it goes in, and its caller never learns it.
+    After,
 }
 
 impl Default for CountingStore {
@@ -26,6 +38,7 @@ impl Default for CountingStore {
             tasks: Mutex::default(),
             task_commits: Mutex::default(),
             events: tokio::sync::broadcast::channel(16).0,
+            hold: Mutex::default(),
         }
     }
 }
@@ -43,15 +56,26 @@ impl CountingStore {
 #[async_trait]
 impl Store for CountingStore {
     async fn commit(&self, batch: Batch) -> Result<(), StoreError> {
-        let mut tasks = self.tasks.lock().unwrap();
-        let mut written = tasks.clone();
-        for t in batch.tasks.iter() {
-            StoreError::check_version(t, written.get(t.id()).map_or(0, |r| r.version))?;
-            written.insert(t.task.id.clone(), t.clone());
+        let hold = self.hold.lock().unwrap().take();
+        if let Some((Hold::Before, told)) = &hold {
+            told.notify_one();
+            std::future::pending::<()>().await;
         }
-        *tasks = written;
-        if !batch.tasks.is_empty() {
-            self.task_commits.lock().unwrap().push(batch.tasks.iter().map(TaskRecord::state).collect());
+        {
+            let mut tasks = self.tasks.lock().unwrap();
+            let mut written = tasks.clone();
+            for t in batch.tasks.iter() {
+                StoreError::check_version(t, written.get(t.id()).map_or(0, |r| r.version))?;
+                written.insert(t.task.id.clone(), t.clone());
+            }
+            *tasks = written;
+            if !batch.tasks.is_empty() {
+                self.task_commits.lock().unwrap().push(batch.tasks.iter().map(TaskRecord::state).collect());
+            }
+        }
+        if let Some((Hold::After, told)) = &hold {
+            told.notify_one();
+            std::future::pending::<()>().await;
         }
         Ok(())
     }
