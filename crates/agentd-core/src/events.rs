@@ -95,6 +95,53 @@ impl fmt::Debug for EventJson {
     }
 }
 
+/// A task's whole Task JSON (what `agentd_proto::exact::to_string` of it
+/// writes, byte for byte), as a `task` event of the task holds it, and
+/// where its status ends: a task that has no artifacts, whose view
+/// nevertheless lists them (empty), has that member written there. The
+/// task's row and a blocking SendMessage's answer are this text, not
+/// serializations of their own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WholeTask {
+    json: EventJson,
+    status_end: usize,
+}
+
+impl WholeTask {
+    /// `json` must be a task's whole Task, and its byte at `status_end` the
+    /// one after the status's value.
+    pub(crate) fn new(json: EventJson, status_end: usize) -> Self {
+        debug_assert!(json.as_str().as_bytes()[..status_end].ends_with(b"}"), "the status is an object");
+        Self { json, status_end }
+    }
+    pub fn as_str(&self) -> &str {
+        self.json.as_str()
+    }
+    /// How long [`Self::write_view`] writes.
+    pub fn view_len(&self) -> usize {
+        self.json.as_str().len() + ARTIFACTS_NONE.len()
+    }
+    /// Appends the view of the task that lists its artifacts (none): what
+    /// `exact::to_vec` of that view writes.
+    pub fn write_view(&self, out: &mut Vec<u8>) {
+        let (status, rest) = self.json.as_str().as_bytes().split_at(self.status_end);
+        out.extend_from_slice(status);
+        out.extend_from_slice(ARTIFACTS_NONE);
+        out.extend_from_slice(rest);
+    }
+    /// [`Self::write_view`] between `prefix` and `suffix`.
+    pub fn view_framed(&self, prefix: &[u8], suffix: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(prefix.len() + self.view_len() + suffix.len());
+        out.extend_from_slice(prefix);
+        self.write_view(&mut out);
+        out.extend_from_slice(suffix);
+        out
+    }
+}
+
+/// The member a view of a task without artifacts has after its status.
+const ARTIFACTS_NONE: &[u8] = b",\"artifacts\":[]";
+
 /// An event as stored, with its `seq`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EventRecord {

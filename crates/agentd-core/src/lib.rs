@@ -29,11 +29,11 @@ pub use approval::{ApprovalOutcome, ApprovalRequest, PendingApproval};
 pub use background::Background;
 pub use engine::{
     CommandHandler, CommandOutcome, Drained, Engine, EngineBuilder, EngineConfig, Halted, Outbox,
-    PushUrlPolicy, ReplicaConfig, Runtime, SendOutcome, StartTask, TaskEvents, TaskObserver,
+    PushUrlPolicy, ReplicaConfig, Runtime, SendAnswer, SendOutcome, StartTask, TaskEvents, TaskObserver,
 };
 pub use engine::{EventFeed, FeedItem};
 pub use error::{Error, FieldPath, Invalid, Naming, Segment, Violation, Violations};
-pub use events::{EventJson, EventLogBounds, EventRecord, EventRetention, NewEvent};
+pub use events::{EventJson, EventLogBounds, EventRecord, EventRetention, NewEvent, WholeTask};
 pub use gate::{GateAnnouncement, GateBridge, GateKeeper};
 pub use journal::{
     JournalEntry, JournalToolCall, ModelInput, ModelStep, StepRecord, ToolOutcome, ToolProgress, ToolStart,

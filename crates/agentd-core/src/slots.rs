@@ -5,6 +5,7 @@
 //! sharded.
 
 use crate::claims::ContextClaim;
+use crate::events::WholeTask;
 use crate::fanout::{Fanout, Subscription};
 use crate::record::TaskRecord;
 use crate::store::Batch;
@@ -77,6 +78,10 @@ pub struct SlotState {
     /// may hold a version the slot does not, and the slot must read it
     /// before anything else is committed (`Engine::settle_abandoned_commit`).
     pub commit_in_doubt: bool,
+    /// The whole Task JSON of `record` at the version given, when the
+    /// commit of that version wrote a `task` event holding it: a blocking
+    /// SendMessage answers with that text instead of serializing the task.
+    pub whole_task: Option<(u64, WholeTask)>,
 }
 
 /// What a task's creation commits besides the record, while it waits for
@@ -114,6 +119,7 @@ impl Slot {
                 pending: None,
                 claim: None,
                 commit_in_doubt: false,
+                whole_task: None,
             }),
             events: Fanout::new(capacity),
             settles: watch::Sender::new(0),

@@ -35,7 +35,7 @@
 //!   refuses the whole batch with [`StoreError::Fenced`]. A store without
 //!   leases (one process) ignores fences.
 
-use crate::events::{EventJson, EventLogBounds, EventRecord, EventRetention, NewEvent};
+use crate::events::{EventLogBounds, EventRecord, EventRetention, NewEvent, WholeTask};
 use crate::journal::JournalEntry;
 use crate::lease::{Fence, Leases};
 use crate::record::{BridgeDelivery, OutboxItem, TaskMeta, TaskRecord};
@@ -127,10 +127,9 @@ pub struct Batch {
     /// Leases the writer must still hold for the batch to commit.
     pub fences: Vec<Fence>,
     /// The row text of a record in `tasks`, by task id, when one of the
-    /// batch's events holds it already: byte for byte what
-    /// `agentd_proto::exact::to_string(&rec.task)` writes. The store writes
-    /// it instead of serializing the task again (see [`Batch::task_json_of`]).
-    pub task_json: Vec<(String, EventJson)>,
+    /// batch's events holds it already. The store writes it instead of
+    /// serializing the task again (see [`Batch::task_json_of`]).
+    pub task_json: Vec<(String, WholeTask)>,
 }
 
 /// A conversation (context) that takes no more turns.
@@ -190,7 +189,7 @@ impl Batch {
     /// versions of it, which text is whose would not be known.
     pub fn task_json_of(&self, record: &TaskRecord) -> Option<&str> {
         let id = record.id();
-        let text = self.task_json.iter().rev().find(|(of, _)| of == id).map(|(_, json)| json.as_str())?;
+        let text = self.task_json.iter().rev().find(|(of, _)| of == id).map(|(_, whole)| whole.as_str())?;
         if self.tasks.iter().filter(|t| t.id() == id).count() != 1 {
             return None;
         }

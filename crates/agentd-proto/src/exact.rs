@@ -86,6 +86,68 @@ pub fn if_small<T: Serialize + ?Sized, R>(
     in_scratch(v, f).ok()
 }
 
+/// `f` of one JSON object with the members of `head`, then those of
+/// `tail` (each serializing as an object), and of the offset in it where
+/// `head`'s members end: a member put there comes after them. `None` as
+/// for [`if_small`]. Written once into the scratch buffer: `tail`'s opening
+/// brace becomes the comma after `head`'s members, or, when `tail` has no
+/// members, `head`'s closing brace is kept.
+pub fn if_small_joined<H, T, R>(
+    head: &H,
+    tail: &T,
+    f: impl FnOnce(&[u8], usize) -> R,
+) -> Option<serde_json::Result<R>>
+where
+    H: Serialize + ?Sized,
+    T: Serialize + ?Sized,
+{
+    SCRATCH_BUF.with(|cell| {
+        let mut buf = cell.try_borrow_mut().ok()?;
+        buf.clear();
+        if buf.capacity() < SCRATCH {
+            buf.reserve_exact(SCRATCH);
+        }
+        let mut ser = serde_json::Serializer::new(Bounded { buf: &mut buf, overflowed: false });
+        let written = head.serialize(&mut ser);
+        let bounded = ser.into_inner();
+        match written {
+            Err(_) if bounded.overflowed => return None,
+            Err(e) => return Some(Err(e)),
+            Ok(()) => {}
+        }
+        let is_object =
+            bounded.buf.len() >= 2 && bounded.buf.first() == Some(&b'{') && bounded.buf.last() == Some(&b'}');
+        if !is_object {
+            return Some(Err(serde::ser::Error::custom("the head is not a JSON object")));
+        }
+        let end = bounded.buf.len() - 1;
+        bounded.buf.truncate(end);
+        let mut ser = serde_json::Serializer::new(bounded);
+        let written = tail.serialize(&mut ser);
+        let bounded = ser.into_inner();
+        match written {
+            Err(_) if bounded.overflowed => return None,
+            Err(e) => return Some(Err(e)),
+            Ok(()) => {}
+        }
+        let tail_json = &bounded.buf[end..];
+        if tail_json.len() < 2 || tail_json[0] != b'{' || tail_json[tail_json.len() - 1] != b'}' {
+            return Some(Err(serde::ser::Error::custom("the tail is not a JSON object")));
+        }
+        if tail_json.len() == 2 {
+            // No members: `head`'s closing brace again.
+            bounded.buf.truncate(end + 1);
+            bounded.buf[end] = b'}';
+        } else if end == 1 {
+            // No members before: no comma either.
+            bounded.buf.remove(end);
+        } else {
+            bounded.buf[end] = b',';
+        }
+        Some(Ok(f(&buf, end)))
+    })
+}
+
 /// `f` of `v` as compact JSON: from the scratch buffer when it fits there,
 /// else from a buffer of its exact size.
 pub fn with_json<T: Serialize + ?Sized, R>(v: &T, f: impl FnOnce(&[u8]) -> R) -> serde_json::Result<R> {
@@ -185,6 +247,24 @@ mod tests {
             assert_eq!(small, (len + 2 <= SCRATCH).then_some(len + 2), "{len}");
         }
         assert_eq!(SCRATCH_BUF.with(|b| b.borrow().capacity()), SCRATCH, "the scratch buffer did not grow");
+    }
+
+    #[test]
+    fn two_objects_joined_into_one_with_the_offset_where_the_first_ends() {
+        let joined = |h: serde_json::Value, t: serde_json::Value| {
+            if_small_joined(&h, &t, |json, at| (String::from_utf8(json.to_vec()).unwrap(), at)).unwrap()
+        };
+        let (json, at) = joined(json!({"a": {"b": "}"}}), json!({"c": [1]})).unwrap();
+        assert_eq!(json, r#"{"a":{"b":"}"},"c":[1]}"#);
+        assert_eq!(&json[..at], r#"{"a":{"b":"}"}"#);
+        let (json, at) = joined(json!({"a": 1}), json!({})).unwrap();
+        assert_eq!((json.as_str(), at), (r#"{"a":1}"#, 6));
+        let (json, at) = joined(json!({}), json!({"c": 2})).unwrap();
+        assert_eq!((json.as_str(), at), (r#"{"c":2}"#, 1));
+        assert!(joined(json!([1]), json!({})).is_err(), "a head that is no object");
+        assert!(joined(json!({"a": 1}), json!("x")).is_err(), "a tail that is no object");
+        let big = json!({"x": "y".repeat(SCRATCH)});
+        assert!(if_small_joined(&json!({"a": 1}), &big, |_, _| ()).is_none(), "past the scratch buffer");
     }
 
     /// A `Serialize` that serializes inside itself finds the buffer taken

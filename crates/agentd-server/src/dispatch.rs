@@ -6,12 +6,12 @@ use crate::metrics::Binding;
 use crate::operation::Operation;
 use crate::params::RequestContext;
 use crate::state::AppState;
-use agentd_core::{EventFeed, SendOutcome, TaskEvents};
+use agentd_core::{EventFeed, SendAnswer, SendOutcome, TaskEvents};
 use agentd_proto::ext::reminders::InjectTaskReminderResponse;
 use agentd_proto::ext::{reminders, task_annotations};
 use agentd_proto::{
-    A2aError, AgentCard, ListTaskPushNotificationConfigsResponse, ListTasksResponse, SendMessageResponse,
-    StreamResponse, Task, TaskPushNotificationConfig,
+    A2aError, AgentCard, ListTaskPushNotificationConfigsResponse, ListTasksResponse, StreamResponse, Task,
+    TaskPushNotificationConfig,
 };
 
 /// The result of an operation.
@@ -29,7 +29,8 @@ pub enum Outcome {
 /// size: a task holding a big message is otherwise copied twice more on
 /// its way out); gRPC converts it to its prost message.
 pub enum Reply {
-    Sent(SendMessageResponse),
+    /// SendMessage's answer, written from its lent JSON when it has one.
+    Sent(SendAnswer),
     Task(Task),
     Tasks(ListTasksResponse),
     PushConfig(TaskPushNotificationConfig),
@@ -43,7 +44,18 @@ impl Reply {
     pub fn into_json(self, prefix: &[u8], suffix: &[u8]) -> Result<Vec<u8>, A2aError> {
         use agentd_proto::exact::to_vec_framed as framed;
         match self {
-            Reply::Sent(v) => framed(prefix, &v, suffix),
+            Reply::Sent(SendAnswer { whole: Some(whole), .. }) => {
+                const TASK: &[u8] = b"{\"task\":";
+                let mut out =
+                    Vec::with_capacity(prefix.len() + TASK.len() + whole.view_len() + 1 + suffix.len());
+                out.extend_from_slice(prefix);
+                out.extend_from_slice(TASK);
+                whole.write_view(&mut out);
+                out.push(b'}');
+                out.extend_from_slice(suffix);
+                Ok(out)
+            }
+            Reply::Sent(v) => framed(prefix, &v.response, suffix),
             Reply::Task(v) => framed(prefix, &v, suffix),
             Reply::Tasks(v) => framed(prefix, &v, suffix),
             Reply::PushConfig(v) => framed(prefix, &v, suffix),
@@ -96,7 +108,7 @@ async fn run(state: &AppState, ctx: &RequestContext, op: Operation) -> Result<Ou
     // fan-out, thousands waiting at once on one task's lock, would each
     // hold 11 KiB they never use.
     let reply = match op {
-        Operation::SendMessage(req) => Reply::Sent(Box::pin(e.send_message(p, req)).await?),
+        Operation::SendMessage(req) => Reply::Sent(Box::pin(e.send_message_answer(p, req)).await?),
         Operation::SendStreamingMessage(req) => {
             return Ok(Outcome::Stream(match Box::pin(e.send(p, req, true)).await? {
                 SendOutcome::Message(msg) => EventSource::One(Box::new(StreamResponse::Message(msg))),

@@ -74,7 +74,11 @@ pub(crate) fn answered(reply: &crate::dispatch::Reply) {
     if !agentd_client::trace::enabled() {
         return;
     }
-    if let crate::dispatch::Reply::Sent(agentd_proto::SendMessageResponse::Task(t)) = reply {
+    if let crate::dispatch::Reply::Sent(agentd_core::SendAnswer {
+        response: agentd_proto::SendMessageResponse::Task(t),
+        ..
+    }) = reply
+    {
         let span = tracing::Span::current();
         span.set_attribute("a2a.task.id", t.id.clone());
         span.set_attribute("gen_ai.conversation.id", t.context_id.clone());

@@ -8,7 +8,9 @@
 
 use super::Engine;
 use crate::error::Error;
-use crate::events::{EventJson, EventRetention, NewEvent, TASK_EVENT_HISTORY, TASK_EVENT_HISTORY_BYTES};
+use crate::events::{
+    EventJson, EventRetention, NewEvent, TASK_EVENT_HISTORY, TASK_EVENT_HISTORY_BYTES, WholeTask,
+};
 use crate::record::{LinkKind, TaskRecord};
 use crate::slots::PendingCreation;
 use crate::store::Batch;
@@ -26,10 +28,11 @@ pub(super) fn task_event(rec: &TaskRecord, ts: Timestamp) -> NewEvent {
     task_event_and_row(rec, ts).0
 }
 
-/// [`task_event`], and whether its data is also the record's row text:
-/// the whole Task, byte for byte as the store writes it.
-fn task_event_and_row(rec: &TaskRecord, ts: Timestamp) -> (NewEvent, bool) {
+/// [`task_event`], and its data as the record's whole Task when it is
+/// that: byte for byte what the store writes as the task's row.
+fn task_event_and_row(rec: &TaskRecord, ts: Timestamp) -> (NewEvent, Option<WholeTask>) {
     let (data, whole) = TaskEventView::json(rec);
+    let whole = whole.map(|status_end| WholeTask::new(data.clone(), status_end));
     let mut ev = NewEvent::for_task(EventKind::Task, rec, ts, data);
     ev.annotations = Some(EventJson::of(&crate::annotations::lent(rec)));
     (ev, whole)
@@ -40,8 +43,8 @@ fn task_event_and_row(rec: &TaskRecord, ts: Timestamp) -> (NewEvent, bool) {
 /// instead of serializing the task a second time (`Batch::task_json`).
 fn push_task_event(rec: &TaskRecord, ts: Timestamp, batch: &mut Batch) {
     let (ev, whole) = task_event_and_row(rec, ts);
-    if whole {
-        batch.task_json.push((rec.task.id.clone(), ev.data.clone()));
+    if let Some(whole) = whole {
+        batch.task_json.push((rec.task.id.clone(), whole));
     }
     batch.events.push(ev);
 }
@@ -49,14 +52,28 @@ fn push_task_event(rec: &TaskRecord, ts: Timestamp, batch: &mut Batch) {
 /// The Task of a `task` event, serialized as `read::view(rec,
 /// Some(TASK_EVENT_HISTORY), false)` with its history cut to
 /// [`recent_within`] would be, but lent from the record: nothing of it is
-/// copied only to be written out.
+/// copied only to be written out. In two parts, the members up to the
+/// status and those after it, so that where the status ends is known
+/// (written whole, flattened, only when its history is cut).
+#[derive(Serialize)]
+struct TaskEventView<'a> {
+    #[serde(flatten)]
+    head: ViewHead<'a>,
+    #[serde(flatten)]
+    tail: ViewTail<'a>,
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct TaskEventView<'a> {
+struct ViewHead<'a> {
     id: &'a str,
     #[serde(skip_serializing_if = "str::is_empty")]
     context_id: &'a str,
     status: &'a TaskStatus,
+}
+
+#[derive(Serialize)]
+struct ViewTail<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     history: Option<&'a [Message]>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -71,21 +88,25 @@ impl<'a> TaskEventView<'a> {
     /// message). Otherwise, a big message is not written out whole only to
     /// be cut: the messages are measured and cut to the budget first.
     ///
-    /// Also says whether the JSON is the whole Task (what
-    /// `agentd_proto::exact::to_string(&rec.task)` writes): no artifacts to
+    /// Also says, when the JSON is the whole Task (what
+    /// `agentd_proto::exact::to_string(&rec.task)` writes: no artifacts to
     /// leave out, and a history neither empty (written `[]` in the Task,
-    /// left out here) nor cut.
-    fn json(rec: &'a TaskRecord) -> (EventJson, bool) {
+    /// left out here) nor cut), where in it the status ends.
+    fn json(rec: &'a TaskRecord) -> (EventJson, Option<usize>) {
         const { assert!(agentd_proto::exact::SCRATCH <= TASK_EVENT_HISTORY_BYTES) };
         let whole = Self::of(rec, |last| last);
-        if let Some(Ok(json)) = agentd_proto::exact::if_small(&whole, EventJson::from_json) {
+        if let Some(Ok((json, status_end))) =
+            agentd_proto::exact::if_small_joined(&whole.head, &whole.tail, |json, end| {
+                (EventJson::from_json(json), end)
+            })
+        {
             // The view kept every message (none cut, and an empty history,
             // which the Task writes as `[]`, is not left out).
             let t = &rec.task;
-            let history_whole = whole.history.map(<[Message]>::len) == t.history.as_ref().map(Vec::len);
-            return (json, t.artifacts.is_none() && history_whole);
+            let history_whole = whole.tail.history.map(<[Message]>::len) == t.history.as_ref().map(Vec::len);
+            return (json, (t.artifacts.is_none() && history_whole).then_some(status_end));
         }
-        (EventJson::of(&Self::of(rec, |last| recent_within(last, TASK_EVENT_HISTORY_BYTES))), false)
+        (EventJson::of(&Self::of(rec, |last| recent_within(last, TASK_EVENT_HISTORY_BYTES))), None)
     }
 
     fn of(rec: &'a TaskRecord, cut: impl FnOnce(&'a [Message]) -> &'a [Message]) -> Self {
@@ -96,11 +117,8 @@ impl<'a> TaskEventView<'a> {
             .filter(|h| !h.is_empty())
             .map(|h| cut(&h[h.len() - TASK_EVENT_HISTORY.min(h.len())..]));
         Self {
-            id: &t.id,
-            context_id: &t.context_id,
-            status: &t.status,
-            history,
-            metadata: t.metadata.as_ref(),
+            head: ViewHead { id: &t.id, context_id: &t.context_id, status: &t.status },
+            tail: ViewTail { history, metadata: t.metadata.as_ref() },
         }
     }
 }
@@ -374,8 +392,18 @@ mod tests {
                 let whole = whole && rec.task.artifacts.is_none();
                 let (json, said) = TaskEventView::json(&rec);
                 let row = agentd_proto::exact::to_string(&rec.task).unwrap();
+                if let Some(status_end) = said {
+                    // The answer that lists the task's artifacts, lent too.
+                    let view = crate::engine::read::view(&rec, None, true);
+                    let framed =
+                        crate::events::WholeTask::new(json.clone(), status_end).view_framed(b"[", b"]");
+                    assert_eq!(
+                        String::from_utf8(framed).unwrap(),
+                        format!("[{}]", serde_json::to_string(&view).unwrap())
+                    );
+                }
                 assert_eq!(
-                    said,
+                    said.is_some(),
                     whole,
                     "{:?} messages, artifacts {:?}",
                     history.as_ref().map(Vec::len),

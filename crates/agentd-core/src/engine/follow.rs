@@ -67,6 +67,7 @@ impl Engine {
             .collect();
         let status_moved = stored.task.status != st.record.task.status;
         st.record = stored;
+        st.whole_task = None;
         let (task_id, context_id) = (id.clone(), st.record.task.context_id.clone());
         for (artifact, append) in relayed {
             let update = agentd_proto::TaskArtifactUpdateEvent {

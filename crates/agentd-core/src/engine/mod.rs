@@ -33,7 +33,7 @@ pub use leasing::ReplicaConfig;
 pub use lifecycle::{Drained, Halted};
 pub use outbox::Outbox;
 pub use runtime::Runtime;
-pub use send::{SendOutcome, StartTask};
+pub use send::{SendAnswer, SendOutcome, StartTask};
 pub use stream::TaskEvents;
 
 use crate::agent::{Agent, ConversationTurn, TaskControl, Turn};
@@ -504,12 +504,15 @@ impl Engine {
             Some(creation) => emit::absorb_first_change(creation, extra, &st.record),
             None => extra,
         };
+        let id = rec.id();
+        let whole = batch.task_json.iter().rev().find(|(of, _)| of == id).map(|(_, whole)| whole.clone());
         st.commit_in_doubt = true;
         let in_doubt = abandoned::InDoubtGuard::new(self, slot);
         let outcome = self.commit_record(rec, events, batch).await;
         in_doubt.disarm();
         st.commit_in_doubt = false;
         outcome?;
+        st.whole_task = whole.map(|whole| (rec.version, whole));
         self.count_commit((!creating).then_some(&st.record), rec);
         if st.pending.take().is_some() {
             // The creation is in the store now: the store's record of the

@@ -7,6 +7,7 @@ use super::{Engine, TaskEvents, refused};
 use crate::agent::Agent;
 use crate::claims::ContextClaim;
 use crate::error::{Error, FieldPath, Violations};
+use crate::events::WholeTask;
 use crate::principal::Principal;
 use crate::record::{LinkKind, StatusEntry, TaskLink, TaskMeta, TaskRecord};
 use crate::slots::Slot;
@@ -43,6 +44,15 @@ tokio::task_local! {
     static ANSWER_WHEN_SETTLED: ();
 }
 
+/// A SendMessage's answer, and, when the answer is a task whose view is
+/// its whole Task JSON as its last commit's `task` event holds it (with
+/// its artifacts, none, put in), that text: a binding writing JSON writes
+/// it (`WholeTask::view_framed`) instead of serializing the answer.
+pub struct SendAnswer {
+    pub response: SendMessageResponse,
+    pub whole: Option<WholeTask>,
+}
+
 /// What a message turned into.
 #[allow(clippy::large_enum_variant)] // built once per request, never stored
 pub enum SendOutcome {
@@ -54,12 +64,22 @@ pub enum SendOutcome {
 
 impl Engine {
     /// SendMessage: blocking unless `returnImmediately`.
-    #[tracing::instrument(name = "send_message", level = "debug", skip_all, fields(task_id = super::task_of(&req), context_id = super::context_of(&req)))]
     pub async fn send_message(
         &self,
         p: &Principal,
         req: SendMessageRequest,
     ) -> Result<SendMessageResponse, Error> {
+        Ok(self.send_message_answer(p, req).await?.response)
+    }
+
+    /// SendMessage, with the answer's JSON when it is lent (see [`SendAnswer`]).
+    #[tracing::instrument(name = "send_message", level = "debug", skip_all, fields(task_id = super::task_of(&req), context_id = super::context_of(&req)))]
+    pub async fn send_message_answer(
+        &self,
+        p: &Principal,
+        req: SendMessageRequest,
+    ) -> Result<SendAnswer, Error> {
+        let answer = |response| SendAnswer { response, whole: None };
         let cfg = req.configuration.clone().unwrap_or_default();
         if let Some(inject) = Engine::compat_reminder(&req)? {
             // A reminder, not a turn: the message enters no history.
@@ -67,16 +87,16 @@ impl Engine {
             self.check_reminder_message(p, &req, &task_id).await?;
             Box::pin(self.inject_reminder(p, inject)).await?;
             let rec = self.visible_record(p, &task_id).await?;
-            return Ok(SendMessageResponse::Task(super::read::view(&rec, cfg.history_length, true)));
+            return Ok(answer(SendMessageResponse::Task(super::read::view(&rec, cfg.history_length, true))));
         }
         // Boxed, here and in `route`, where one branch is far larger than
         // the rest: a future holds room for its largest await, and every
         // move of it copies all of that room.
         match ANSWER_WHEN_SETTLED.scope((), Box::pin(self.route(p, req, true))).await? {
-            SendOutcome::Message(m) => Ok(SendMessageResponse::Message(m)),
+            SendOutcome::Message(m) => Ok(answer(SendMessageResponse::Message(m))),
             SendOutcome::Task(mut events) => {
                 if let Some(snapshot) = events.take_snapshot() {
-                    return Ok(SendMessageResponse::Task(snapshot));
+                    return Ok(answer(SendMessageResponse::Task(snapshot)));
                 }
                 let id = events.task_id().to_owned();
                 let settled = if cfg.return_immediately {
@@ -85,15 +105,31 @@ impl Engine {
                 } else {
                     events.settle().await
                 };
-                let rec = match settled {
-                    Some(rec) => rec,
+                let (rec, whole) = match settled {
+                    Some(settled) => settled,
                     None => {
                         // The answer shows the task: its creation must be committed.
                         self.commit_pending(&id).await?;
-                        self.record(&id).await?.ok_or_else(|| Error::task_not_found(&id))?
+                        (self.record(&id).await?.ok_or_else(|| Error::task_not_found(&id))?, None)
                     }
                 };
-                Ok(SendMessageResponse::Task(self.owned_view(rec, cfg.history_length, true)))
+                // The whole Task is the answer when the answer shows all of
+                // it: every message, and no annotations added.
+                let messages = rec.task.history.as_ref().map_or(0, Vec::len);
+                let all_messages = cfg
+                    .history_length
+                    .is_none_or(|n| usize::try_from(n).is_ok_and(|n| n > 0 && n >= messages));
+                let whole = whole.filter(|_| all_messages && !self.annotate);
+                let response = SendMessageResponse::Task(self.owned_view(rec, cfg.history_length, true));
+                if let Some(whole) = &whole {
+                    // Every test's blocking SendMessage checks the lent answer.
+                    debug_assert_eq!(
+                        String::from_utf8_lossy(&whole.view_framed(b"{\"task\":", b"}")),
+                        agentd_proto::exact::to_string(&response).unwrap_or_default(),
+                        "the lent answer is not the answer"
+                    );
+                }
+                Ok(SendAnswer { response, whole })
             }
         }
     }

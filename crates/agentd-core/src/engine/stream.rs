@@ -4,6 +4,7 @@
 //! at an interrupted one).
 
 use crate::error::Error;
+use crate::events::WholeTask;
 use crate::fanout::Subscription;
 use crate::record::TaskRecord;
 use crate::slots::{Event, Published, Slot};
@@ -187,8 +188,9 @@ impl TaskEvents {
     /// is adopted there, under the task's lock, after its commit and before
     /// its events are published, so this is the committed record (or a newer
     /// committed one), without a read from the store. `None` when the stream
-    /// was cut off or has no slot: read the record instead.
-    pub(crate) async fn settle(mut self) -> Option<TaskRecord> {
+    /// was cut off or has no slot: read the record instead. With the record,
+    /// its whole Task JSON when the slot holds it for that version.
+    pub(crate) async fn settle(mut self) -> Option<(TaskRecord, Option<WholeTask>)> {
         // Kept to the end: a follower keeps a task that waits in memory,
         // and with it the record this answers with.
         let mut settles = self.settles.take();
@@ -213,16 +215,29 @@ impl TaskEvents {
             return None;
         }
         if Arc::strong_count(&slot) > 1 {
-            return Some(st.record.clone());
+            return Some(settled(&st.record, &st.whole_task));
         }
         // Nobody else holds the slot (its run and the map let go of it) and
         // nobody can get it any more: its record is moved out, not copied.
         drop(st);
         match Arc::try_unwrap(slot) {
-            Ok(slot) => Some(slot.state.into_inner().record),
-            Err(slot) => Some(slot.state.lock().await.record.clone()),
+            Ok(slot) => {
+                let st = slot.state.into_inner();
+                let whole = st.whole_task.filter(|(version, _)| *version == st.record.version);
+                Some((st.record, whole.map(|(_, whole)| whole)))
+            }
+            Err(slot) => {
+                let st = slot.state.lock().await;
+                Some(settled(&st.record, &st.whole_task))
+            }
         }
     }
+}
+
+/// A copy of a settled record, and its whole Task JSON if that is of its version.
+fn settled(rec: &TaskRecord, whole: &Option<(u64, WholeTask)>) -> (TaskRecord, Option<WholeTask>) {
+    let whole = whole.as_ref().filter(|(version, _)| *version == rec.version).map(|(_, whole)| whole.clone());
+    (rec.clone(), whole)
 }
 
 impl Drop for TaskEvents {

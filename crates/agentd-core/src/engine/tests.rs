@@ -220,6 +220,28 @@ async fn a_blocking_send_that_completes_at_once_is_one_commit() {
 }
 
 #[tokio::test]
+async fn a_blocking_send_answers_with_the_text_of_its_task_event_when_that_is_the_answer() {
+    let (engine, _store) = engine(Completes { go: None, reads_conversation: false });
+    let json = |r: &SendMessageResponse| agentd_proto::exact::to_string(r).unwrap();
+    let answer = engine.send_message_answer(&user(), request(false)).await.unwrap();
+    let whole = answer.whole.expect("the answer's text is lent");
+    assert_eq!(String::from_utf8(whole.view_framed(b"{\"task\":", b"}")).unwrap(), json(&answer.response));
+    // Not when the answer is not the whole task: fewer messages, annotations.
+    let mut fewer = request(false);
+    fewer.configuration.as_mut().unwrap().history_length = Some(0);
+    let answer = engine.send_message_answer(&user(), fewer).await.unwrap();
+    assert!(answer.whole.is_none(), "{}", json(&answer.response));
+    let answer = engine.annotating(true).send_message_answer(&user(), request(false)).await.unwrap();
+    assert!(answer.whole.is_none(), "{}", json(&answer.response));
+    let mut all = request(false);
+    all.configuration.as_mut().unwrap().history_length = Some(5);
+    assert!(
+        engine.send_message_answer(&user(), all).await.unwrap().whole.is_some(),
+        "every message asked for"
+    );
+}
+
+#[tokio::test]
 async fn a_streamed_task_is_committed_before_it_is_answered() {
     let go = Arc::new(Notify::new());
     let (engine, store) = engine(Completes { go: Some(go.clone()), reads_conversation: false });

@@ -68,6 +68,13 @@ impl From<SendMessageResponse> for pb::SendMessageResponse {
     }
 }
 
+/// gRPC writes the answer itself, not JSON: the lent text is not used.
+impl From<agentd_core::SendAnswer> for pb::SendMessageResponse {
+    fn from(a: agentd_core::SendAnswer) -> Self {
+        a.response.into()
+    }
+}
+
 impl TryFrom<pb::SendMessageResponse> for SendMessageResponse {
     type Error = FieldError;
     fn try_from(r: pb::SendMessageResponse) -> Result<Self, FieldError> {
