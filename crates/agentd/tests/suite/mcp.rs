@@ -153,6 +153,41 @@ async fn a_server_down_at_start_or_dying_mid_call_gives_the_model_an_error_and_t
 }
 
 #[tokio::test]
+async fn a_tool_call_past_the_turns_deadline_fails_the_turn_and_the_conversation_goes_on() {
+    if skipped() {
+        return;
+    }
+    let server = HttpServer::start();
+    let steps = json!([
+        {"text": "Waiting.", "tool_calls": [{"name": "py__slow", "arguments": {"seconds": 30}}]},
+        {"text": "next turn"}
+    ]);
+    let yaml = format!(
+        "limits:\n  deadline_secs: 1\nmcp:\n  servers:\n    - name: py\n      http: {{url: '{}'}}\n      \
+         policy: {{tools: {{slow: allow}}}}\n",
+        server.url()
+    );
+    let s = scripted(steps, &yaml, true);
+    let alice = s.alice();
+    let started = std::time::Instant::now();
+    let r = alice.call("SendMessage", send_params(&uid("m"), "go", None)).await;
+    let t = &r["task"];
+    assert_eq!(t["status"]["state"], "TASK_STATE_FAILED", "{t}");
+    let why = t["status"]["message"]["parts"][0]["text"].as_str().unwrap_or_default();
+    assert!(why.contains("deadline of 1 s while the tool py__slow was running"), "{why}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "the deadline cut the 30 s call");
+    // The failure is committed: what GetTask reads is what was answered,
+    // and the conversation takes its next turn.
+    let id = t["id"].as_str().expect("task id");
+    let read = alice.call("GetTask", json!({"id": id})).await;
+    assert_eq!(read["status"], t["status"], "{read}");
+    let context = t["contextId"].as_str().expect("context id");
+    let mut next = send_params(&uid("m"), "again", None);
+    next["message"]["contextId"] = json!(context);
+    completed(&alice.call("SendMessage", next).await);
+}
+
+#[tokio::test]
 async fn subagents_get_only_the_tool_sets_they_name_within_their_parents_and_a_tool_not_offered_is_not_called()
  {
     if skipped() {
