@@ -107,44 +107,48 @@ where
         if buf.capacity() < SCRATCH {
             buf.reserve_exact(SCRATCH);
         }
-        let mut ser = serde_json::Serializer::new(Bounded { buf: &mut buf, overflowed: false });
-        let written = head.serialize(&mut ser);
-        let bounded = ser.into_inner();
-        match written {
-            Err(_) if bounded.overflowed => return None,
-            Err(e) => return Some(Err(e)),
-            Ok(()) => {}
+        if let Err(e) = append_object(&mut buf, head, "head")? {
+            return Some(Err(e));
         }
-        let is_object =
-            bounded.buf.len() >= 2 && bounded.buf.first() == Some(&b'{') && bounded.buf.last() == Some(&b'}');
-        if !is_object {
-            return Some(Err(serde::ser::Error::custom("the head is not a JSON object")));
+        let end = buf.len() - 1;
+        buf.truncate(end);
+        if let Err(e) = append_object(&mut buf, tail, "tail")? {
+            return Some(Err(e));
         }
-        let end = bounded.buf.len() - 1;
-        bounded.buf.truncate(end);
-        let mut ser = serde_json::Serializer::new(bounded);
-        let written = tail.serialize(&mut ser);
-        let bounded = ser.into_inner();
-        match written {
-            Err(_) if bounded.overflowed => return None,
-            Err(e) => return Some(Err(e)),
-            Ok(()) => {}
-        }
-        let tail_json = &bounded.buf[end..];
-        if tail_json.len() < 2 || tail_json[0] != b'{' || tail_json[tail_json.len() - 1] != b'}' {
-            return Some(Err(serde::ser::Error::custom("the tail is not a JSON object")));
-        }
-        if tail_json.len() == 2 {
+        if buf.len() == end + 2 {
             // No members: `head`'s closing brace again.
-            bounded.buf.truncate(end + 1);
-            bounded.buf[end] = b'}';
+            buf.truncate(end + 1);
+            buf[end] = b'}';
         } else if end == 1 {
             // No members before: no comma either.
-            bounded.buf.remove(end);
+            buf.remove(end);
         } else {
-            bounded.buf[end] = b',';
+            buf[end] = b',';
         }
         Some(Ok(f(&buf, end)))
+    })
+}
+
+/// Appends `part`'s JSON to the scratch buffer `buf`: `None` when it
+/// would pass [`SCRATCH`], an error when it is not a JSON object.
+fn append_object<T: Serialize + ?Sized>(
+    buf: &mut Vec<u8>,
+    part: &T,
+    what: &str,
+) -> Option<serde_json::Result<()>> {
+    let start = buf.len();
+    let mut ser = serde_json::Serializer::new(Bounded { buf, overflowed: false });
+    let written = part.serialize(&mut ser);
+    let bounded = ser.into_inner();
+    if let Err(e) = written {
+        return (!bounded.overflowed).then_some(Err(e));
+    }
+    let json = &bounded.buf[start..];
+    let is_object = json.len() >= 2 && json[0] == b'{' && json[json.len() - 1] == b'}';
+    Some(if is_object {
+        Ok(())
+    } else {
+        Err(serde::ser::Error::custom(format!("the {what} is not a JSON object")))
     })
 }
 
