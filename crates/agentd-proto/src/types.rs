@@ -373,7 +373,9 @@ impl Message {
 
 /// A fresh opaque id: a UUID v7, time-ordered so store indexes stay compact.
 pub fn new_id() -> String {
-    uuid::Uuid::now_v7().to_string()
+    // Written into a buffer and copied once: `to_string` grew its String
+    // from empty, four allocations for 36 bytes.
+    uuid::Uuid::now_v7().hyphenated().encode_lower(&mut uuid::Uuid::encode_buffer()).to_owned()
 }
 
 /// `Artifact` (§4.1.7).
@@ -519,4 +521,19 @@ pub struct TaskPushNotificationConfig {
     pub token: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authentication: Option<AuthenticationInfo>,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn new_ids_are_lowercase_time_ordered_uuids_of_their_exact_size() {
+        let (a, b) = (super::new_id(), super::new_id());
+        for id in [&a, &b] {
+            let u = uuid::Uuid::parse_str(id).unwrap();
+            assert_eq!(u.get_version_num(), 7, "{id}");
+            assert_eq!(*id, u.hyphenated().to_string(), "lowercase, hyphenated");
+            assert_eq!(id.capacity(), id.len(), "{id}");
+        }
+        assert!(a < b, "{a} then {b}");
+    }
 }
