@@ -61,6 +61,12 @@ pub struct RequestId<S> {
     inner: S,
 }
 
+impl<S> RequestId<S> {
+    pub fn new(inner: S) -> Self {
+        Self { inner }
+    }
+}
+
 impl<S, B> tower::Service<http::Request<B>> for RequestId<S>
 where
     S: tower::Service<http::Request<B>, Response = Response>,

@@ -32,6 +32,15 @@ use std::net::IpAddr;
 /// Refuses a cross-site or rebound request to an A2A endpoint (403),
 /// before anything else of it is read.
 pub async fn check(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    match refusal(&state, &req) {
+        Some(refused) => refused,
+        None => next.run(req).await,
+    }
+}
+
+/// The answer refusing `req` when it is a cross-site or rebound request to
+/// an A2A endpoint; `None` when it may go on.
+pub fn refusal(state: &AppState, req: &Request) -> Option<Response> {
     let grpc = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -40,7 +49,7 @@ pub async fn check(State(state): State<AppState>, req: Request, next: Next) -> R
     let path = req.uri().path();
     let jsonrpc = path.starts_with(crate::card::JSONRPC_PATH);
     if !(grpc || jsonrpc || path.starts_with(crate::card::REST_PATH)) {
-        return next.run(req).await;
+        return None;
     }
     let host = req
         .uri()
@@ -66,7 +75,7 @@ pub async fn check(State(state): State<AppState>, req: Request, next: Next) -> R
             )
             .with_reason("ORIGIN_NOT_ALLOWED")
             .with_meta("header", "Origin");
-            return refuse(grpc, jsonrpc, &e);
+            return Some(refuse(grpc, jsonrpc, &e));
         }
     }
     if !state.auth.is_protected()
@@ -83,9 +92,9 @@ pub async fn check(State(state): State<AppState>, req: Request, next: Next) -> R
         )
         .with_reason("HOST_NOT_ALLOWED")
         .with_meta("header", "Host");
-        return refuse(grpc, jsonrpc, &e);
+        return Some(refuse(grpc, jsonrpc, &e));
     }
-    next.run(req).await
+    None
 }
 
 fn refuse(grpc: bool, jsonrpc: bool, e: &A2aError) -> Response {

@@ -18,7 +18,6 @@ use super::body::DeadlineBody;
 use super::caps::Admitted;
 use crate::auth::{PeerAddr, PeerIdentity};
 use crate::state::ConnectionLimits;
-use axum::Router;
 use axum::body::Body;
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper::server::conn::http1;
@@ -32,7 +31,6 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tower::Service;
 
 /// The hyper builders, configured alike: `auto` reads a connection's first
 /// bytes to tell HTTP/2's preface from HTTP/1.1; `h1` and `h2` serve a
@@ -233,7 +231,7 @@ pub async fn serve<S>(
     version: Option<Version>,
     peer: Option<PeerIdentity>,
     addr: std::net::IpAddr,
-    router: Router,
+    app: crate::routes::App,
     builders: Arc<Builders>,
     limits: ConnectionLimits,
     shutdown: CancellationToken,
@@ -258,12 +256,12 @@ pub async fn serve<S>(
             req.extensions_mut().insert(p.clone());
         }
         req.extensions_mut().insert(PeerAddr(addr.to_canonical()));
-        let mut router = router.clone();
+        let app = app.clone();
         // Boxed: hyper keeps room for a request's future for the
         // connection's life, an SSE stream's included; a box is that room's
         // size only while a request is being answered.
         Box::pin(async move {
-            let resp = router.call(req).await?;
+            let resp = app.call(req).await?;
             Ok::<_, std::convert::Infallible>(resp.map(|inner| Tracked { inner, _busy: busy }))
         })
     });

@@ -32,8 +32,8 @@ pub async fn serve(
     state: AppState,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let router = crate::routes::app(state.clone());
-    serve_router(listener, &state, router, shutdown).await
+    let app = crate::routes::App::bindings(state.clone());
+    serve_app(listener, &state, app, shutdown).await
 }
 
 /// Serves `GET /metrics` alone (`--metrics-listen`) as [`serve`] serves the
@@ -44,14 +44,14 @@ pub async fn serve_metrics(
     open: bool,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let router = crate::metrics::app(state.clone(), open);
-    serve_router(listener, &state, router, shutdown).await
+    let app = crate::routes::App::router(crate::metrics::app(state.clone(), open));
+    serve_app(listener, &state, app, shutdown).await
 }
 
-async fn serve_router(
+async fn serve_app(
     listener: TcpListener,
     state: &AppState,
-    router: axum::Router,
+    app: crate::routes::App,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let limits = state.config.connections.clone();
@@ -93,8 +93,8 @@ async fn serve_router(
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
-        let (router, builders, limits, shutdown, stopped) =
-            (router.clone(), builders.clone(), limits.clone(), shutdown.clone(), stopped.clone());
+        let (app, builders, limits, shutdown, stopped) =
+            (app.clone(), builders.clone(), limits.clone(), shutdown.clone(), stopped.clone());
         match &tls {
             None => {
                 background.spawn(async move {
@@ -112,7 +112,7 @@ async fn serve_router(
                         version,
                         None,
                         peer.ip(),
-                        router,
+                        app,
                         builders,
                         limits,
                         shutdown,
@@ -143,7 +143,7 @@ async fn serve_router(
                         None,
                         identity,
                         peer.ip(),
-                        router,
+                        app,
                         builders,
                         limits,
                         shutdown,
