@@ -3,9 +3,17 @@
 //! waiting for its share of the body budget is held up by the server, not
 //! by the client). tower-http's `TimeoutBody` times each frame, which a
 //! client sending a byte at a time never trips; this bounds the total.
+//!
+//! It also says whether it was read to its end ([`BodyRead`]): an answer
+//! given before (a refusal of the credentials, of the declared length) is
+//! sent with `Connection: close`. hyper could not reuse the connection
+//! anyway unless the rest of the body had already arrived, and would close
+//! it unannounced, racing a client that sends its next request on it.
 
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::time::Sleep;
@@ -37,11 +45,24 @@ pub struct DeadlineBody {
     /// Set at the first read.
     deadline: Option<Pin<Box<Sleep>>>,
     limit: Duration,
+    read: BodyRead,
 }
 
 impl DeadlineBody {
-    pub fn new(inner: Incoming, limit: Duration) -> Self {
-        Self { inner, deadline: None, limit }
+    /// The body, and what tells whether it was read to its end.
+    pub fn new(inner: Incoming, limit: Duration) -> (Self, BodyRead) {
+        let read = BodyRead::default();
+        (Self { inner, deadline: None, limit, read: read.clone() }, read)
+    }
+}
+
+/// Whether a request's body was read to its end.
+#[derive(Clone, Debug, Default)]
+pub struct BodyRead(Arc<AtomicBool>);
+
+impl BodyRead {
+    pub fn to_end(&self) -> bool {
+        self.0.load(Ordering::Acquire)
     }
 }
 
@@ -54,6 +75,9 @@ impl Body for DeadlineBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
         if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+            if frame.is_none() || self.inner.is_end_stream() {
+                self.read.0.store(true, Ordering::Release);
+            }
             return Poll::Ready(frame.map(|r| r.map_err(Into::into)));
         }
         let limit = self.limit;

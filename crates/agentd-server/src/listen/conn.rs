@@ -245,11 +245,15 @@ pub async fn serve<S>(
     let body_limit = limits.body_read_timeout;
     let svc = hyper::service::service_fn(move |req: http::Request<Incoming>| {
         let busy = counter.enter();
+        let mut read = None;
+        let http1 = req.version() < http::Version::HTTP_2;
         let mut req = req.map(|b| {
             if hyper::body::Body::is_end_stream(&b) {
                 Body::new(b)
             } else {
-                Body::new(DeadlineBody::new(b, body_limit))
+                let (body, to_end) = DeadlineBody::new(b, body_limit);
+                read = Some(to_end);
+                Body::new(body)
             }
         });
         if let Some(p) = &peer {
@@ -261,7 +265,11 @@ pub async fn serve<S>(
         // connection's life, an SSE stream's included; a box is that room's
         // size only while a request is being answered.
         Box::pin(async move {
-            let resp = app.call(req).await?;
+            let mut resp = app.call(req).await?;
+            if http1 && read.is_some_and(|r| !r.to_end()) {
+                // Answered before its body was read: see `body.rs`.
+                resp.headers_mut().insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
+            }
             Ok::<_, std::convert::Infallible>(resp.map(|inner| Tracked { inner, _busy: busy }))
         })
     });

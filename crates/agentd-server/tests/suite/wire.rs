@@ -285,6 +285,52 @@ async fn credentials_that_are_not_ascii_are_refused_on_every_binding() {
     stop.cancel();
 }
 
+/// Writes `head` (and `body`) on a keep-alive connection and reads the
+/// answer's head, lowercase.
+async fn answer_head(addr: SocketAddr, head: &str, body: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    s.write_all(format!("{head}\r\n{body}").as_bytes()).await.expect("write");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = s.read(&mut buf).await.expect("read");
+        assert!(n > 0, "closed before an answer: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&got).to_ascii_lowercase()
+}
+
+#[tokio::test]
+async fn an_answer_given_before_the_body_was_read_closes_the_connection_and_says_so() {
+    use agentd_core::{Principal, PrincipalRole};
+    use agentd_server::{Authenticator, ServerConfig, TokenEntry};
+    let auth = Authenticator::new(vec![TokenEntry::from_secret(
+        "s3cret",
+        Principal::new("user:alice", PrincipalRole::User),
+    )]);
+    let store = std::sync::Arc::new(agentd_store::MemoryStore::default());
+    let config = ServerConfig { version_policy: VersionPolicy::Lenient, ..ServerConfig::default() };
+    let (addr, stop) = crate::support::serve_with(store, ExtensionRegistry::default(), auth, config).await;
+    let head = |token: &str| {
+        format!(
+            "POST /a2a/jsonrpc HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\nauthorization: Bearer {token}\r\n",
+            LIST.len()
+        )
+    };
+    // Refused on its head, its body not sent yet: a client must not send
+    // its next request on this connection, and is told.
+    let refused = answer_head(addr, &head("wrong"), "").await;
+    assert!(refused.starts_with("http/1.1 401"), "{refused}");
+    assert!(refused.contains("connection: close"), "{refused}");
+    // Read to its end and answered: the connection stays open.
+    let served = answer_head(addr, &head("s3cret"), LIST).await;
+    assert!(served.starts_with("http/1.1 200"), "{served}");
+    assert!(!served.contains("connection: close"), "{served}");
+    stop.cancel();
+}
+
 #[tokio::test]
 async fn a_grpc_upload_that_stalls_is_deadline_exceeded_naming_the_setting() {
     use agentd_server::{ConnectionLimits, ServerConfig};
