@@ -75,6 +75,12 @@ impl Engine {
         slot: &Arc<Slot>,
         st: &mut SlotState,
     ) -> Result<(), Error> {
+        // The store's writer may not have reached the abandoned batch yet:
+        // an empty commit, queued behind it, is answered once it is written
+        // (SQLite's one writer takes batches in order). On a store replicas
+        // share, a change read too early is a conflict the next commit
+        // reads the task again after, as for another replica's change.
+        self.inner.store.commit(crate::store::Batch::default()).await.map_err(super::store_failed)?;
         let stored = self.inner.store.get_task(st.record.id()).await.map_err(super::store_failed)?;
         st.commit_in_doubt = false;
         let Some(stored) = stored else {

@@ -47,7 +47,7 @@ tokio::task_local! {
 /// A SendMessage's answer, and, when the answer is a task whose view is
 /// its whole Task JSON as its last commit's `task` event holds it (with
 /// its artifacts, none, put in), that text: a binding writing JSON writes
-/// it (`WholeTask::view_framed`) instead of serializing the answer.
+/// it (`WholeTask::write_view`) instead of serializing the answer.
 pub struct SendAnswer {
     pub response: SendMessageResponse,
     pub whole: Option<WholeTask>,

@@ -15,13 +15,41 @@ mod memory;
 
 /// A store that keeps the last committed version of each task, checks
 /// versions as a real store does, and counts the commits that wrote a task.
+/// Its commits are written one at a time, in the order they came, as by
+/// one writer.
 struct CountingStore {
-    tasks: Mutex<HashMap<String, TaskRecord>>,
-    task_commits: Mutex<Vec<Vec<TaskState>>>,
+    written: Arc<Written>,
     events: tokio::sync::broadcast::Sender<Arc<crate::EventRecord>>,
     /// The next commit never answers: it is taken (written, with
-    /// `Hold::After`), the notify is told, and it waits until dropped.
+    /// `Hold::After`, or queued, with `Hold::Queued`), the notify is told,
+    /// and it waits until dropped.
     hold: Mutex<Option<(Hold, Arc<Notify>)>>,
+    /// One writer: a commit holds it while it is written.
+    writer: Arc<tokio::sync::Mutex<()>>,
+    /// A queued commit, written when the next commit comes.
+    queued: Mutex<Option<Arc<Notify>>>,
+}
+
+#[derive(Default)]
+struct Written {
+    tasks: Mutex<HashMap<String, TaskRecord>>,
+    task_commits: Mutex<Vec<Vec<TaskState>>>,
+}
+
+impl Written {
+    fn apply(&self, batch: &Batch) -> Result<(), StoreError> {
+        let mut tasks = self.tasks.lock().unwrap();
+        let mut written = tasks.clone();
+        for t in batch.tasks.iter() {
+            StoreError::check_version(t, written.get(t.id()).map_or(0, |r| r.version))?;
+            written.insert(t.task.id.clone(), t.clone());
+        }
+        *tasks = written;
+        if !batch.tasks.is_empty() {
+            self.task_commits.lock().unwrap().push(batch.tasks.iter().map(TaskRecord::state).collect());
+        }
+        Ok(())
+    }
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -30,26 +58,34 @@ enum Hold {
     Before,
     /// Held once written: it goes in, and its caller never learns it.
     After,
+    /// Queued for the writer, which gets to it when the next commit comes:
+    /// it goes in after its caller left, as a real store's writer thread
+    /// writes a batch whose caller stopped waiting.
+    Queued,
 }
 
 impl Default for CountingStore {
     fn default() -> Self {
         Self {
-            tasks: Mutex::default(),
-            task_commits: Mutex::default(),
+            written: Arc::default(),
             events: tokio::sync::broadcast::channel(16).0,
             hold: Mutex::default(),
+            writer: Arc::default(),
+            queued: Mutex::default(),
         }
     }
 }
 
 impl CountingStore {
     fn task(&self, id: &str) -> Option<TaskRecord> {
-        self.tasks.lock().unwrap().get(id).cloned()
+        self.written.tasks.lock().unwrap().get(id).cloned()
     }
     /// The states written by each commit that wrote a task, in order.
     fn commits(&self) -> Vec<Vec<TaskState>> {
-        self.task_commits.lock().unwrap().clone()
+        self.written.task_commits.lock().unwrap().clone()
+    }
+    fn tasks(&self) -> std::sync::MutexGuard<'_, HashMap<String, TaskRecord>> {
+        self.written.tasks.lock().unwrap()
     }
 }
 
@@ -57,23 +93,34 @@ impl CountingStore {
 impl Store for CountingStore {
     async fn commit(&self, batch: Batch) -> Result<(), StoreError> {
         let hold = self.hold.lock().unwrap().take();
-        if let Some((Hold::Before, told)) = &hold {
-            told.notify_one();
-            std::future::pending::<()>().await;
+        if let Some(write_queued) = self.queued.lock().unwrap().take() {
+            write_queued.notify_one();
         }
-        {
-            let mut tasks = self.tasks.lock().unwrap();
-            let mut written = tasks.clone();
-            for t in batch.tasks.iter() {
-                StoreError::check_version(t, written.get(t.id()).map_or(0, |r| r.version))?;
-                written.insert(t.task.id.clone(), t.clone());
+        let writing = self.writer.clone().lock_owned().await;
+        match hold {
+            Some((Hold::Before, told)) => {
+                told.notify_one();
+                match std::future::pending::<std::convert::Infallible>().await {}
             }
-            *tasks = written;
-            if !batch.tasks.is_empty() {
-                self.task_commits.lock().unwrap().push(batch.tasks.iter().map(TaskRecord::state).collect());
+            Some((Hold::Queued, told)) => {
+                // The writer has it; the caller waits for an answer that
+                // comes only after it stopped waiting.
+                let go = Arc::new(Notify::new());
+                *self.queued.lock().unwrap() = Some(go.clone());
+                let written = self.written.clone();
+                tokio::spawn(async move {
+                    go.notified().await;
+                    let _ = written.apply(&batch);
+                    drop(writing);
+                });
+                told.notify_one();
+                match std::future::pending::<std::convert::Infallible>().await {}
             }
+            _ => {}
         }
-        if let Some((Hold::After, told)) = &hold {
+        self.written.apply(&batch)?;
+        drop(writing);
+        if let Some((Hold::After, told)) = hold {
             told.notify_one();
             std::future::pending::<()>().await;
         }
@@ -89,11 +136,11 @@ impl Store for CountingStore {
         Ok(Vec::new())
     }
     async fn context_tasks(&self, context_id: &str) -> Result<Vec<TaskRecord>, StoreError> {
-        let tasks = self.tasks.lock().unwrap();
+        let tasks = self.tasks();
         Ok(tasks.values().filter(|t| t.task.context_id == context_id).cloned().collect())
     }
     async fn context_foreign(&self, context_id: &str, owner: &str) -> Result<bool, StoreError> {
-        let tasks = self.tasks.lock().unwrap();
+        let tasks = self.tasks();
         Ok(tasks.values().any(|t| t.task.context_id == context_id && t.owner != owner))
     }
     async fn get_push_config(&self, _: &str, _: &str) -> Result<Option<PushConfigRow>, StoreError> {
@@ -316,7 +363,7 @@ async fn a_context_is_claimed_by_a_first_turn_not_committed_yet() {
     go.notify_one();
     let second = task_of(engine.send_message(&user(), in_context(request(false), "shared")).await.unwrap());
     assert_eq!(second.context_id, "shared");
-    let owners: Vec<String> = store.tasks.lock().unwrap().values().map(|t| t.owner.clone()).collect();
+    let owners: Vec<String> = store.tasks().values().map(|t| t.owner.clone()).collect();
     assert_eq!(owners, ["user:a", "user:a"], "only alice's turns are in the conversation");
 }
 

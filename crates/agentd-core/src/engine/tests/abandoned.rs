@@ -53,7 +53,7 @@ async fn abandon_then_complete(hold: Hold, return_immediately: bool) -> (Vec<Tas
         let answer = task_of(send.await.unwrap().unwrap());
         assert_eq!(answer.status.state, TaskState::Completed);
     }
-    let id = store.tasks.lock().unwrap().keys().next().cloned().expect("one task");
+    let id = store.tasks().keys().next().cloned().expect("one task");
     let stored = store.task(&id).expect("committed");
     let settled = engine.settled(&id).await.unwrap();
     assert_eq!(settled.version, stored.version, "what the engine answers is what the store holds");
@@ -72,6 +72,13 @@ async fn a_change_abandoned_before_it_went_in_is_not_made_and_the_task_goes_on()
     use TaskState::*;
     let (states, version) = abandon_then_complete(Hold::Before, true).await;
     assert_eq!((states, version), (vec![Submitted, Completed], 2));
+}
+
+#[tokio::test]
+async fn a_change_abandoned_while_queued_is_read_once_the_writer_wrote_it() {
+    use TaskState::*;
+    let (states, version) = abandon_then_complete(Hold::Queued, true).await;
+    assert_eq!((states, version), (vec![Submitted, Working, Completed], 3));
 }
 
 #[tokio::test]
