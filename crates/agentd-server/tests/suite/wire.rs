@@ -256,8 +256,8 @@ async fn extensions_that_are_not_ascii_are_refused_on_every_binding() {
     stop.cancel();
 }
 
-#[tokio::test]
-async fn credentials_that_are_not_ascii_are_refused_on_every_binding() {
+/// A server whose one bearer token, `s3cret`, is alice's.
+async fn serve_with_alices_token() -> (SocketAddr, tokio_util::sync::CancellationToken) {
     use agentd_core::{Principal, PrincipalRole};
     use agentd_server::{Authenticator, ServerConfig, TokenEntry};
     let auth = Authenticator::new(vec![TokenEntry::from_secret(
@@ -266,7 +266,12 @@ async fn credentials_that_are_not_ascii_are_refused_on_every_binding() {
     )]);
     let store = std::sync::Arc::new(agentd_store::MemoryStore::default());
     let config = ServerConfig { version_policy: VersionPolicy::Lenient, ..ServerConfig::default() };
-    let (addr, stop) = crate::support::serve_with(store, ExtensionRegistry::default(), auth, config).await;
+    crate::support::serve_with(store, ExtensionRegistry::default(), auth, config).await
+}
+
+#[tokio::test]
+async fn credentials_that_are_not_ascii_are_refused_on_every_binding() {
+    let (addr, stop) = serve_with_alices_token().await;
     let token: &[(&str, &[u8])] = &[("authorization", b"Bearer s3cr\xe9t")];
     for (method, path, body) in [("POST", "/a2a/jsonrpc", LIST), ("GET", "/a2a/rest/tasks", "")] {
         let (status, head, body) = send(addr, method, path, token, body).await;
@@ -303,15 +308,7 @@ async fn answer_head(addr: SocketAddr, head: &str, body: &str) -> String {
 
 #[tokio::test]
 async fn an_answer_given_before_the_body_was_read_closes_the_connection_and_says_so() {
-    use agentd_core::{Principal, PrincipalRole};
-    use agentd_server::{Authenticator, ServerConfig, TokenEntry};
-    let auth = Authenticator::new(vec![TokenEntry::from_secret(
-        "s3cret",
-        Principal::new("user:alice", PrincipalRole::User),
-    )]);
-    let store = std::sync::Arc::new(agentd_store::MemoryStore::default());
-    let config = ServerConfig { version_policy: VersionPolicy::Lenient, ..ServerConfig::default() };
-    let (addr, stop) = crate::support::serve_with(store, ExtensionRegistry::default(), auth, config).await;
+    let (addr, stop) = serve_with_alices_token().await;
     let head = |token: &str| {
         format!(
             "POST /a2a/jsonrpc HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
