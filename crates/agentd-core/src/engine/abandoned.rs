@@ -53,7 +53,7 @@ impl Drop for InDoubtGuard<'_> {
                     tracing::warn!(task = %st.record.id(), error = %e, "cannot read a task whose commit was abandoned; its next commit reads it again");
                     return;
                 }
-                if !st.detached && !st.running && slot.followers() == 0 {
+                if !st.detached && !st.running && st.pending.is_none() && slot.followers() == 0 {
                     // Nothing else would take it out of memory.
                     st.detached = true;
                     engine.inner.slots.remove(st.record.id());
@@ -75,6 +75,14 @@ impl Engine {
         slot: &Arc<Slot>,
         st: &mut SlotState,
     ) -> Result<(), Error> {
+        // Its own caller may leave too: then the guard settles it.
+        let guard = InDoubtGuard::new(self, slot);
+        let settled = self.settle_from_store(slot, st).await;
+        guard.disarm();
+        settled
+    }
+
+    async fn settle_from_store(&self, slot: &Arc<Slot>, st: &mut SlotState) -> Result<(), Error> {
         // The store's writer may not have reached the abandoned batch yet:
         // an empty commit, queued behind it, is answered once it is written
         // (SQLite's one writer takes batches in order). On a store replicas

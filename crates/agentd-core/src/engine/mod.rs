@@ -441,6 +441,13 @@ impl Engine {
             match self.commit_next(slot, st, &mut rec, &events, batch).await {
                 Ok(()) => break (rec, events),
                 Err(e @ Error::Store(StoreError::Conflict { .. })) if shared => {
+                    if st.pending.is_some() {
+                        // A creation refused as a conflict went in already: an
+                        // abandoned commit of it landed after the task was read
+                        // (a shared store's writers keep no order to wait on).
+                        st.commit_in_doubt = true;
+                        self.settle_abandoned_commit(slot, st).await?;
+                    }
                     self.reload_changed_elsewhere(slot, st).await;
                     if st.record.state().is_terminal() {
                         return Err(refused(st.record.id(), Refused::Terminal(st.record.state())));
