@@ -82,6 +82,30 @@ pub struct SlotState {
     /// commit of that version wrote a `task` event holding it: a blocking
     /// SendMessage answers with that text instead of serializing the task.
     pub whole_task: Option<(u64, WholeTask)>,
+    /// What a SendMessage to this task owes once its commit is in: its
+    /// input to a run (as steering, or a run started with it). Set for
+    /// the commit; taken by that SendMessage, or, when it left before the
+    /// store answered, by the slot's re-read (`Engine::settle_abandoned_commit`).
+    pub owed_input: Option<OwedInput>,
+}
+
+/// What a SendMessage's input is to become once committed.
+pub struct OwedInput {
+    pub input: Message,
+    pub action: InputAction,
+    /// `running` before the SendMessage set it, put back if the input did
+    /// not go in.
+    pub was_running: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputAction {
+    /// A running turn takes it as steering input.
+    Steer,
+    /// A waiting task runs again with it.
+    Resume,
+    /// The answer to a waiting tool call's approval: the call reads it.
+    Nothing,
 }
 
 /// What a task's creation commits besides the record, while it waits for
@@ -120,6 +144,7 @@ impl Slot {
                 claim: None,
                 commit_in_doubt: false,
                 whole_task: None,
+                owed_input: None,
             }),
             events: Fanout::new(capacity),
             settles: watch::Sender::new(0),

@@ -91,8 +91,13 @@ impl Engine {
         self.inner.store.commit(crate::store::Batch::default()).await.map_err(super::store_failed)?;
         let stored = self.inner.store.get_task(st.record.id()).await.map_err(super::store_failed)?;
         st.commit_in_doubt = false;
+        let owed = st.owed_input.take();
         let Some(stored) = stored else {
-            return Ok(()); // a creation that did not go in: it is still pending
+            // A creation that did not go in: it is still pending.
+            if let Some(owed) = owed {
+                st.running = owed.was_running;
+            }
+            return Ok(());
         };
         // A pending creation is committed with the first change, as the
         // same version: its being stored at all says it went in.
@@ -101,11 +106,23 @@ impl Engine {
             st.claim = None;
         }
         if !created && stored.version <= st.record.version {
-            return Ok(()); // the change did not go in
+            // The change did not go in: neither did its input, if it was a
+            // SendMessage's.
+            if let Some(owed) = owed {
+                st.running = owed.was_running;
+            }
+            return Ok(());
         }
         tracing::info!(task = %stored.id(), version = stored.version, "a commit whose caller left went in; the task's slot reads it");
         let held = self.inner.leasing.held.contains_key(stored.id());
         self.adopt_stored(slot, st, stored);
+        if let Some(owed) = owed.filter(|_| !st.detached) {
+            // The input went in with it: the reading above took it for
+            // another replica's input, as steering; it goes where its
+            // SendMessage would have put it.
+            st.steering.retain(|m| m.message_id != owed.input.message_id);
+            self.give_input(st, owed);
+        }
         let rec = &st.record;
         if rec.state().is_terminal() {
             self.inner.task_agents.remove(rec.id());

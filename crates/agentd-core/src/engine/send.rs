@@ -10,7 +10,7 @@ use crate::error::{Error, FieldPath, Violations};
 use crate::events::WholeTask;
 use crate::principal::Principal;
 use crate::record::{LinkKind, StatusEntry, TaskLink, TaskMeta, TaskRecord};
-use crate::slots::Slot;
+use crate::slots::{InputAction, OwedInput, Slot, SlotState};
 use crate::store::{Batch, PushConfigRow};
 use crate::transition::{self, Change, Refused};
 use agentd_proto::{
@@ -455,6 +455,10 @@ impl Engine {
                 return Err(refused(&id, Refused::Terminal(rec.state())));
             };
             let mut st = slot.state.lock().await;
+            if st.commit_in_doubt && !st.detached {
+                // What is running and waiting is known once the store is read.
+                self.settle_abandoned_commit(&slot, &mut st).await?;
+            }
             if st.detached {
                 continue;
             }
@@ -496,6 +500,14 @@ impl Engine {
             let was_running = st.running;
             // Keeps the slot live through the commit: a run starts right after.
             st.running = true;
+            let action = match (approval, running) {
+                (true, true) => InputAction::Nothing,
+                (_, true) => InputAction::Steer,
+                (_, false) => InputAction::Resume,
+            };
+            let mut owed = msg.clone();
+            owed.context_id.clone_from(&st.record.task.context_id);
+            st.owed_input = Some(OwedInput { input: owed, action, was_running });
             let input = msg.clone();
             let committed = self
                 .commit_locked(
@@ -524,6 +536,7 @@ impl Engine {
                     batch,
                 )
                 .await;
+            let owed = st.owed_input.take();
             let rec = match committed {
                 Ok(()) => &st.record,
                 Err(e) => {
@@ -551,18 +564,22 @@ impl Engine {
             } else {
                 stream()
             };
-            let mut input = msg;
-            input.context_id.clone_from(&rec.task.context_id);
-            if approval && running {
-                // The waiting call reads the decision; the model does not
-                // get the answer as input.
-            } else if running {
-                st.steering.push(input);
-            } else {
-                // A task that ran before: its agent picks up its journal.
-                self.start_run(&mut st, input, true);
+            if let Some(owed) = owed {
+                self.give_input(&mut st, owed);
             }
             return Ok(SendOutcome::Task(events));
+        }
+    }
+
+    /// Gives a committed input to its task's run: as steering input, or
+    /// to a run started with it; the answer to an approval is read by the
+    /// waiting call from the record, and the model does not get it.
+    pub(super) fn give_input(&self, st: &mut SlotState, owed: OwedInput) {
+        match owed.action {
+            InputAction::Nothing => {}
+            InputAction::Steer => st.steering.push(owed.input),
+            // A task that ran before: its agent picks up its journal.
+            InputAction::Resume => self.start_run(st, owed.input, true),
         }
     }
 

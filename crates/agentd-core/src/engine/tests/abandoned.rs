@@ -118,3 +118,36 @@ async fn a_cancel_whose_caller_left_still_stops_the_run_and_settles_the_task() {
     assert_eq!(store.task(&task.id).map(|t| t.version), Some(2), "and commits nothing");
     assert_eq!(engine.live_tasks(), 0, "an ended task leaves memory");
 }
+
+#[tokio::test]
+async fn input_whose_sender_left_after_it_went_in_runs_the_waiting_task_again() {
+    let (engine, store) = engine(AlwaysAsks);
+    let first = task_of(engine.send_message(&user(), request(false)).await.unwrap());
+    assert_eq!(first.status.state, TaskState::InputRequired);
+    let held = Arc::new(Notify::new());
+    *store.hold.lock().unwrap() = Some((Hold::After, held.clone()));
+    let mut more = request(false);
+    let message = more.message.as_mut().expect("message");
+    message.message_id = "m-2".into();
+    message.task_id.clone_from(&first.id);
+    let alice = user();
+    tokio::select! {
+        r = engine.send_message(&alice, more) => panic!("the held commit answered: {r:?}"),
+        () = held.notified() => {}
+    }
+    // Its sender left while its commit was in the store's hands: the task
+    // runs again with it all the same, and asks again.
+    let settled = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let rec = engine.settled(&first.id).await.unwrap();
+            if rec.state() == TaskState::InputRequired && rec.version >= 3 {
+                return rec;
+            }
+            tokio::task::yield_now().await;
+        }
+    });
+    let rec = settled.await.expect("the task ran again with the input");
+    let ids: Vec<&str> = rec.task.history.iter().flatten().map(|m| m.message_id.as_str()).collect();
+    assert_eq!(ids.iter().filter(|id| **id == "m-2").count(), 1, "{ids:?}");
+    assert_eq!(engine.live_tasks(), 1, "it waits again, in memory");
+}
