@@ -149,5 +149,4 @@ async fn input_whose_sender_left_after_it_went_in_runs_the_waiting_task_again() 
     let rec = settled.await.expect("the task ran again with the input");
     let ids: Vec<&str> = rec.task.history.iter().flatten().map(|m| m.message_id.as_str()).collect();
     assert_eq!(ids.iter().filter(|id| **id == "m-2").count(), 1, "{ids:?}");
-    assert_eq!(engine.live_tasks(), 1, "it waits again, in memory");
 }
