@@ -117,24 +117,14 @@ impl WholeTask {
     pub fn as_str(&self) -> &str {
         self.json.as_str()
     }
-    /// How long [`Self::write_view`] writes.
-    pub fn view_len(&self) -> usize {
-        self.json.as_str().len() + ARTIFACTS_NONE.len()
-    }
-    /// Appends the view of the task that lists its artifacts (none): what
-    /// `exact::to_vec` of that view writes.
-    pub fn write_view(&self, out: &mut Vec<u8>) {
+    /// The view of the task that lists its artifacts (none), between the
+    /// `prefix` parts and the `suffix` parts: what `exact::to_vec_framed`
+    /// of that view writes between them.
+    pub fn view_framed(&self, prefix: &[&[u8]], suffix: &[&[u8]]) -> Vec<u8> {
         let (status, rest) = self.json.as_str().as_bytes().split_at(self.status_end);
-        out.extend_from_slice(status);
-        out.extend_from_slice(ARTIFACTS_NONE);
-        out.extend_from_slice(rest);
-    }
-    /// [`Self::write_view`] between `prefix` and `suffix`.
-    pub fn view_framed(&self, prefix: &[u8], suffix: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(prefix.len() + self.view_len() + suffix.len());
-        out.extend_from_slice(prefix);
-        self.write_view(&mut out);
-        out.extend_from_slice(suffix);
+        let parts = prefix.iter().chain([&status, &ARTIFACTS_NONE, &rest]).chain(suffix);
+        let mut out = Vec::with_capacity(parts.clone().map(|p| p.len()).sum());
+        parts.for_each(|p| out.extend_from_slice(p));
         out
     }
 }

@@ -51,6 +51,17 @@ impl io::Write for Bounded<'_> {
     }
 }
 
+/// The thread's scratch buffer, empty and allotted; `None` while it is in
+/// use further up this thread's stack.
+fn take_scratch(cell: &RefCell<Vec<u8>>) -> Option<std::cell::RefMut<'_, Vec<u8>>> {
+    let mut buf = cell.try_borrow_mut().ok()?;
+    buf.clear();
+    if buf.capacity() < SCRATCH {
+        buf.reserve_exact(SCRATCH);
+    }
+    Some(buf)
+}
+
 /// `f` of `v`'s compact JSON when it fits in [`SCRATCH`] bytes, written
 /// once into the thread's scratch buffer; `f` given back when it does not
 /// (or the buffer is in use further up this thread's stack).
@@ -60,11 +71,7 @@ where
     F: FnOnce(&[u8]) -> R,
 {
     SCRATCH_BUF.with(|cell| {
-        let Ok(mut buf) = cell.try_borrow_mut() else { return Err(f) };
-        buf.clear();
-        if buf.capacity() < SCRATCH {
-            buf.reserve_exact(SCRATCH);
-        }
+        let Some(mut buf) = take_scratch(cell) else { return Err(f) };
         let mut ser = serde_json::Serializer::new(Bounded { buf: &mut buf, overflowed: false });
         let written = v.serialize(&mut ser);
         let overflowed = ser.into_inner().overflowed;
@@ -102,11 +109,7 @@ where
     T: Serialize + ?Sized,
 {
     SCRATCH_BUF.with(|cell| {
-        let mut buf = cell.try_borrow_mut().ok()?;
-        buf.clear();
-        if buf.capacity() < SCRATCH {
-            buf.reserve_exact(SCRATCH);
-        }
+        let mut buf = take_scratch(cell)?;
         if let Err(e) = append_object(&mut buf, head, "head")? {
             return Some(Err(e));
         }

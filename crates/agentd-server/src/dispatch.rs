@@ -45,15 +45,7 @@ impl Reply {
         use agentd_proto::exact::to_vec_framed as framed;
         match self {
             Reply::Sent(SendAnswer { whole: Some(whole), .. }) => {
-                const TASK: &[u8] = b"{\"task\":";
-                let mut out =
-                    Vec::with_capacity(prefix.len() + TASK.len() + whole.view_len() + 1 + suffix.len());
-                out.extend_from_slice(prefix);
-                out.extend_from_slice(TASK);
-                whole.write_view(&mut out);
-                out.push(b'}');
-                out.extend_from_slice(suffix);
-                Ok(out)
+                Ok(whole.view_framed(&[prefix, b"{\"task\":"], &[b"}", suffix]))
             }
             Reply::Sent(v) => framed(prefix, &v.response, suffix),
             Reply::Task(v) => framed(prefix, &v, suffix),

@@ -396,7 +396,7 @@ mod tests {
                     // The answer that lists the task's artifacts, lent too.
                     let view = crate::engine::read::view(&rec, None, true);
                     let framed =
-                        crate::events::WholeTask::new(json.clone(), status_end).view_framed(b"[", b"]");
+                        crate::events::WholeTask::new(json.clone(), status_end).view_framed(&[b"["], &[b"]"]);
                     assert_eq!(
                         String::from_utf8(framed).unwrap(),
                         format!("[{}]", serde_json::to_string(&view).unwrap())

@@ -47,7 +47,7 @@ tokio::task_local! {
 /// A SendMessage's answer, and, when the answer is a task whose view is
 /// its whole Task JSON as its last commit's `task` event holds it (with
 /// its artifacts, none, put in), that text: a binding writing JSON writes
-/// it (`WholeTask::write_view`) instead of serializing the answer.
+/// it (`WholeTask::view_framed`) instead of serializing the answer.
 pub struct SendAnswer {
     pub response: SendMessageResponse,
     pub whole: Option<WholeTask>,
@@ -124,7 +124,7 @@ impl Engine {
                 if let Some(whole) = &whole {
                     // Every test's blocking SendMessage checks the lent answer.
                     debug_assert_eq!(
-                        String::from_utf8_lossy(&whole.view_framed(b"{\"task\":", b"}")),
+                        String::from_utf8_lossy(&whole.view_framed(&[b"{\"task\":"], &[b"}"])),
                         agentd_proto::exact::to_string(&response).unwrap_or_default(),
                         "the lent answer is not the answer"
                     );

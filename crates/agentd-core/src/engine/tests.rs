@@ -272,7 +272,10 @@ async fn a_blocking_send_answers_with_the_text_of_its_task_event_when_that_is_th
     let json = |r: &SendMessageResponse| agentd_proto::exact::to_string(r).unwrap();
     let answer = engine.send_message_answer(&user(), request(false)).await.unwrap();
     let whole = answer.whole.expect("the answer's text is lent");
-    assert_eq!(String::from_utf8(whole.view_framed(b"{\"task\":", b"}")).unwrap(), json(&answer.response));
+    assert_eq!(
+        String::from_utf8(whole.view_framed(&[b"{\"task\":"], &[b"}"])).unwrap(),
+        json(&answer.response)
+    );
     // Not when the answer is not the whole task: fewer messages, annotations.
     let mut fewer = request(false);
     fewer.configuration.as_mut().unwrap().history_length = Some(0);
