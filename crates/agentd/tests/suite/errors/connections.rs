@@ -206,7 +206,12 @@ async fn a_client_that_reads_nothing_of_its_answer_is_dropped_after_the_idle_tim
         ("AGENTD_SERVER_HEADER_READ_TIMEOUT_MS", "60000"),
         ("AGENTD_SERVER_MAX_CONNECTIONS_PER_PEER", "1"),
     ];
-    let d = Daemon::start_with_env(dir.path(), &[], &env);
+    let mut d = Daemon::start_with_env(dir.path(), &[], &env);
+    // A fresh connection for each setup request: building and checking a
+    // 3 MiB message can outlast the 300 ms idle timeout, and a kept-alive
+    // connection the daemon closes as the client reuses it fails the
+    // request (the race every HTTP client has with a server's idle close).
+    d.http = reqwest::Client::builder().pool_max_idle_per_host(0).build().expect("client");
     // A listing far bigger than the sockets' buffers: the echo model
     // answers each 3 MiB message with its text.
     let big = "x".repeat(3 << 20);
