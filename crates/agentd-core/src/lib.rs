@@ -29,7 +29,8 @@ pub use approval::{ApprovalOutcome, ApprovalRequest, PendingApproval};
 pub use background::Background;
 pub use engine::{
     CommandHandler, CommandOutcome, Drained, Engine, EngineBuilder, EngineConfig, Halted, Outbox,
-    PushUrlPolicy, ReplicaConfig, Runtime, SendAnswer, SendOutcome, StartTask, TaskEvents, TaskObserver,
+    PushUrlPolicy, ReplicaConfig, Runtime, SendAnswer, SendOutcome, StartTask, TaskAnswer, TaskEvents,
+    TaskObserver,
 };
 pub use engine::{EventFeed, FeedItem};
 pub use error::{Error, FieldPath, Invalid, Naming, Segment, Violation, Violations};
@@ -45,4 +46,6 @@ pub use record::{
     TaskMeta, TaskRecord,
 };
 pub use reminder::{DeliveredReminder, ReminderEnd, ReminderLimits, ReminderRecord};
-pub use store::{Batch, ClosedContext, PushConfigRow, Store, StoreError, TaskMetaRow, TaskPage, TaskQuery};
+pub use store::{
+    Batch, ClosedContext, PushConfigRow, Store, StoreError, TaskMetaRow, TaskPage, TaskQuery, TaskText,
+};

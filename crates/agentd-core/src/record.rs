@@ -117,6 +117,12 @@ pub struct TaskRecord {
     pub version: u64,
 }
 
+/// Whether `p` may see a task of `owner` with `meta`: its owner,
+/// operators, and while a gate is open, the principals it is addressed to.
+pub fn visible_to(owner: &str, meta: &TaskMeta, p: &crate::Principal) -> bool {
+    p.can_see(owner) || meta.gate.as_ref().is_some_and(|g| g.answerers.contains(&p.id))
+}
+
 impl TaskRecord {
     pub fn id(&self) -> &str {
         &self.task.id
@@ -124,10 +130,9 @@ impl TaskRecord {
     pub fn state(&self) -> TaskState {
         self.task.status.state
     }
-    /// Whether `p` may see the task: its owner, operators, and while a gate
-    /// is open, the principals it is addressed to.
+    /// Whether `p` may see the task ([`visible_to`]).
     pub fn visible_to(&self, p: &crate::Principal) -> bool {
-        p.can_see(&self.owner) || self.meta.gate.as_ref().is_some_and(|g| g.answerers.contains(&p.id))
+        visible_to(&self.owner, &self.meta, p)
     }
     /// The status timestamp, the ListTasks sort key (ms since the epoch).
     pub fn updated_ms(&self) -> i64 {

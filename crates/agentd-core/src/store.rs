@@ -89,6 +89,16 @@ pub struct TaskMetaRow {
     pub meta: TaskMeta,
 }
 
+/// A task as stored with its Task left as the JSON text it was written as
+/// ([`Store::get_task_text`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskText {
+    pub owner: String,
+    pub meta: TaskMeta,
+    /// The Task in `agentd_proto::exact`'s form.
+    pub task_json: String,
+}
+
 /// A push config as stored, with the principal that registered it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PushConfigRow {
@@ -274,6 +284,15 @@ pub trait Store: Send + Sync + 'static {
         (self.commit(batch).await, tasks)
     }
     async fn get_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError>;
+    /// [`Store::get_task`] with the Task left as the JSON text it is stored
+    /// as: an answer showing the task whole is that text, neither decoded
+    /// nor serialized again. The default writes the record's Task.
+    async fn get_task_text(&self, id: &str) -> Result<Option<TaskText>, StoreError> {
+        let Some(r) = self.get_task(id).await? else { return Ok(None) };
+        let task_json = agentd_proto::exact::to_string(&r.task)
+            .map_err(|e| StoreError::backend(format!("encode task: {e}")))?;
+        Ok(Some(TaskText { owner: r.owner, meta: r.meta, task_json }))
+    }
     async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError>;
     /// Tasks currently in one of `states`, in the order of their last status
     /// change (oldest first, ties by id): for recovery at start, and for the

@@ -6,11 +6,11 @@ use crate::metrics::Binding;
 use crate::operation::Operation;
 use crate::params::RequestContext;
 use crate::state::AppState;
-use agentd_core::{EventFeed, SendAnswer, SendOutcome, TaskEvents};
+use agentd_core::{EventFeed, SendAnswer, SendOutcome, TaskAnswer, TaskEvents};
 use agentd_proto::ext::reminders::InjectTaskReminderResponse;
 use agentd_proto::ext::{reminders, task_annotations};
 use agentd_proto::{
-    A2aError, AgentCard, ListTaskPushNotificationConfigsResponse, ListTasksResponse, StreamResponse, Task,
+    A2aError, AgentCard, ListTaskPushNotificationConfigsResponse, ListTasksResponse, StreamResponse,
     TaskPushNotificationConfig,
 };
 
@@ -31,7 +31,8 @@ pub enum Outcome {
 pub enum Reply {
     /// SendMessage's answer, written from its lent JSON when it has one.
     Sent(SendAnswer),
-    Task(Task),
+    /// GetTask's answer, written from its stored text when it has one.
+    Task(TaskAnswer),
     Tasks(ListTasksResponse),
     PushConfig(TaskPushNotificationConfig),
     PushConfigs(ListTaskPushNotificationConfigsResponse),
@@ -48,7 +49,8 @@ impl Reply {
                 Ok(whole.view_framed(&[prefix, b"{\"task\":"], &[b"}", suffix]))
             }
             Reply::Sent(v) => framed(prefix, &v.response, suffix),
-            Reply::Task(v) => framed(prefix, &v, suffix),
+            Reply::Task(TaskAnswer::Text(text)) => Ok([prefix, text.as_bytes(), suffix].concat()),
+            Reply::Task(TaskAnswer::Task(v)) => framed(prefix, &v, suffix),
             Reply::Tasks(v) => framed(prefix, &v, suffix),
             Reply::PushConfig(v) => framed(prefix, &v, suffix),
             Reply::PushConfigs(v) => framed(prefix, &v, suffix),
@@ -109,9 +111,9 @@ async fn run(state: &AppState, ctx: &RequestContext, op: Operation) -> Result<Ou
                 }
             }));
         }
-        Operation::GetTask(req) => Reply::Task(e.get_task(p, req).await?),
+        Operation::GetTask(req) => Reply::Task(e.get_task_answer(p, req).await?),
         Operation::ListTasks(req) => Reply::Tasks(e.list_tasks(p, req).await?),
-        Operation::CancelTask(req) => Reply::Task(Box::pin(e.cancel_task(p, req)).await?),
+        Operation::CancelTask(req) => Reply::Task(TaskAnswer::Task(Box::pin(e.cancel_task(p, req)).await?)),
         Operation::SubscribeToTask(req) => {
             let events = e.subscribe(p, req).await?.with_reminder_events(reminder_events);
             return Ok(Outcome::Stream(EventSource::Task(Box::new(events))));

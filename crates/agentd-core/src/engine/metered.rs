@@ -36,6 +36,9 @@ impl Store for Metered {
     async fn get_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
         self.inner.get_task(id).await
     }
+    async fn get_task_text(&self, id: &str) -> Result<Option<crate::store::TaskText>, StoreError> {
+        self.inner.get_task_text(id).await
+    }
     async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
         self.inner.list_tasks(query).await
     }

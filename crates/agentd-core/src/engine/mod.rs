@@ -32,6 +32,7 @@ pub use feed::{EventFeed, FeedItem};
 pub use leasing::ReplicaConfig;
 pub use lifecycle::{Drained, Halted};
 pub use outbox::Outbox;
+pub use read::TaskAnswer;
 pub use runtime::Runtime;
 pub use send::{SendAnswer, SendOutcome, StartTask};
 pub use stream::TaskEvents;
@@ -310,13 +311,17 @@ impl Engine {
 
     /// The current record of a task, live or stored.
     pub(crate) async fn record(&self, id: &str) -> Result<Option<TaskRecord>, Error> {
-        if let Some(s) = self.inner.slots.get(id) {
-            let st = s.state.lock().await;
-            if !st.detached {
-                return Ok(Some(st.record.clone()));
-            }
+        if let Some(rec) = self.held_record(id).await {
+            return Ok(Some(rec));
         }
         Ok(self.inner.store.get_task(id).await?)
+    }
+
+    /// The record of a task a slot holds, if one does.
+    pub(crate) async fn held_record(&self, id: &str) -> Option<TaskRecord> {
+        let s = self.inner.slots.get(id)?;
+        let st = s.state.lock().await;
+        (!st.detached).then(|| st.record.clone())
     }
 
     /// A record the principal may see, or TaskNotFound.

@@ -4,7 +4,7 @@
 use super::{Engine, refused};
 use crate::error::{Error, FieldPath, Violations};
 use crate::principal::Principal;
-use crate::record::{OpenGate, TaskRecord};
+use crate::record::{OpenGate, TaskRecord, visible_to};
 use crate::store::TaskQuery;
 use crate::transition::{self, Change};
 use agentd_proto::{
@@ -44,7 +44,11 @@ pub fn view(rec: &TaskRecord, history_length: Option<i32>, artifacts: bool) -> T
 /// [`view`] of a record the caller owns: what the view keeps is moved out
 /// of it instead of cloned (a read from the store, a settled answer).
 pub fn into_view(rec: TaskRecord, history_length: Option<i32>, artifacts: bool) -> Task {
-    let t = rec.task;
+    task_view(rec.task, history_length, artifacts)
+}
+
+/// [`into_view`] of the Task alone.
+fn task_view(t: Task, history_length: Option<i32>, artifacts: bool) -> Task {
     let history = match (t.history, history_length) {
         (Some(h), None) if !h.is_empty() => Some(h),
         (Some(mut h), Some(n)) if n > 0 && !h.is_empty() => {
@@ -64,26 +68,90 @@ pub fn into_view(rec: TaskRecord, history_length: Option<i32>, artifacts: bool) 
     }
 }
 
+/// GetTask's answer.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // built once per request, never stored
+pub enum TaskAnswer {
+    Task(Task),
+    /// A stored Task shown whole: its text (`agentd_proto::exact`'s form),
+    /// byte for byte what the `Task` variant of it would be written as.
+    Text(String),
+}
+
+impl TaskAnswer {
+    /// The answer as a Task, for a binding that does not write JSON.
+    pub fn into_task(self) -> Result<Task, Error> {
+        match self {
+            TaskAnswer::Task(t) => Ok(t),
+            TaskAnswer::Text(text) => decode_task(&text),
+        }
+    }
+}
+
+fn decode_task(text: &str) -> Result<Task, Error> {
+    serde_json::from_str(text).map_err(|e| {
+        tracing::error!(error = %e, "a stored task does not decode");
+        Error::internal()
+    })
+}
+
+/// GetTask leaves out an empty `artifacts` (ListTasks, which shares
+/// [`view`], writes it when asked for).
+fn get_task_view(mut t: Task) -> Task {
+    if t.artifacts.as_ref().is_some_and(Vec::is_empty) {
+        t.artifacts = None;
+    }
+    t
+}
+
+/// The GetTask answer of a stored Task shown whole: its text, unless the
+/// text holds an empty `artifacts` or `history`, which the view leaves out
+/// (then it is decoded and viewed). The search is over the whole text: an
+/// empty member of either name in a nested object only costs the shortcut.
+fn whole_view(text: String) -> Result<TaskAnswer, Error> {
+    let viewed = |text: &str| decode_task(text).map(|t| get_task_view(task_view(t, None, true)));
+    if text.contains(r#""artifacts":[]"#) || text.contains(r#""history":[]"#) {
+        return viewed(&text).map(TaskAnswer::Task);
+    }
+    if cfg!(debug_assertions) {
+        let written = agentd_proto::exact::to_string(&viewed(&text)?).map_err(|_| Error::internal())?;
+        assert_eq!(written, text, "a stored Task shown whole is its text");
+    }
+    Ok(TaskAnswer::Text(text))
+}
+
 /// The stored JSON a ListTasks page reads at most (its first task always):
 /// a page of tasks with long histories ends early, with a next page token,
 /// instead of holding hundreds of megabytes for one answer.
 const LIST_PAGE_BYTES: usize = 16 << 20;
 
 impl Engine {
-    #[tracing::instrument(name = "get_task", level = "debug", skip_all, fields(task_id = %req.id))]
     pub async fn get_task(&self, p: &Principal, req: GetTaskRequest) -> Result<Task, Error> {
+        self.get_task_answer(p, req).await?.into_task()
+    }
+
+    /// GetTask, answering with the stored text of a task it shows whole.
+    #[tracing::instrument(name = "get_task", level = "debug", skip_all, fields(task_id = %req.id))]
+    pub async fn get_task_answer(&self, p: &Principal, req: GetTaskRequest) -> Result<TaskAnswer, Error> {
         let mut v = Violations::default();
         if req.id.is_empty() {
             v.add(FieldPath::of("id"), "is required");
         }
         v.history_length("historyLength", req.history_length);
         v.finish()?;
-        let rec = self.visible_record(p, &req.id).await?;
-        let mut t = self.owned_view(rec, req.history_length, true);
-        if t.artifacts.as_ref().is_some_and(Vec::is_empty) {
-            t.artifacts = None;
-        }
-        Ok(t)
+        let rec = match self.held_record(&req.id).await {
+            Some(rec) if rec.visible_to(p) => rec,
+            Some(_) => return Err(Error::task_not_found(&req.id)),
+            // Every message and no annotations: the stored Task is the view.
+            None if req.history_length.is_none() && !self.annotate => {
+                return match self.inner.store.get_task_text(&req.id).await? {
+                    Some(t) if visible_to(&t.owner, &t.meta, p) => whole_view(t.task_json),
+                    _ => Err(Error::task_not_found(&req.id)),
+                };
+            }
+            None => self.visible_record(p, &req.id).await?,
+        };
+        Ok(TaskAnswer::Task(get_task_view(self.owned_view(rec, req.history_length, true))))
     }
 
     #[tracing::instrument(name = "list_tasks", level = "debug", skip_all, fields(context_id = %req.context_id))]
@@ -270,5 +338,43 @@ impl Engine {
                 false,
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentd_proto::{Part, Role};
+
+    fn answer_of(t: &Task) -> TaskAnswer {
+        whole_view(agentd_proto::exact::to_string(t).expect("serializes")).expect("an answer")
+    }
+
+    #[test]
+    fn a_stored_task_is_its_own_answer_unless_it_holds_an_empty_member_the_view_leaves_out() {
+        let said = Message {
+            message_id: "m".into(),
+            role: Role::User,
+            parts: vec![Part::text("hi")],
+            ..Default::default()
+        };
+        let mut t =
+            Task { id: "t".into(), context_id: "c".into(), history: Some(vec![said]), ..Default::default() };
+        let text = agentd_proto::exact::to_string(&t).expect("serializes");
+        assert!(matches!(answer_of(&t), TaskAnswer::Text(answer) if answer == text));
+
+        t.artifacts = Some(vec![]);
+        let TaskAnswer::Task(viewed) = answer_of(&t) else {
+            panic!("an empty artifacts is left out, not lent")
+        };
+        assert_eq!(viewed.artifacts, None);
+        assert_eq!(viewed.history, t.history);
+
+        (t.artifacts, t.history) = (None, Some(vec![]));
+        let TaskAnswer::Task(viewed) = answer_of(&t) else {
+            panic!("an empty history is left out, not lent")
+        };
+        assert_eq!(viewed.history, None);
+        assert_eq!(TaskAnswer::Task(viewed.clone()).into_task().expect("a task"), viewed);
     }
 }

@@ -263,11 +263,24 @@ macro_rules! from_reply {
 }
 
 from_reply!(pb::SendMessageResponse, Sent);
-from_reply!(pb::Task, Task);
 from_reply!(pb::ListTasksResponse, Tasks);
 from_reply!(pb::TaskPushNotificationConfig, PushConfig);
 from_reply!(pb::ListTaskPushNotificationConfigsResponse, PushConfigs);
 from_reply!(pb::AgentCard, Card);
+
+/// GetTask's stored text is decoded here (a failure, logged where it is
+/// decoded, is an internal error).
+impl FromOutcome for pb::Task {
+    fn from_outcome(o: Outcome) -> Option<Self> {
+        match o {
+            Outcome::Value(reply) => match *reply {
+                Reply::Task(v) => v.into_task().ok().map(Into::into),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
 
 impl FromOutcome for () {
     fn from_outcome(o: Outcome) -> Option<Self> {

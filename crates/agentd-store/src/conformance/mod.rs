@@ -75,6 +75,7 @@ macro_rules! define_checks {
 define_checks!($
     tasks::empty_batch,
     tasks::roundtrip_full_record,
+    tasks::text_of_a_task,
     tasks::meta_roundtrip,
     tasks::recommit_replaces,
     tasks::list_order,

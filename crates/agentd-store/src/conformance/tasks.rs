@@ -24,6 +24,30 @@ pub async fn roundtrip_full_record(store: &dyn Store) {
     assert_eq!(page.tasks, vec![rec], "list_tasks must return the full record too");
 }
 
+/// A task's stored text is the `exact` form of its Task, beside its owner
+/// and meta, whether the row is small or larger than a point read takes
+/// inline; an unknown id is `None`.
+pub async fn text_of_a_task(store: &dyn Store) {
+    let full = TaskRecord {
+        meta: TaskMeta { parent: Some("p-1".into()), model_calls: 3, ..TaskMeta::default() },
+        ..full_record("task-text", "alice", "ctx-1", 1_700_000_000_123)
+    };
+    let mut big = full_record("task-big", "bob", "ctx-2", 1_700_000_000_456);
+    big.task.history.get_or_insert_default().push(agentd_proto::Message {
+        parts: vec![agentd_proto::Part::text("x".repeat(200 << 10))],
+        ..Default::default()
+    });
+    commit(store, tasks_batch(vec![full.clone(), big.clone()]), "a full and a big record").await;
+    for rec in [&full, &big] {
+        let got =
+            ok(store.get_task_text(rec.id()).await, "get_task_text").expect("a stored task has its text");
+        assert_eq!((got.owner.as_str(), &got.meta), (rec.owner.as_str(), &rec.meta), "{}", rec.id());
+        let written = agentd_proto::exact::to_string(&rec.task).expect("the task serializes");
+        assert_eq!(got.task_json, written, "the text of {} is its Task as written", rec.id());
+    }
+    assert_eq!(ok(store.get_task_text("no-such-task").await, "get_task_text"), None);
+}
+
 /// Every shape of a task's meta (link kinds, parent, command, none) reads
 /// back unchanged, and a re-commit replaces it too.
 pub async fn meta_roundtrip(store: &dyn Store) {

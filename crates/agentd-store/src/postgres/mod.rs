@@ -271,6 +271,10 @@ impl Store for PostgresStore {
         read::get_task(&self.client().await?, id).await
     }
 
+    async fn get_task_text(&self, id: &str) -> Result<Option<agentd_core::TaskText>, StoreError> {
+        read::get_task_text(&self.client().await?, id).await
+    }
+
     async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
         read::list_tasks(&mut self.client().await?, query).await
     }

@@ -7,7 +7,7 @@ use crate::codec::{decode_config, decode_meta, decode_reminder, decode_task, sta
 use crate::event_log::{self, EventColumns};
 use agentd_core::{
     EventLogBounds, EventRecord, OutboxItem, OutboxTarget, PushConfigRow, ReminderRecord, StoreError,
-    TaskMetaRow, TaskPage, TaskQuery, TaskRecord,
+    TaskMetaRow, TaskPage, TaskQuery, TaskRecord, TaskText,
 };
 use agentd_proto::TaskState;
 use deadpool_postgres::GenericClient;
@@ -42,6 +42,19 @@ pub(crate) async fn get_task(
 ) -> Result<Option<TaskRecord>, StoreError> {
     let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = $1");
     Ok(query_tasks(client, &sql, &[&id]).await?.pop())
+}
+
+/// [`get_task`] leaving the Task as its stored text.
+pub(crate) async fn get_task_text(
+    client: &impl GenericClient,
+    id: &str,
+) -> Result<Option<TaskText>, StoreError> {
+    const SQL: &str = "SELECT owner, task_json, meta_json FROM tasks WHERE id = $1";
+    let s = client.prepare_cached(SQL).await.map_err(db("prepare task query"))?;
+    let Some(row) = client.query_opt(&s, &[&id]).await.map_err(db("query tasks"))? else {
+        return Ok(None);
+    };
+    Ok(Some(TaskText { owner: row.get(0), task_json: row.get(1), meta: decode_meta(row.get(2))? }))
 }
 
 pub(crate) async fn list_tasks(

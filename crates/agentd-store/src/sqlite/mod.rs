@@ -136,6 +136,11 @@ impl Store for SqliteStore {
         self.reads.run_point(move |conn, max_bytes| read::get_task(conn, &id, max_bytes)).await
     }
 
+    async fn get_task_text(&self, id: &str) -> Result<Option<agentd_core::TaskText>, StoreError> {
+        let id = id.to_owned();
+        self.reads.run_point(move |conn, max_bytes| read::get_task_text(conn, &id, max_bytes)).await
+    }
+
     async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
         let query = query.clone();
         self.reads.run(move |conn| read::list_tasks(conn, &query)).await

@@ -7,7 +7,7 @@ use super::schema::open_reader;
 use crate::codec::{decode_config, decode_meta, decode_reminder, decode_task, err, state_number};
 use agentd_core::{
     JournalEntry, OutboxItem, OutboxTarget, PushConfigRow, ReminderRecord, StoreError, TaskMetaRow, TaskPage,
-    TaskQuery, TaskRecord,
+    TaskQuery, TaskRecord, TaskText,
 };
 use agentd_proto::TaskState;
 use rusqlite::types::Value;
@@ -178,6 +178,33 @@ pub(crate) fn get_task(
     let (created, version) =
         (row.get(1).map_err(err("query tasks"))?, row.get(6).map_err(err("query tasks"))?);
     decode_task(text(0)?.to_owned(), created, task, history, meta, version).map(|t| Point::Read(Some(t)))
+}
+
+/// [`get_task`] leaving the Task as its stored text.
+pub(crate) fn get_task_text(
+    conn: &mut Connection,
+    id: &str,
+    max_bytes: usize,
+) -> Result<Point<Option<TaskText>>, StoreError> {
+    const SQL: &str = "SELECT owner, n, CASE WHEN n <= ?2 THEN task_json END, \
+        CASE WHEN n <= ?2 THEN meta_json END \
+        FROM (SELECT *, octet_length(task_json) + octet_length(meta_json) AS n FROM tasks WHERE id = ?1)";
+    let max = i64::try_from(max_bytes).unwrap_or(i64::MAX);
+    let mut stmt = conn.prepare_cached(SQL).map_err(err("prepare task query"))?;
+    let mut rows = stmt.query(rusqlite::params![id, max]).map_err(err("query tasks"))?;
+    let Some(row) = rows.next().map_err(err("query tasks"))? else {
+        return Ok(Point::Read(None));
+    };
+    let size: i64 = row.get(1).map_err(err("query tasks"))?;
+    if size > max {
+        return Ok(Point::TooBig);
+    }
+    let text = |i: usize| row.get_ref(i).and_then(|v| Ok(v.as_str()?)).map_err(err("query tasks"));
+    Ok(Point::Read(Some(TaskText {
+        owner: text(0)?.to_owned(),
+        meta: decode_meta(text(3)?)?,
+        task_json: text(2)?.to_owned(),
+    })))
 }
 
 pub(crate) fn list_tasks(conn: &mut Connection, q: &TaskQuery) -> Result<TaskPage, StoreError> {

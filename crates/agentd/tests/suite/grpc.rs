@@ -175,6 +175,12 @@ async fn send_message_blocks_until_completed_and_get_and_list_find_it() {
         .into_inner();
     assert_eq!((got.id.as_str(), state(&got)), (t.id.as_str(), pb::TaskState::Completed));
     assert!(got.history.is_empty(), "historyLength 0 omits history");
+    // Without historyLength the task is shown whole, as the send answered it.
+    let whole = c
+        .get_task(req(&d, pb::GetTaskRequest { id: t.id.clone(), ..Default::default() }))
+        .await
+        .expect("get");
+    assert_eq!(whole.into_inner(), t, "GetTask shows the completed task whole");
 
     let list = c
         .list_tasks(req(

@@ -73,6 +73,28 @@ fn with_task(mut cfg: Value, task: &str) -> Value {
     cfg
 }
 
+/// A completed task (read from the store, its turn over) is shown whole to
+/// its owner and to operators, as its send answered it but for the empty
+/// artifacts GetTask leaves out, and does not exist for another user.
+#[tokio::test]
+async fn a_completed_task_is_shown_whole_to_its_owner_and_operators_only() {
+    let p = start();
+    for b in BINDINGS {
+        let sent = p.alice.ok(b, "SendMessage", tck("tck-complete-task")).await;
+        let mut task = sent["task"].clone();
+        assert_eq!(task_state(&task), "TASK_STATE_COMPLETED", "{b:?}: {task}");
+        assert_eq!(task["artifacts"], json!([]), "{b:?}: a send's task lists its artifacts, none here");
+        task.as_object_mut().expect("a task object").remove("artifacts");
+        let id = json!({"id": task["id"]});
+        for who in [&p.alice, &p.ops] {
+            assert_eq!(who.ok(b, "GetTask", id.clone()).await, task, "{b:?}: the task whole");
+        }
+        expect_error(p.bob.op(b, "GetTask", id.clone()).await, -32001);
+        let last = p.alice.ok(b, "GetTask", json!({"id": task["id"], "historyLength": 1})).await;
+        assert_eq!(last["history"].as_array().map(Vec::len), Some(1), "{b:?}: {last}");
+    }
+}
+
 #[tokio::test]
 async fn a_task_does_not_exist_for_another_user_on_any_method() {
     let p = start();
