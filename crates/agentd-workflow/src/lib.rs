@@ -17,5 +17,5 @@ pub use dag::{StepStatus, ready_steps};
 pub use def::{Case, Definition, ErrorPolicy, Fallback, FinishStatus, Limits, Retry, Step, StepKind};
 pub use duration::parse_duration;
 pub use guard::{Guard, Scope};
-pub use parse::{DefinitionError, parse};
+pub use parse::{DefinitionError, parse, parse_known_valid};
 pub use template::render;

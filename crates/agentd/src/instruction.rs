@@ -92,7 +92,11 @@ pub fn load(path: Option<&Path>) -> anyhow::Result<Instruction> {
                     Ok(ConfigFragment { origin, value })
                 })
                 .collect::<anyhow::Result<_>>()?;
-            let workflows = crate::workflows::catalog(&document).map_err(|errors| {
+            let workflows = match path {
+                Some(_) => crate::workflows::catalog(&document),
+                None => crate::workflows::built_in_catalog(&document),
+            };
+            let workflows = workflows.map_err(|errors| {
                 let lines: Vec<String> = errors.iter().map(|e| format!("{name}:{e}")).collect();
                 anyhow::anyhow!(
                     "the instruction document's workflows were refused (check it with `agentd check`):\n{}",
@@ -176,6 +180,21 @@ mod tests {
         assert_eq!(read.take_or_load(Some(&path)).unwrap().title.as_deref(), Some("Second"));
         let other = super::Preloaded::new(Some(path.clone()), super::load(Some(&path)).unwrap());
         assert_eq!(other.take_or_load(None).unwrap().title.as_deref(), Some("agentd"));
+    }
+
+    /// The built-in document is read without compiling its schemas (see
+    /// `workflows::built_in_catalog`): here they are checked whole.
+    #[test]
+    fn the_built_in_documents_workflows_pass_every_check() {
+        let doc = agentd_instruction::load_with(
+            super::DEFAULT_DOCUMENT,
+            &agentd_instruction::Options::all_grants(),
+        )
+        .expect("the built-in document loads");
+        let checked = crate::workflows::catalog(&doc).expect("its workflows pass every check");
+        assert!(!checked.names().is_empty(), "it has a workflow to check");
+        let read = crate::workflows::built_in_catalog(&doc).expect("as the daemon reads it");
+        assert_eq!(read.names(), checked.names());
     }
 
     #[test]

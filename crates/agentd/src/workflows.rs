@@ -8,12 +8,24 @@ use agentd_workflow::parse_duration;
 
 /// Reads every `!workflow` and `!human` of `doc`; fail-closed.
 pub fn catalog(doc: &Document) -> Result<Catalog, Vec<String>> {
+    catalog_with(doc, agentd_workflow::parse)
+}
+
+/// [`catalog`] of the built-in document, whose workflows a test checks
+/// whole (see [`agentd_workflow::parse_known_valid`]).
+pub fn built_in_catalog(doc: &Document) -> Result<Catalog, Vec<String>> {
+    catalog_with(doc, agentd_workflow::parse_known_valid)
+}
+
+type Parse = fn(&str, &str) -> Result<agentd_workflow::Definition, Vec<agentd_workflow::DefinitionError>>;
+
+fn catalog_with(doc: &Document, parse: Parse) -> Result<Catalog, Vec<String>> {
     let mut errors = Vec::new();
     let mut definitions = Vec::new();
     let mut lines = std::collections::BTreeMap::new();
     for w in doc.workflows() {
         lines.insert(w.name.clone(), w.line);
-        match agentd_workflow::parse(&w.name, &w.body.yaml) {
+        match parse(&w.name, &w.body.yaml) {
             Ok(d) => definitions.push(d),
             Err(es) => {
                 let start = w.body.line.max(w.line);

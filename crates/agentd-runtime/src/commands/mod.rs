@@ -78,7 +78,7 @@ fn role_name(role: PrincipalRole) -> &'static str {
 /// The extension's card `params`: `{"ops": [{op, description, startsWork, schema}]}`.
 pub fn card_params() -> Metadata {
     let ops: Vec<Value> = ops::all()
-        .into_iter()
+        .iter()
         .map(|o| json!({"op": o.op, "description": o.description, "startsWork": o.starts_work, "schema": o.schema}))
         .collect();
     let mut m = Metadata::new();
@@ -89,7 +89,7 @@ pub fn card_params() -> Metadata {
 /// One card skill per op, mirroring the extension's params.
 pub fn skills() -> Vec<AgentSkill> {
     ops::all()
-        .into_iter()
+        .iter()
         .map(|o| AgentSkill {
             id: format!("command:{}", o.op),
             name: format!("Command {}", o.op),

@@ -69,7 +69,14 @@ pub fn spawn_schema() -> Value {
 }
 
 /// Every op, in the order the card lists them.
-pub fn all() -> Vec<OpSpec> {
+/// Every op, built once: the grants, the card's params and skills and the
+/// compiled schemas all read them.
+pub fn all() -> &'static [OpSpec] {
+    static ALL: std::sync::LazyLock<Vec<OpSpec>> = std::sync::LazyLock::new(build);
+    &ALL
+}
+
+fn build() -> Vec<OpSpec> {
     let id = || text("The subagent's handle (or its task id).");
     let context = || text("The conversation's contextId.");
     let run = || text("The run id (`<workflow>-<ULID>`) or its task id.");
@@ -173,7 +180,7 @@ impl Schemas {
     /// caught by the tests.
     pub fn compile() -> Self {
         let validators = all()
-            .into_iter()
+            .iter()
             .map(|o| {
                 let v = jsonschema::validator_for(&o.schema)
                     .unwrap_or_else(|e| panic!("the schema of command op {} does not compile: {e}", o.op));

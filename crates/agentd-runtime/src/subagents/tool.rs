@@ -20,15 +20,20 @@ pub const TOOL_NAME: &str = "spawn_subagent";
 
 pub struct SpawnSubagentTool {
     manager: Arc<SubagentManager>,
-    schema: jsonschema::Validator,
+    /// Compiled at the first call, off the daemon's start.
+    schema: std::sync::OnceLock<jsonschema::Validator>,
     /// What the calling agent may use: its children get no more.
     scope: Narrowing,
 }
 
 impl SpawnSubagentTool {
     pub fn new(manager: Arc<SubagentManager>, scope: Narrowing) -> Self {
-        let schema = jsonschema::validator_for(&parameters()).expect("the spawn schema compiles");
-        Self { manager, schema, scope }
+        Self { manager, schema: std::sync::OnceLock::new(), scope }
+    }
+
+    fn schema(&self) -> &jsonschema::Validator {
+        self.schema
+            .get_or_init(|| jsonschema::validator_for(&parameters()).expect("the spawn schema compiles"))
     }
 }
 
@@ -94,7 +99,7 @@ impl Tool for SpawnSubagentTool {
 
 impl SpawnSubagentTool {
     async fn run(&self, args: Value, control: &TaskControl, key: Option<&CallKey>) -> Result<String, String> {
-        check_with(&self.schema, &args).map_err(|e| describe(&Error::Invalid(e)))?;
+        check_with(self.schema(), &args).map_err(|e| describe(&Error::Invalid(e)))?;
         let me = control.record().await.map_err(|e| e.to_string())?;
         let engine = control.runtime();
         let adopted = match key {

@@ -72,6 +72,16 @@ fn refusals_name_the_step_and_the_field() {
         "steps:\n  a: {kind: human, question: q, to: \"@human/x\", schema: {type: thing}}\n  f: {kind: finish}\n",
     );
     assert!(e[0].starts_with("steps.a.schema: is not a valid JSON Schema"), "{e:?}");
+    // A body known to be valid is read without compiling its schemas; every
+    // other check still applies.
+    let body = "steps:\n  a: {kind: human, question: q, to: \"@human/x\", schema: {type: thing}}\n  f: {kind: finish}\n";
+    let read = agentd_workflow::parse_known_valid("w", body).expect("read without compiling its schemas");
+    assert_eq!(read.steps.len(), 2);
+    let e = agentd_workflow::parse_known_valid(
+        "w",
+        "steps:\n  a: {kind: human, question: q}\n  f: {kind: finish}\n",
+    );
+    assert!(e.is_err_and(|e| e[0].to_string().contains("steps.a.to: is required")));
     let e = errors("stepz: {}\n");
     assert!(
         e.iter().any(|m| m.starts_with("stepz:")) && e.iter().any(|m| m == "steps: is required"),
