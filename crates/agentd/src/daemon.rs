@@ -129,6 +129,10 @@ pub struct Daemon {
     card_description: String,
     input_modes: Vec<String>,
     bridge_secrets: BridgeSecrets,
+    /// The commit of the `started` lifecycle event, begun once recovery is
+    /// done so its sync overlaps the rest of the start; `serve` waits for
+    /// it before it accepts, so it precedes every event of a request.
+    started: tokio::task::JoinHandle<Result<(), agentd_core::Error>>,
     /// Held until the daemon is dropped (after `serve` returns).
     _data_dir: crate::data_lock::DataDirLock,
 }
@@ -255,6 +259,10 @@ impl Daemon {
                 }
             });
         }
+        let rt = runtime.clone();
+        let started = runtime
+            .background()
+            .spawn(async move { rt.emit_lifecycle(LifecycleEvent::Started, VERSION).await });
 
         let mut declared = agentd_server::ext_docs::declared();
         let mut command_params = commands::card_params();
@@ -294,6 +302,7 @@ impl Daemon {
             card_description,
             input_modes,
             bridge_secrets,
+            started,
             _data_dir: data_dir,
         })
     }
@@ -326,6 +335,7 @@ impl Daemon {
             card_description,
             input_modes,
             bridge_secrets,
+            started,
             _data_dir,
         } = self;
         let local = listener.local_addr()?;
@@ -411,7 +421,8 @@ impl Daemon {
             runtime.clone(),
             Duration::from_millis(cfg.events.prune_interval_ms.max(10)),
         ));
-        if let Err(e) = runtime.emit_lifecycle(LifecycleEvent::Started, VERSION).await {
+        let started = started.await.map_err(|e| e.to_string()).and_then(|r| r.map_err(|e| e.to_string()));
+        if let Err(e) = started {
             background.stop(STOP_WAIT).await;
             anyhow::bail!("cannot write the start event: {e}");
         }

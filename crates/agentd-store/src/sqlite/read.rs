@@ -163,21 +163,12 @@ pub(crate) fn get_task(
         CASE WHEN n <= ?2 THEN meta_json END, version \
         FROM (SELECT *, octet_length(task_json) + octet_length(status_history_json) \
         + octet_length(meta_json) AS n FROM tasks WHERE id = ?1)";
-    let max = i64::try_from(max_bytes).unwrap_or(i64::MAX);
-    let mut stmt = conn.prepare_cached(SQL).map_err(err("prepare task query"))?;
-    let mut rows = stmt.query(rusqlite::params![id, max]).map_err(err("query tasks"))?;
-    let Some(row) = rows.next().map_err(err("query tasks"))? else {
-        return Ok(Point::Read(None));
-    };
-    let size: i64 = row.get(2).map_err(err("query tasks"))?;
-    if size > max {
-        return Ok(Point::TooBig);
-    }
-    let text = |i: usize| row.get_ref(i).and_then(|v| Ok(v.as_str()?)).map_err(err("query tasks"));
-    let (task, history, meta) = (text(3)?, text(4)?, text(5)?);
-    let (created, version) =
-        (row.get(1).map_err(err("query tasks"))?, row.get(6).map_err(err("query tasks"))?);
-    decode_task(text(0)?.to_owned(), created, task, history, meta, version).map(|t| Point::Read(Some(t)))
+    point_read(conn, SQL, id, max_bytes, 2, |row| {
+        let (task, history, meta) = (text(row, 3)?, text(row, 4)?, text(row, 5)?);
+        let (created, version) =
+            (row.get(1).map_err(err("query tasks"))?, row.get(6).map_err(err("query tasks"))?);
+        decode_task(text(row, 0)?.to_owned(), created, task, history, meta, version)
+    })
 }
 
 /// [`get_task`] leaving the Task as its stored text.
@@ -189,22 +180,43 @@ pub(crate) fn get_task_text(
     const SQL: &str = "SELECT owner, n, CASE WHEN n <= ?2 THEN task_json END, \
         CASE WHEN n <= ?2 THEN meta_json END \
         FROM (SELECT *, octet_length(task_json) + octet_length(meta_json) AS n FROM tasks WHERE id = ?1)";
+    point_read(conn, SQL, id, max_bytes, 1, |row| {
+        Ok(TaskText {
+            owner: text(row, 0)?.to_owned(),
+            meta: decode_meta(text(row, 3)?)?,
+            task_json: text(row, 2)?.to_owned(),
+        })
+    })
+}
+
+/// The task row `id` read within a budget: `sql` selects it with the id
+/// as `?1` and `max_bytes` as `?2`, its size in column `size_at` and its
+/// large columns only when that size is within the budget; `read` decodes
+/// a row that is.
+fn point_read<T>(
+    conn: &mut Connection,
+    sql: &str,
+    id: &str,
+    max_bytes: usize,
+    size_at: usize,
+    read: impl FnOnce(&Row<'_>) -> Result<T, StoreError>,
+) -> Result<Point<Option<T>>, StoreError> {
     let max = i64::try_from(max_bytes).unwrap_or(i64::MAX);
-    let mut stmt = conn.prepare_cached(SQL).map_err(err("prepare task query"))?;
+    let mut stmt = conn.prepare_cached(sql).map_err(err("prepare task query"))?;
     let mut rows = stmt.query(rusqlite::params![id, max]).map_err(err("query tasks"))?;
     let Some(row) = rows.next().map_err(err("query tasks"))? else {
         return Ok(Point::Read(None));
     };
-    let size: i64 = row.get(1).map_err(err("query tasks"))?;
+    let size: i64 = row.get(size_at).map_err(err("query tasks"))?;
     if size > max {
         return Ok(Point::TooBig);
     }
-    let text = |i: usize| row.get_ref(i).and_then(|v| Ok(v.as_str()?)).map_err(err("query tasks"));
-    Ok(Point::Read(Some(TaskText {
-        owner: text(0)?.to_owned(),
-        meta: decode_meta(text(3)?)?,
-        task_json: text(2)?.to_owned(),
-    })))
+    read(row).map(|t| Point::Read(Some(t)))
+}
+
+/// Column `i` of `row` as text.
+fn text<'r>(row: &'r Row<'_>, i: usize) -> Result<&'r str, StoreError> {
+    row.get_ref(i).and_then(|v| Ok(v.as_str()?)).map_err(err("query tasks"))
 }
 
 pub(crate) fn list_tasks(conn: &mut Connection, q: &TaskQuery) -> Result<TaskPage, StoreError> {
