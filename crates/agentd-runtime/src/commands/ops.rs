@@ -68,9 +68,8 @@ pub fn spawn_schema() -> Value {
     )
 }
 
-/// Every op, in the order the card lists them.
-/// Every op, built once: the grants, the card's params and skills and the
-/// compiled schemas all read them.
+/// Every op, in the order the card lists them, built once: the grants, the
+/// card's params and skills and the compiled schemas all read them.
 pub fn all() -> &'static [OpSpec] {
     static ALL: std::sync::LazyLock<Vec<OpSpec>> = std::sync::LazyLock::new(build);
     &ALL
