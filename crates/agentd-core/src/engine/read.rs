@@ -140,8 +140,7 @@ impl Engine {
         v.history_length("historyLength", req.history_length);
         v.finish()?;
         let rec = match self.held_record(&req.id).await {
-            Some(rec) if rec.visible_to(p) => rec,
-            Some(_) => return Err(Error::task_not_found(&req.id)),
+            Some(rec) => Some(rec),
             // Every message and no annotations: the stored Task is the view.
             None if req.history_length.is_none() && !self.annotate => {
                 return match self.inner.store.get_task_text(&req.id).await? {
@@ -149,8 +148,9 @@ impl Engine {
                     _ => Err(Error::task_not_found(&req.id)),
                 };
             }
-            None => self.visible_record(p, &req.id).await?,
+            None => self.inner.store.get_task(&req.id).await?,
         };
+        let rec = rec.filter(|r| r.visible_to(p)).ok_or_else(|| Error::task_not_found(&req.id))?;
         Ok(TaskAnswer::Task(get_task_view(self.owned_view(rec, req.history_length, true))))
     }
 

@@ -248,11 +248,14 @@ trait FromOutcome: Sized {
 
 macro_rules! from_reply {
     ($pb:ty, $variant:ident) => {
+        from_reply!($pb, $variant, |v| Some(v.into()));
+    };
+    ($pb:ty, $variant:ident, |$v:ident| $convert:expr) => {
         impl FromOutcome for $pb {
             fn from_outcome(o: Outcome) -> Option<Self> {
                 match o {
                     Outcome::Value(reply) => match *reply {
-                        Reply::$variant(v) => Some(v.into()),
+                        Reply::$variant($v) => $convert,
                         _ => None,
                     },
                     _ => None,
@@ -268,19 +271,9 @@ from_reply!(pb::TaskPushNotificationConfig, PushConfig);
 from_reply!(pb::ListTaskPushNotificationConfigsResponse, PushConfigs);
 from_reply!(pb::AgentCard, Card);
 
-/// GetTask's stored text is decoded here (a failure, logged where it is
-/// decoded, is an internal error).
-impl FromOutcome for pb::Task {
-    fn from_outcome(o: Outcome) -> Option<Self> {
-        match o {
-            Outcome::Value(reply) => match *reply {
-                Reply::Task(v) => v.into_task().ok().map(Into::into),
-                _ => None,
-            },
-            _ => None,
-        }
-    }
-}
+// GetTask's stored text is decoded here (a failure, logged where it is
+// decoded, is an internal error).
+from_reply!(pb::Task, Task, |v| v.into_task().ok().map(Into::into));
 
 impl FromOutcome for () {
     fn from_outcome(o: Outcome) -> Option<Self> {
