@@ -1,7 +1,9 @@
 //! `SqliteStore`: the durable backend. One writer thread group-commits
-//! batches (see `writer`); reads use a pool of read-only connections on
+//! batches (see `writer`), a checkpointer thread keeps the WAL short (see
+//! `checkpoint`); reads use a pool of read-only connections on
 //! tokio's blocking pool (see `read`); the schema lives in `schema`.
 
+mod checkpoint;
 mod events;
 mod read;
 mod schema;
@@ -59,7 +61,8 @@ impl SqliteStore {
         let conn = schema::open_writer(path, options.synchronous_full)?;
         let announcer = Announcer::default();
         let push_configs = PushConfigsSeen::look_up(&conn)?;
-        let (jobs, writer) = writer::spawn(conn, announcer.clone(), push_configs.clone())?;
+        let checkpoints = checkpoint::Checkpoints::new(&conn, path, options.synchronous_full);
+        let (jobs, writer) = writer::spawn(conn, announcer.clone(), push_configs.clone(), checkpoints)?;
         Ok(SqliteStore {
             jobs: Some(jobs),
             writer: Some(writer),

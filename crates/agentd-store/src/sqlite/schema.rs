@@ -169,6 +169,17 @@ pub(crate) fn open_writer(path: &Path, synchronous_full: bool) -> Result<Connect
     Ok(conn)
 }
 
+/// Opens the checkpointer's read-write connection (see `checkpoint`): it
+/// syncs what it copies as the writer's `synchronous` level says.
+pub(crate) fn open_checkpointer(path: &Path, synchronous_full: bool) -> Result<Connection, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(err("open checkpointer"))?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(err("set busy_timeout"))?;
+    let sync = if synchronous_full { "FULL" } else { "NORMAL" };
+    conn.pragma_update(None, "synchronous", sync).map_err(err("set synchronous"))?;
+    Ok(conn)
+}
+
 /// Opens a read-only connection for the read pool.
 pub(crate) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;

@@ -7,6 +7,7 @@
 //! copies every page a savepoint touches into a sub-journal first, which
 //! cost the common case, where nothing fails, a sixth of its throughput.)
 
+use super::checkpoint::Checkpoints;
 use crate::codec::{encode_config, encode_entry, encode_reminder, encode_task, err, journal_conflict};
 use crate::event_log::Announcer;
 use agentd_core::{Batch, StoreError, TaskRecord};
@@ -79,17 +80,18 @@ pub(crate) fn spawn(
     conn: Connection,
     announcer: Announcer,
     push_configs: PushConfigsSeen,
+    checkpoints: Checkpoints,
 ) -> Result<(Sender<Job>, JoinHandle<()>), StoreError> {
     let (tx, rx) = channel();
     let shared = Shared { announcer, push_configs };
     let handle = std::thread::Builder::new()
         .name("agentd-store-writer".into())
-        .spawn(move || run(conn, rx, &shared))
+        .spawn(move || run(conn, rx, &shared, checkpoints))
         .map_err(err("spawn writer thread"))?;
     Ok((tx, handle))
 }
 
-fn run(mut conn: Connection, rx: Receiver<Job>, shared: &Shared) {
+fn run(mut conn: Connection, rx: Receiver<Job>, shared: &Shared, mut checkpoints: Checkpoints) {
     while let Ok(first) = rx.recv() {
         let mut jobs = vec![first];
         while jobs.len() < MAX_GROUP {
@@ -99,6 +101,7 @@ fn run(mut conn: Connection, rx: Receiver<Job>, shared: &Shared) {
             }
         }
         write_group(&mut conn, jobs, shared);
+        checkpoints.after_commit(&conn);
     }
 }
 
