@@ -8,12 +8,11 @@
 //! (its WAL hook replaces the automatic checkpoint) and, once the WAL is
 //! past [`CHECKPOINT_FRAMES`], wakes a checkpointer thread (started then)
 //! that does the copying and syncing on a connection of its own while
-//! commits go on. A
-//! passive checkpoint cannot reset the WAL while new frames keep coming,
-//! so when the checkpointer is done the writer finishes on its connection,
-//! between two groups and after their callers were answered: what is left
-//! is what was committed meanwhile, a few frames. The next write then
-//! starts the WAL over. Should the checkpointer stop answering (a failed
+//! commits go on. A passive checkpoint cannot reset the WAL while new
+//! frames keep coming, so when the checkpointer is done the writer finishes
+//! on its connection, between two groups and after their callers were
+//! answered: what is left is what was committed meanwhile, a few frames.
+//! The next write then starts the WAL over. Should the checkpointer stop answering (a failed
 //! checkpoint still says it is done; a dead thread does not), the writer
 //! checkpoints on its own connection from [`WAL_FRAMES_CAP`] on, so the
 //! WAL stays bounded whatever happens to the checkpointer.
@@ -38,8 +37,10 @@ use std::thread::JoinHandle;
 /// The WAL's size, in frames, past which it is checkpointed (SQLite's own
 /// default for its automatic checkpoint).
 pub(crate) const CHECKPOINT_FRAMES: u32 = 1_000;
-/// The WAL's size at which the writer checkpoints itself even while the
-/// checkpointer is still at work.
+/// The WAL's size from which the writer checkpoints after every commit
+/// without waiting for the checkpointer to say it is done (one that
+/// stopped never says it; one still at work makes the writer's attempt
+/// return at once).
 pub(crate) const WAL_FRAMES_CAP: u32 = 4 * CHECKPOINT_FRAMES;
 
 thread_local! {
@@ -266,8 +267,7 @@ mod tests {
         const TASKS: usize = 4 * 25;
         let dir = tempfile::TempDir::new().expect("temp dir");
         let path = dir.path().join("agentd.db");
-        let store =
-            Arc::new(SqliteStore::open(&path, SqliteOptions { synchronous_full: false }).expect("open"));
+        let store = SqliteStore::open(&path, SqliteOptions { synchronous_full: false }).expect("open");
         let filler = serde_json::json!({ "filler": "x".repeat(5_000) });
         let commit = |round: usize, w: usize| {
             let recs = (0..TASKS / 4)
