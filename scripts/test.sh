@@ -2,8 +2,9 @@
 # The project's one test command (README quick start; CI runs exactly this):
 # formatting, lints, unused dependencies, every Rust test (unit, store conformance, end-to-end
 # against the real daemon), a bounded run of the decoder fuzz targets, the
-# interop tests that drive the daemon with the official A2A Python SDK, and
-# the web console's browser tests. It installs what it needs by itself.
+# interop tests that drive the daemon with the official A2A Python SDK,
+# the web console's browser tests, and the `jemalloc` build. It installs what
+# it needs by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -95,4 +96,9 @@ cat "$venv_log"
 AGENTD_BIN="$PWD/target/debug/agentd" .venv/bin/python -m pytest -q tests/interop
 step "web console (headless Chromium)"
 AGENTD_BIN="$PWD/target/debug/agentd" scripts/console-tests.sh
+step "the jemalloc build: it builds lint-clean and runs with jemalloc"
+# Last: it rebuilds target/debug/agentd, which the steps above use as built
+# with the default features.
+cargo build --locked -q -p agentd --features jemalloc
+target/debug/agentd --version | grep -qx "agentd [0-9.]* (allocator: jemalloc)"
 step "done"

@@ -10,6 +10,14 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: agentd_alloc_count::Counting = agentd_alloc_count::Counting;
 
+/// The `jemalloc` build: jemalloc instead of the system allocator.
+#[cfg(all(feature = "jemalloc", not(feature = "count-allocs")))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+#[cfg(all(feature = "jemalloc", feature = "count-allocs"))]
+compile_error!("`count-allocs` counts the system allocator's calls: build it without `jemalloc`");
+
 #[tokio::main]
 async fn main() -> ExitCode {
     #[cfg(feature = "count-allocs")]

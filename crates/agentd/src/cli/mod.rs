@@ -25,10 +25,32 @@ use crate::config::{self, ServeFlags};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+#[cfg(all(feature = "jemalloc", not(feature = "count-allocs")))]
+macro_rules! allocator {
+    () => {
+        "jemalloc"
+    };
+}
+#[cfg(feature = "count-allocs")]
+macro_rules! allocator {
+    () => {
+        "system, counted"
+    };
+}
+#[cfg(not(any(feature = "jemalloc", feature = "count-allocs")))]
+macro_rules! allocator {
+    () => {
+        "system"
+    };
+}
+/// `agentd --version` names the allocator the build links (the cargo feature
+/// `jemalloc` changes it), so an operator can tell which build runs.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (allocator: ", allocator!(), ")");
+
 #[derive(Parser, Debug)]
 #[command(
     name = "agentd",
-    version,
+    version = VERSION,
     about = "An AI agent daemon served over A2A 1.0",
     arg_required_else_help = true,
     after_help = "Exit codes: 0 done (the task completed or waits for input), 1 error, 2 usage, \

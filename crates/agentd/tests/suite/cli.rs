@@ -106,6 +106,23 @@ fn tck_task(url: &str, prefix: &str) -> Value {
     json_of(&out)["task"].clone()
 }
 
+/// An operator tells a `--features jemalloc` build from the default one by
+/// its version line.
+#[test]
+fn the_version_names_the_allocator_the_build_links() {
+    let out = Command::new(env!("CARGO_BIN_EXE_agentd")).arg("--version").output().expect("agentd runs");
+    assert!(out.status.success(), "{out:?}");
+    let allocator = if cfg!(feature = "count-allocs") {
+        "system, counted"
+    } else if cfg!(feature = "jemalloc") {
+        "jemalloc"
+    } else {
+        "system"
+    };
+    let want = format!("agentd {} (allocator: {allocator})\n", env!("CARGO_PKG_VERSION"));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), want);
+}
+
 #[test]
 fn send_prints_the_reply_and_the_task_on_stderr() {
     let d = Daemon::start(&[]);
