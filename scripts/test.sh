@@ -98,7 +98,10 @@ step "web console (headless Chromium)"
 AGENTD_BIN="$PWD/target/debug/agentd" scripts/console-tests.sh
 step "the jemalloc build: it builds lint-clean and runs with jemalloc"
 # Last: it rebuilds target/debug/agentd, which the steps above use as built
-# with the default features.
+# with the default features. jemalloc's statistics, printed at exit, show it
+# is the allocator the process ran with; the version line names it.
 cargo build --locked -q -p agentd --features jemalloc
-target/debug/agentd --version | grep -qx "agentd [0-9.]* (allocator: jemalloc)"
+ran=$(_RJEM_MALLOC_CONF=stats_print:true target/debug/agentd --version 2>&1)
+grep -qx "agentd [0-9.]* (allocator: jemalloc)" <<<"$ran"
+grep -q "Begin jemalloc statistics" <<<"$ran"
 step "done"
