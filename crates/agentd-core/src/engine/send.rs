@@ -13,6 +13,7 @@ use crate::record::{LinkKind, StatusEntry, TaskLink, TaskMeta, TaskRecord};
 use crate::slots::{InputAction, OwedInput, Slot, SlotState};
 use crate::store::{Batch, PushConfigRow};
 use crate::transition::{self, Change, Refused};
+use agentd_proto::ext::reminders::InjectTaskReminderRequest;
 use agentd_proto::{
     Message, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task, TaskState, TaskStatus,
     Timestamp, new_id,
@@ -81,13 +82,10 @@ impl Engine {
     ) -> Result<SendAnswer, Error> {
         let answer = |response| SendAnswer { response, whole: None };
         let cfg = req.configuration.clone().unwrap_or_default();
-        if let Some(inject) = Engine::compat_reminder(&req)? {
-            // A reminder, not a turn: the message enters no history.
-            let task_id = inject.task_id.clone();
-            self.check_reminder_message(p, &req, &task_id).await?;
-            Box::pin(self.inject_reminder(p, inject)).await?;
-            let rec = self.visible_record(p, &task_id).await?;
-            return Ok(answer(SendMessageResponse::Task(super::read::view(&rec, cfg.history_length, true))));
+        // Its own boxed future: rare, and larger than the common path's.
+        let reminder = Engine::compat_reminder(&req)?;
+        if let Some(inject) = reminder {
+            return Box::pin(self.answer_reminder(p, &req, inject, &cfg)).await.map(answer);
         }
         // Boxed, here and in `route`, where one branch is far larger than
         // the rest: a future holds room for its largest await, and every
@@ -107,11 +105,9 @@ impl Engine {
                 };
                 let (rec, whole) = match settled {
                     Some(settled) => settled,
-                    None => {
-                        // The answer shows the task: its creation must be committed.
-                        self.commit_pending(&id).await?;
-                        (self.record(&id).await?.ok_or_else(|| Error::task_not_found(&id))?, None)
-                    }
+                    // Boxed: the common case never takes it, and its future
+                    // is the largest this one awaits.
+                    None => (Box::pin(self.committed_record(&id)).await?, None),
                 };
                 // The whole Task is the answer when the answer shows all of
                 // it: every message, and no annotations added.
@@ -132,6 +128,29 @@ impl Engine {
                 Ok(SendAnswer { response, whole })
             }
         }
+    }
+
+    /// SendMessage's answer to a message that carries a reminder: a
+    /// reminder, not a turn; the message enters no history.
+    async fn answer_reminder(
+        &self,
+        p: &Principal,
+        req: &SendMessageRequest,
+        inject: InjectTaskReminderRequest,
+        cfg: &SendMessageConfiguration,
+    ) -> Result<SendMessageResponse, Error> {
+        let task_id = inject.task_id.clone();
+        self.check_reminder_message(p, req, &task_id).await?;
+        Box::pin(self.inject_reminder(p, inject)).await?;
+        let rec = self.visible_record(p, &task_id).await?;
+        Ok(SendMessageResponse::Task(super::read::view(&rec, cfg.history_length, true)))
+    }
+
+    /// The record of task `id` as committed: its creation is committed
+    /// first if it is still pending.
+    async fn committed_record(&self, id: &str) -> Result<TaskRecord, Error> {
+        self.commit_pending(id).await?;
+        self.record(id).await?.ok_or_else(|| Error::task_not_found(id))
     }
 
     /// Routes a message (SendStreamingMessage). The returned events start

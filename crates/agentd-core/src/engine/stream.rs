@@ -220,17 +220,18 @@ impl TaskEvents {
         // Nobody else holds the slot (its run and the map let go of it) and
         // nobody can get it any more: its record is moved out, not copied.
         drop(st);
-        match Arc::try_unwrap(slot) {
+        // Not awaited inside the match: its scrutinee, a whole `Slot`,
+        // would be kept in this future across the wait.
+        let slot = match Arc::try_unwrap(slot) {
             Ok(slot) => {
                 let st = slot.state.into_inner();
                 let whole = st.whole_task.filter(|(version, _)| *version == st.record.version);
-                Some((st.record, whole.map(|(_, whole)| whole)))
+                return Some((st.record, whole.map(|(_, whole)| whole)));
             }
-            Err(slot) => {
-                let st = slot.state.lock().await;
-                Some(settled(&st.record, &st.whole_task))
-            }
-        }
+            Err(slot) => slot,
+        };
+        let st = slot.state.lock().await;
+        Some(settled(&st.record, &st.whole_task))
     }
 }
 
