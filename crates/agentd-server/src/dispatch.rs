@@ -13,6 +13,8 @@ use agentd_proto::{
     A2aError, AgentCard, ListTaskPushNotificationConfigsResponse, ListTasksResponse, StreamResponse,
     TaskPushNotificationConfig,
 };
+use std::future::Future;
+use std::pin::Pin;
 
 /// The result of an operation.
 pub enum Outcome {
@@ -72,65 +74,92 @@ pub enum EventSource {
     Feed(Box<EventFeed>),
 }
 
+/// An operation under way: boxed once, whichever it is, so that what
+/// holds it (a binding's handler, the connection's request future) stays
+/// small. A future holds room for the largest one it may await and every
+/// move copies all of that room: unboxed, each request's future was as
+/// large as the largest operation's (6 KiB for a JSON-RPC request).
+type Running<'a> = Pin<Box<dyn Future<Output = Result<Outcome, agentd_core::Error>> + Send + 'a>>;
+
 /// Runs `op` as the caller of `ctx`, with what the request activated.
 /// The engine's results meet the bindings here only, whichever binding the
 /// operation came from. Its errors stay domain errors: each binding turns
 /// them into wire errors with `errors::json` or `errors::grpc`, which
 /// differ in how they name fields.
-pub async fn execute(
-    state: &AppState,
+pub fn execute<'a>(
+    state: &'a AppState,
     binding: Binding,
-    ctx: &RequestContext,
+    ctx: &'a RequestContext,
     op: Operation,
-) -> Result<Outcome, agentd_core::Error> {
+) -> impl Future<Output = Result<Outcome, agentd_core::Error>> + Send + 'a {
     crate::trace::describe(&op);
     let (kind, started) = (op.kind(), std::time::Instant::now());
-    let result = run(state, ctx, op).await;
-    crate::metrics::record(state, kind, binding, result.as_ref().err().map(|e| e.kind()), started);
-    result
+    let running = run(state, ctx, op);
+    async move {
+        let result = running.await;
+        crate::metrics::record(state, kind, binding, result.as_ref().err().map(|e| e.kind()), started);
+        result
+    }
 }
 
-async fn run(state: &AppState, ctx: &RequestContext, op: Operation) -> Result<Outcome, agentd_core::Error> {
+fn run<'a>(state: &'a AppState, ctx: &'a RequestContext, op: Operation) -> Running<'a> {
     // Tasks carry the annotations exactly when the request activated them.
-    let e = &state.engine.annotating(ctx.activated.contains(task_annotations::URI));
+    let e = state.engine.annotating(ctx.activated.contains(task_annotations::URI));
     let p = &ctx.principal;
     // Reminder lifecycle events reach only streams that activated the extension.
     let reminder_events = ctx.activated.contains(reminders::URI);
-    // The operations with large futures (3.5 to 11 KiB: a send commits and
-    // may wait for the turn) are boxed: a request's future is as large as
-    // that of the largest operation it could be, and the requests of a
-    // fan-out, thousands waiting at once on one task's lock, would each
-    // hold 11 KiB they never use.
-    let reply = match op {
-        Operation::SendMessage(req) => Reply::Sent(Box::pin(e.send_message_answer(p, req)).await?),
-        Operation::SendStreamingMessage(req) => {
-            return Ok(Outcome::Stream(match Box::pin(e.send(p, req, true)).await? {
+    match op {
+        Operation::SendMessage(req) => {
+            Box::pin(async move { value(Reply::Sent(e.send_message_answer(p, req).await?)) })
+        }
+        Operation::SendStreamingMessage(req) => Box::pin(async move {
+            Ok(Outcome::Stream(match e.send(p, req, true).await? {
                 SendOutcome::Message(msg) => EventSource::One(Box::new(StreamResponse::Message(msg))),
                 SendOutcome::Task(events) => {
                     EventSource::Task(Box::new(events.with_reminder_events(reminder_events)))
                 }
-            }));
+            }))
+        }),
+        Operation::GetTask(req) => {
+            Box::pin(async move { value(Reply::Task(e.get_task_answer(p, req).await?)) })
         }
-        Operation::GetTask(req) => Reply::Task(e.get_task_answer(p, req).await?),
-        Operation::ListTasks(req) => Reply::Tasks(e.list_tasks(p, req).await?),
-        Operation::CancelTask(req) => Reply::Task(TaskAnswer::Task(Box::pin(e.cancel_task(p, req)).await?)),
-        Operation::SubscribeToTask(req) => {
+        Operation::ListTasks(req) => {
+            Box::pin(async move { value(Reply::Tasks(e.list_tasks(p, req).await?)) })
+        }
+        Operation::CancelTask(req) => {
+            Box::pin(async move { value(Reply::Task(TaskAnswer::Task(e.cancel_task(p, req).await?))) })
+        }
+        Operation::SubscribeToTask(req) => Box::pin(async move {
             let events = e.subscribe(p, req).await?.with_reminder_events(reminder_events);
-            return Ok(Outcome::Stream(EventSource::Task(Box::new(events))));
+            Ok(Outcome::Stream(EventSource::Task(Box::new(events))))
+        }),
+        Operation::CreatePushConfig(req) => {
+            Box::pin(async move { value(Reply::PushConfig(e.create_push_config(p, req).await?)) })
         }
-        Operation::CreatePushConfig(req) => Reply::PushConfig(e.create_push_config(p, req).await?),
-        Operation::GetPushConfig(req) => Reply::PushConfig(e.get_push_config(p, req).await?),
-        Operation::ListPushConfigs(req) => Reply::PushConfigs(e.list_push_configs(p, req).await?),
-        Operation::DeletePushConfig(req) => {
+        Operation::GetPushConfig(req) => {
+            Box::pin(async move { value(Reply::PushConfig(e.get_push_config(p, req).await?)) })
+        }
+        Operation::ListPushConfigs(req) => {
+            Box::pin(async move { value(Reply::PushConfigs(e.list_push_configs(p, req).await?)) })
+        }
+        Operation::DeletePushConfig(req) => Box::pin(async move {
             e.delete_push_config(p, req).await?;
-            return Ok(Outcome::Done);
+            Ok(Outcome::Done)
+        }),
+        Operation::GetExtendedCard(_) => {
+            Box::pin(std::future::ready(value(Reply::Card(state.card.card.clone()))))
         }
-        Operation::GetExtendedCard(_) => Reply::Card(state.card.card.clone()),
-        Operation::InjectReminder(req) => Reply::Reminder(Box::pin(e.inject_reminder(p, req)).await?),
-        Operation::SubscribeEvents(params) => {
-            return Ok(Outcome::Stream(EventSource::Feed(Box::new(e.subscribe_events(p, params).await?))));
+        Operation::InjectReminder(req) => {
+            Box::pin(async move { value(Reply::Reminder(e.inject_reminder(p, req).await?)) })
         }
-    };
+        Operation::SubscribeEvents(params) => Box::pin(async move {
+            Ok(Outcome::Stream(EventSource::Feed(Box::new(e.subscribe_events(p, params).await?))))
+        }),
+    }
+}
+
+/// A unary operation's result.
+fn value(reply: Reply) -> Result<Outcome, agentd_core::Error> {
     crate::trace::answered(&reply);
     Ok(Outcome::Value(Box::new(reply)))
 }
