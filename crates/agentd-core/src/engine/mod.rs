@@ -670,7 +670,9 @@ impl Engine {
             drop(st);
             let why = "the agent ended its run without a result";
             let change = Change::Status { state: TaskState::Failed, message: Some(Message::agent_text(why)) };
-            if let Err(e) = self.apply_change(id, change).await {
+            // Boxed: rare, and the largest future this one would hold
+            // room for (as would every run's, which awaits this one).
+            if let Err(e) = Box::pin(self.apply_change(id, change)).await {
                 tracing::warn!(task = id, error = %e, "could not fail an orphaned task");
             }
             st = slot.state.lock().await;
