@@ -155,7 +155,17 @@ pub struct EventLogBounds {
 pub struct EventRetention {
     pub max_count: u64,
     pub min_ts_ms: i64,
+    /// At most this many seqs past `pruned_through` are removed by one
+    /// commit; the rest wait for the next. A large backlog (a restart after
+    /// a burst, a lowered `retain_count`) then goes in steps that each hold
+    /// the store's writer briefly, instead of one transaction that stalls
+    /// every write for seconds and grows SQLite's WAL past its cap.
+    pub max_removed: u64,
 }
+
+/// The `max_removed` the engine's retention uses: about 10 ms of the
+/// SQLite writer's time at the feed's usual event sizes.
+pub const EVENT_PRUNE_STEP: u64 = 1_000;
 
 #[cfg(test)]
 mod tests {

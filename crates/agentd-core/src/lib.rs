@@ -34,7 +34,9 @@ pub use engine::{
 };
 pub use engine::{EventFeed, FeedItem};
 pub use error::{Error, FieldPath, Invalid, Naming, Segment, Violation, Violations};
-pub use events::{EventJson, EventLogBounds, EventRecord, EventRetention, NewEvent, WholeTask};
+pub use events::{
+    EVENT_PRUNE_STEP, EventJson, EventLogBounds, EventRecord, EventRetention, NewEvent, WholeTask,
+};
 pub use gate::{GateAnnouncement, GateBridge, GateKeeper};
 pub use journal::{
     JournalEntry, JournalToolCall, ModelInput, ModelStep, StepRecord, ToolOutcome, ToolProgress, ToolStart,

@@ -93,11 +93,18 @@ impl Inner {
     }
 
     /// Removes the oldest events past the count, and the prefix older than
-    /// the age limit.
+    /// the age limit, at most `max_removed` seqs of them.
     fn prune(&mut self, r: EventRetention) {
+        let window_end = self.bounds.pruned_through.saturating_add(r.max_removed).min(self.bounds.last);
         let by_count = self.bounds.last.saturating_sub(r.max_count);
-        let by_age = self.events.iter().filter(|e| e.event.ts.millis() < r.min_ts_ms).map(|e| e.seq).max();
-        let cutoff = by_count.max(by_age.unwrap_or(0));
+        let by_age = self
+            .events
+            .iter()
+            .take_while(|e| e.seq <= window_end)
+            .filter(|e| e.event.ts.millis() < r.min_ts_ms)
+            .map(|e| e.seq)
+            .max();
+        let cutoff = by_count.max(by_age.unwrap_or(0)).min(window_end);
         while self.events.front().is_some_and(|e| e.seq <= cutoff) {
             self.events.pop_front();
         }

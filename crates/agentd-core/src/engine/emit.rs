@@ -9,7 +9,8 @@
 use super::Engine;
 use crate::error::Error;
 use crate::events::{
-    EventJson, EventRetention, NewEvent, TASK_EVENT_HISTORY, TASK_EVENT_HISTORY_BYTES, WholeTask,
+    EVENT_PRUNE_STEP, EventJson, EventRetention, NewEvent, TASK_EVENT_HISTORY, TASK_EVENT_HISTORY_BYTES,
+    WholeTask,
 };
 use crate::record::{LinkKind, TaskRecord};
 use crate::slots::PendingCreation;
@@ -269,16 +270,28 @@ impl Engine {
         self.commit_events(vec![ev]).await
     }
 
-    /// Removes the events retention no longer keeps (by count and age).
+    /// Removes the events retention no longer keeps (by count and age), in
+    /// commits of at most [`EVENT_PRUNE_STEP`] events each: the writer
+    /// serves the commits queued meanwhile between two steps.
     pub(crate) async fn prune_events(&self) -> Result<(), Error> {
         let cfg = &self.inner.config;
         let age = i64::try_from(cfg.events_retain.as_millis()).unwrap_or(i64::MAX);
         let retention = EventRetention {
             max_count: cfg.events_retain_count,
             min_ts_ms: Timestamp::now().millis().saturating_sub(age),
+            max_removed: EVENT_PRUNE_STEP,
         };
-        let batch = Batch { prune_events: Some(retention), ..Batch::default() };
-        Ok(self.inner.store.commit(batch).await?)
+        let mut pruned = self.inner.store.event_log_bounds().await?.pruned_through;
+        loop {
+            let batch = Batch { prune_events: Some(retention), ..Batch::default() };
+            self.inner.store.commit(batch).await?;
+            let now = self.inner.store.event_log_bounds().await?.pruned_through;
+            // A step that removed less than it may was the last one.
+            if now.saturating_sub(pruned) < EVENT_PRUNE_STEP {
+                return Ok(());
+            }
+            pruned = now;
+        }
     }
 
     async fn commit_events(&self, events: Vec<NewEvent>) -> Result<(), Error> {

@@ -14,6 +14,7 @@ mod model_support;
 // Engines built in process.
 mod engine_support;
 
+mod event_retention;
 mod journal_commits;
 mod model_anthropic;
 mod model_echo;

@@ -71,8 +71,10 @@ async fn a_subscriber_behind_retention_is_told_it_lagged() {
         .await
         .expect("feed");
     flood(&store, 2_000).await;
-    let prune =
-        Batch { prune_events: Some(EventRetention { max_count: 10, min_ts_ms: 0 }), ..Batch::default() };
+    let prune = Batch {
+        prune_events: Some(EventRetention { max_count: 10, min_ts_ms: 0, max_removed: u64::MAX }),
+        ..Batch::default()
+    };
     store.commit(prune).await.expect("prune");
     match feed.next().await {
         Some(Ok(FeedItem::Lagged)) => {}

@@ -62,15 +62,20 @@ pub async fn events_announced_in_order(store: &dyn Store) {
 /// reuses a seq.
 pub async fn events_retention_by_count(store: &dyn Store) {
     commit(store, events_batch(1..=10), "ten events").await;
-    let prune =
-        Batch { prune_events: Some(EventRetention { max_count: 3, min_ts_ms: 0 }), ..Batch::default() };
+    let prune = Batch {
+        prune_events: Some(EventRetention { max_count: 3, min_ts_ms: 0, max_removed: u64::MAX }),
+        ..Batch::default()
+    };
     commit(store, prune, "keep three").await;
     assert_eq!(seqs(&ok(store.read_events(0, 100).await, "after pruning")), [8, 9, 10]);
     let b = ok(store.event_log_bounds().await, "bounds");
     assert_eq!((b.last, b.pruned_through), (10, 7));
     commit(store, events_batch(11..=11), "one more").await;
     assert_eq!(seqs(&ok(store.read_events(9, 100).await, "tail")), [10, 11], "seqs continue");
-    let all = Batch { prune_events: Some(EventRetention { max_count: 0, min_ts_ms: 0 }), ..Batch::default() };
+    let all = Batch {
+        prune_events: Some(EventRetention { max_count: 0, min_ts_ms: 0, max_removed: u64::MAX }),
+        ..Batch::default()
+    };
     commit(store, all, "keep none").await;
     assert!(ok(store.read_events(0, 100).await, "empty").is_empty());
     commit(store, events_batch(12..=12), "after emptying").await;
@@ -81,9 +86,42 @@ pub async fn events_retention_by_count(store: &dyn Store) {
 /// Retention by age removes the events committed before the limit.
 pub async fn events_retention_by_age(store: &dyn Store) {
     commit(store, events_batch(1..=5), "five events, one second apart").await;
-    let prune =
-        Batch { prune_events: Some(EventRetention { max_count: 100, min_ts_ms: 3_500 }), ..Batch::default() };
+    let prune = Batch {
+        prune_events: Some(EventRetention { max_count: 100, min_ts_ms: 3_500, max_removed: u64::MAX }),
+        ..Batch::default()
+    };
     commit(store, prune, "older than 3.5 s").await;
     assert_eq!(seqs(&ok(store.read_events(0, 100).await, "after pruning")), [4, 5]);
     assert_eq!(ok(store.event_log_bounds().await, "bounds").pruned_through, 3);
+}
+
+/// Retention removes at most `max_removed` seqs per commit, oldest first,
+/// by count and by age alike; the next commits go on where it stopped.
+pub async fn events_retention_in_steps(store: &dyn Store) {
+    commit(store, events_batch(1..=10), "ten events, one second apart").await;
+    let step = |max_count, min_ts_ms| Batch {
+        prune_events: Some(EventRetention { max_count, min_ts_ms, max_removed: 3 }),
+        ..Batch::default()
+    };
+    commit(store, step(2, 0), "keep two, three at a time").await;
+    assert_eq!(ok(store.event_log_bounds().await, "bounds").pruned_through, 3);
+    assert_eq!(seqs(&ok(store.read_events(0, 100).await, "after one step")), (4..=10).collect::<Vec<_>>());
+    commit(store, step(2, 0), "the next step").await;
+    assert_eq!(seqs(&ok(store.read_events(0, 100).await, "after two steps")), [7, 8, 9, 10]);
+    commit(store, step(2, 0), "the last step").await;
+    assert_eq!(seqs(&ok(store.read_events(0, 100).await, "after three steps")), [9, 10]);
+    commit(store, step(2, 0), "nothing left to remove").await;
+    assert_eq!(ok(store.event_log_bounds().await, "bounds").pruned_through, 8);
+
+    // By age: seqs 11..=16 stamped 11 s .. 16 s; older than 15.5 s goes,
+    // three seqs per commit.
+    commit(store, events_batch(11..=16), "six more").await;
+    commit(store, step(100, 15_500), "by age, a step").await;
+    assert_eq!(seqs(&ok(store.read_events(0, 100).await, "age step")), (12..=16).collect::<Vec<_>>());
+    commit(store, step(100, 15_500), "by age, the next").await;
+    assert_eq!(seqs(&ok(store.read_events(0, 100).await, "age step two")), [15, 16]);
+    commit(store, step(100, 15_500), "by age, done").await;
+    assert_eq!(seqs(&ok(store.read_events(0, 100).await, "age done")), [16]);
+    commit(store, step(100, 15_500), "by age, nothing left").await;
+    assert_eq!(ok(store.event_log_bounds().await, "bounds").pruned_through, 15);
 }

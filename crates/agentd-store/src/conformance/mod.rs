@@ -100,6 +100,7 @@ define_checks!($
     events::events_announced_in_order,
     events::events_retention_by_count,
     events::events_retention_by_age,
+    events::events_retention_in_steps,
     versions::versions_count_commits,
     versions::stale_write_refuses_its_whole_batch,
     versions::create_of_an_existing_id_is_refused,

@@ -314,20 +314,25 @@ struct EventArrays<'a> {
 
 /// Removes the prefix of the log that retention no longer keeps (the
 /// SQLite rule: past `max_count` from the last seq ever taken, or older
-/// than `min_ts_ms`).
+/// than `min_ts_ms`), at most `max_removed` seqs of it.
 async fn prune(tx: &Transaction<'_>, r: EventRetention) -> Result<(), WriteError> {
+    // At most half of BIGINT's range: `pruned_through + $2` cannot overflow.
+    let max_removed = i64::try_from(r.max_removed.min(u64::MAX >> 2)).unwrap_or(i64::MAX >> 1);
     let row = tx
         .query_one(
-            "SELECT l.last_seq, (SELECT MAX(seq) FROM events WHERE ts_ms < $1)
+            "SELECT l.last_seq, l.pruned_through,
+                    (SELECT MAX(seq) FROM events WHERE ts_ms < $1 AND seq <= l.pruned_through + $2)
              FROM event_log l WHERE l.id = 1 FOR UPDATE",
-            &[&r.min_ts_ms],
+            &[&r.min_ts_ms, &max_removed],
         )
         .await
         .map_err(pg("find expired events"))?;
     let last = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
-    let by_age = row.get::<_, Option<i64>>(1).and_then(|s| u64::try_from(s).ok()).unwrap_or(0);
-    let cutoff = last.saturating_sub(r.max_count).max(by_age);
-    if cutoff == 0 {
+    let pruned = u64::try_from(row.get::<_, i64>(1)).unwrap_or(0);
+    let by_age = row.get::<_, Option<i64>>(2).and_then(|s| u64::try_from(s).ok()).unwrap_or(0);
+    let window_end = pruned.saturating_add(r.max_removed).min(last);
+    let cutoff = last.saturating_sub(r.max_count).max(by_age).min(window_end);
+    if cutoff <= pruned {
         return Ok(());
     }
     let cutoff = i64::try_from(cutoff).map_err(|e| StoreError::backend(format!("event seq: {e}")))?;

@@ -48,37 +48,52 @@ pub(crate) fn committed(events: Vec<NewEvent>, first: Option<u64>) -> Vec<EventR
     (first..).zip(events).map(|(seq, event)| EventRecord { seq, event }).collect()
 }
 
-/// Removes the prefix of the log that retention no longer keeps.
+/// Removes the prefix of the log that retention no longer keeps, at most
+/// `max_removed` seqs of it (the next commit takes the next step).
 pub(crate) fn prune(tx: &Connection, r: EventRetention) -> Result<(), StoreError> {
     let last = last_seq(tx)?;
+    let pruned = pruned_through(tx)?;
+    let window_end = pruned.saturating_add(r.max_removed).min(last);
     let by_count = last.saturating_sub(r.max_count);
-    // The oldest event still young: the log is walked from its start, so
-    // this reads the expired rows (about to go) and one more, with no index
-    // on `ts_ms` for every commit to update. Events are stamped when made,
-    // just before their commit, so the expired ones are the oldest; one
-    // stamped a little earlier than a younger one before it waits for that
-    // one to expire (retention keeps at least what it promises).
+    // The oldest event still young within this step: the log is walked
+    // from its start, so this reads the expired rows (about to go) and one
+    // more, with no index on `ts_ms` for every commit to update. Events are
+    // stamped when made, just before their commit, so the expired ones are
+    // the oldest; one stamped a little earlier than a younger one before it
+    // waits for that one to expire (retention keeps at least what it
+    // promises).
     let young: Option<i64> = tx
         .query_row(
-            "SELECT seq FROM events WHERE ts_ms >= ?1 ORDER BY seq LIMIT 1",
-            params![r.min_ts_ms],
+            "SELECT seq FROM events WHERE seq <= ?2 AND ts_ms >= ?1 ORDER BY seq LIMIT 1",
+            params![r.min_ts_ms, seq_param(window_end)?],
             |row| row.get(0),
         )
         .optional()
         .map_err(err("find expired events"))?;
     let by_age = match young {
         Some(seq) => u64::try_from(seq).map_err(err("event seq"))?.saturating_sub(1),
-        None => last,
+        None => window_end,
     };
-    let cutoff = by_count.max(by_age);
-    if cutoff == 0 {
+    let cutoff = by_count.max(by_age).min(window_end);
+    if cutoff <= pruned {
         return Ok(());
     }
-    let cutoff = i64::try_from(cutoff).map_err(err("event seq"))?;
+    let cutoff = seq_param(cutoff)?;
     tx.execute("DELETE FROM events WHERE seq <= ?1", params![cutoff]).map_err(err("prune events"))?;
     tx.execute("UPDATE event_log SET pruned_through = MAX(pruned_through, ?1) WHERE id = 1", params![cutoff])
         .map_err(err("record pruning"))?;
     Ok(())
+}
+
+fn seq_param(seq: u64) -> Result<i64, StoreError> {
+    i64::try_from(seq).map_err(err("event seq"))
+}
+
+fn pruned_through(conn: &Connection) -> Result<u64, StoreError> {
+    let pruned: i64 = conn
+        .query_row("SELECT pruned_through FROM event_log WHERE id = 1", [], |row| row.get(0))
+        .map_err(err("read event log bounds"))?;
+    Ok(u64::try_from(pruned).unwrap_or(0))
 }
 
 fn last_seq(conn: &Connection) -> Result<u64, StoreError> {
@@ -88,10 +103,7 @@ fn last_seq(conn: &Connection) -> Result<u64, StoreError> {
 
 pub(crate) fn bounds(conn: &mut Connection) -> Result<EventLogBounds, StoreError> {
     let tx = conn.transaction().map_err(err("begin read"))?;
-    let pruned: i64 = tx
-        .query_row("SELECT pruned_through FROM event_log WHERE id = 1", [], |row| row.get(0))
-        .map_err(err("read event log bounds"))?;
-    Ok(EventLogBounds { last: last_seq(&tx)?, pruned_through: u64::try_from(pruned).unwrap_or(0) })
+    Ok(EventLogBounds { last: last_seq(&tx)?, pruned_through: pruned_through(&tx)? })
 }
 
 pub(crate) fn read(conn: &mut Connection, after: u64, limit: usize) -> Result<Vec<EventRecord>, StoreError> {
