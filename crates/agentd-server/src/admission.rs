@@ -38,6 +38,12 @@ pub struct Admission {
     body_kib: Arc<Semaphore>,
     /// Each holder's part of `body_kib`, in KiB.
     body_parts: Arc<Parts>,
+    /// Answer bytes not yet written to their clients, sized as the body
+    /// budget (`answers.rs`).
+    answer_kib: Arc<Semaphore>,
+    answer_parts: Arc<Parts>,
+    /// The size of either budget, in KiB.
+    budget_kib: usize,
     streams: Arc<Semaphore>,
     max_streams: usize,
     /// Each holder's part of `streams`.
@@ -75,6 +81,13 @@ impl Parts {
 pub struct BodyShare {
     _budget: Option<OwnedSemaphorePermit>,
     _holder: Option<HolderShare>,
+}
+
+/// A share of the answer budget, held by the answer's bytes until hyper
+/// has written them and let them go.
+pub struct AnswerShare {
+    _budget: OwnedSemaphorePermit,
+    _holder: HolderShare,
 }
 
 /// Units taken from one holder's part. The entry of the holder is removed
@@ -116,6 +129,9 @@ impl Admission {
         Self {
             body_kib: Arc::new(Semaphore::new(body_kib_total)),
             body_parts: Parts::new(body_kib_per_holder),
+            answer_kib: Arc::new(Semaphore::new(body_kib_total)),
+            answer_parts: Parts::new(body_kib_per_holder),
+            budget_kib: body_kib_total,
             streams: Arc::new(Semaphore::new(cfg.max_streams)),
             max_streams: cfg.max_streams,
             stream_parts: Parts::new(cfg.max_streams_per_principal.clamp(1, cfg.max_streams.max(1))),
@@ -140,6 +156,44 @@ impl Admission {
         }
         let budget = self.body_kib.clone().acquire_many_owned(kib).await.ok();
         BodyShare { _budget: budget, _holder: Some(share) }
+    }
+
+    /// A share of `bytes` of the answer budget for `holder` (nothing for
+    /// small answers), taken without waiting: the answer is already in
+    /// memory, and waiting would hold it. Refused (Unavailable, naming the
+    /// limit) when the holder's part, or the budget, is held by answers its
+    /// clients have not read yet. A share larger than a holder's part is
+    /// that part, so one answer of any size can always go out alone.
+    pub fn answer(&self, holder: &str, bytes: usize) -> Result<Option<AnswerShare>, A2aError> {
+        if bytes <= UNCOUNTED_BODY_BYTES {
+            return Ok(None);
+        }
+        let kib = bytes.div_ceil(1024).min(self.answer_parts.per_holder);
+        let kib = u32::try_from(kib).unwrap_or(u32::MAX);
+        let mut share = self.answer_parts.share(holder);
+        match share.part.try_acquire_many(kib) {
+            Ok(p) => {
+                p.forget();
+                share.units = kib;
+            }
+            Err(_) => {
+                return Err(answers_unread(
+                    "your earlier answers, not yet read by your clients, hold your part of the \
+                     answer budget (server.max_body_bytes_in_flight_per_principal); read them first",
+                    "server.max_body_bytes_in_flight_per_principal",
+                    self.answer_parts.per_holder,
+                ));
+            }
+        }
+        match self.answer_kib.clone().try_acquire_many_owned(kib) {
+            Ok(budget) => Ok(Some(AnswerShare { _budget: budget, _holder: share })),
+            Err(_) => Err(answers_unread(
+                "answers not yet read by their clients hold this server's answer budget \
+                 (server.max_body_bytes_in_flight); try again later",
+                "server.max_body_bytes_in_flight",
+                self.budget_kib,
+            )),
+        }
     }
 
     /// A stream slot for `op` if it streams, held by `holder` (see
@@ -200,6 +254,13 @@ impl Admission {
             .with_meta("limitValue", self.max_streams.to_string())
         })
     }
+}
+
+/// Unavailable: an answer refused for want of a share of the answer budget.
+fn answers_unread(message: &str, limit: &str, kib: usize) -> A2aError {
+    A2aError::new(ErrorKind::Unavailable, message)
+        .with_meta("limit", limit)
+        .with_meta("limitValue", (kib * 1024).to_string())
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@ pub fn json_response<T: serde::Serialize + ?Sized>(status: StatusCode, body: &T)
 }
 
 /// A body already serialized as JSON.
-pub fn json_bytes_response(status: StatusCode, json: Vec<u8>) -> Response {
+pub fn json_bytes_response(status: StatusCode, json: impl IntoResponse) -> Response {
     (status, [(header::CONTENT_TYPE, HeaderValue::from_static(JSON))], json).into_response()
 }
 

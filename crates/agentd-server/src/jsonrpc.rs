@@ -71,13 +71,14 @@ pub async fn handle(State(state): State<AppState>, req: Request) -> Response {
     let response = match outcome.await {
         Ok(Outcome::Value(reply)) => {
             let prefix = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, id);
-            match reply.into_json(prefix.as_bytes(), b"}") {
+            let answer = reply.into_json(prefix.as_bytes(), b"}");
+            match answer.and_then(|json| crate::answers::hold(&state.admission, &holder, json)) {
                 Ok(json) => json_bytes_response(StatusCode::OK, json),
                 Err(e) => jsonrpc_error(&id, &e),
             }
         }
         Ok(Outcome::Done) => json_response(StatusCode::OK, &rpc::Success::new(&id, &Value::Null)),
-        Ok(Outcome::Stream(src)) => sse::response(&state, src, Framing::JsonRpc { id }, slot),
+        Ok(Outcome::Stream(src)) => sse::response(&state, src, Framing::JsonRpc { id }, slot, holder),
         Err(e) => jsonrpc_error(&id, &e),
     };
     with_extensions(response, &ctx.activated)

@@ -5,6 +5,7 @@
 //! in `agentd-core`).
 
 mod admission;
+mod answers;
 pub mod auth;
 pub mod bridges;
 pub mod card;

@@ -190,11 +190,16 @@ pub async fn handle(
     };
     let response = match outcome.await {
         Ok(Outcome::Done) => json_response(StatusCode::OK, &Value::Object(Map::new())),
-        Ok(Outcome::Value(reply)) => match reply.into_json(b"", b"") {
-            Ok(json) => json_bytes_response(StatusCode::OK, json),
-            Err(e) => rest_error(&e),
-        },
-        Ok(Outcome::Stream(src)) => sse::response(&state, src, Framing::Rest, slot),
+        Ok(Outcome::Value(reply)) => {
+            match reply
+                .into_json(b"", b"")
+                .and_then(|json| crate::answers::hold(&state.admission, &holder, json))
+            {
+                Ok(json) => json_bytes_response(StatusCode::OK, json),
+                Err(e) => rest_error(&e),
+            }
+        }
+        Ok(Outcome::Stream(src)) => sse::response(&state, src, Framing::Rest, slot, holder),
         Err(e) => rest_error(&e),
     };
     with_extensions(response, &ctx.activated)

@@ -12,6 +12,7 @@
 //! for all its streams: a stream copies that JSON into its frame.
 
 use crate::admission::StreamSlot;
+use crate::answers::{Budgeted, Refusal};
 use crate::dispatch::EventSource;
 use crate::state::AppState;
 use agentd_core::slots::Published;
@@ -262,13 +263,19 @@ fn body(frames: impl Stream<Item = Bytes> + Send + 'static, slot: Option<StreamS
 }
 
 /// The stream as an SSE response; `slot` (its place under the stream cap)
-/// is held until the stream ends.
+/// is held until the stream ends. Each big frame takes a share of the
+/// answer budget for `holder` until it is written; one that finds none
+/// ends the stream with an error frame saying so (`answers.rs`).
 pub fn response(
     state: &AppState,
     source: EventSource,
     framing: Framing,
     slot: Option<StreamSlot>,
+    holder: String,
 ) -> Response {
+    let refusal_framing = framing.clone();
+    let refusal: Refusal =
+        Box::new(move |e| hyper::body::Frame::data(sse_event(Some("error"), &refusal_framing.error(e))));
     let (frames, shutdown) = (Frames::new(framing), state.shutdown.clone());
     let interval = state.config.keep_alive;
     let body = match source {
@@ -283,6 +290,7 @@ pub fn response(
             body(Framed::new(feed_frames(feed, Common { frames, shutdown }), interval, None), slot)
         }
     };
+    let body = Body::new(Budgeted::new(body, state.admission.clone(), holder, refusal));
     let mut r = Response::new(body);
     let h = r.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));

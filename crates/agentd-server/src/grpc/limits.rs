@@ -8,6 +8,7 @@
 
 use super::pb;
 use crate::admission::charge;
+use crate::answers::Budgeted;
 use crate::auth::{Authenticated, PeerAddr, PeerIdentity};
 use crate::params::{authenticate, budget_holder};
 use crate::state::AppState;
@@ -18,6 +19,7 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use futures::StreamExt as _;
+use http_body_util::BodyExt as _;
 use prost_types::value::Kind;
 
 /// Decoded, a message costs up to this many times its wire length: a
@@ -166,9 +168,43 @@ pub async fn admit(State(state): State<AppState>, req: Request, next: Next) -> R
         .await;
     let replay = futures::stream::iter(std::iter::once(Ok(axum::body::Bytes::from(head))).chain(rest));
     let body = Body::from_stream(replay.chain(stream).map(|r| r.map_err(body_error)));
+    let unary = !STREAMING_PATHS.contains(&parts.uri.path());
     let response = next.run(Request::from_parts(parts, body)).await;
     drop(share);
-    response
+    // Each big message takes a share of the answer budget until written;
+    // one that finds none ends the call UNAVAILABLE, naming the limit.
+    let (head, body) = response.into_parts();
+    let mut body = Budgeted::new(body, state.admission.clone(), holder, Box::new(refused_trailers));
+    if !unary {
+        return Response::from_parts(head, Body::new(body));
+    }
+    // tonic encodes a unary answer when its body is first polled, which
+    // hyper does only once the client's flow control lets data out (with
+    // a window of 0, never): until then the decoded answer would be held
+    // without a share. Polled here, it is encoded and takes its share now.
+    let first = body.frame().await;
+    let frames = futures::stream::iter(first).chain(http_body_util::BodyStream::new(body));
+    Response::from_parts(head, Body::new(http_body_util::StreamBody::new(frames)))
+}
+
+/// The calls whose answers are streams: their messages are made as they
+/// are polled, so they take their shares then.
+const STREAMING_PATHS: [&str; 2] =
+    ["/lf.a2a.v1.A2AService/SendStreamingMessage", "/lf.a2a.v1.A2AService/SubscribeToTask"];
+
+/// The trailers that end a call whose next message found no share of the
+/// answer budget.
+fn refused_trailers(e: &agentd_proto::A2aError) -> hyper::body::Frame<axum::body::Bytes> {
+    // tonic writes a status only as a whole response: its grpc-* headers
+    // are the trailers.
+    let (head, _) = super::to_status(e).into_http::<Body>().into_parts();
+    let mut trailers = http::HeaderMap::new();
+    for (name, value) in &head.headers {
+        if name.as_str().starts_with("grpc-") {
+            trailers.append(name.clone(), value.clone());
+        }
+    }
+    hyper::body::Frame::trailers(trailers)
 }
 
 /// A body error as the call reports it. tonic answers an error it cannot

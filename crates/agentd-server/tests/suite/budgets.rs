@@ -5,6 +5,7 @@
 
 use crate::support::serve_with;
 use agentd_core::{Principal, PrincipalRole};
+use agentd_server::grpc::pb;
 use agentd_server::{Authenticator, ExtensionRegistry, ServerConfig, TokenEntry};
 use agentd_store::MemoryStore;
 use serde_json::{Value, json};
@@ -110,5 +111,107 @@ async fn stalled_bodies_hold_no_budget_anonymously_and_only_their_callers_part_o
     for (i, s) in bob.iter().enumerate() {
         assert!(unanswered(s), "bob's stalled request {i} is still open");
     }
+    stop.cancel();
+}
+
+/// A JSON-RPC call as `token`, answered and read whole.
+async fn call(addr: SocketAddr, token: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let resp = reqwest::Client::new()
+        .post(format!("http://{addr}/a2a/jsonrpc"))
+        .bearer_auth(token)
+        .header("a2a-version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .expect("send");
+    resp.json().await.expect("json")
+}
+
+/// A task whose answer is about 300 KB (a 100 KB message, echoed) owned by
+/// `token`'s principal.
+async fn big_task(addr: SocketAddr, token: &str) -> String {
+    let params = json!({"message": {"messageId": token, "role": "ROLE_USER", "parts": [{"text": "x".repeat(100_000)}]}});
+    let v = call(addr, token, "SendMessage", params).await;
+    v["result"]["task"]["id"].as_str().expect("task id").to_owned()
+}
+
+fn refused(v: &Value) -> bool {
+    v["error"]["code"] == -32603
+}
+
+/// A big answer its client does not read holds its caller's part of the
+/// answer budget until written: that caller's next big answer is refused,
+/// naming the limit, on JSON-RPC and REST alike, while another caller's
+/// goes out; once the client goes away, the part is free again.
+#[tokio::test]
+async fn unread_big_answers_hold_only_their_callers_part_of_the_answer_budget() {
+    let auth = Authenticator::new(vec![
+        TokenEntry::from_secret("alice-token", Principal::new("user:alice", PrincipalRole::User)),
+        TokenEntry::from_secret("bob-token", Principal::new("user:bob", PrincipalRole::User)),
+    ]);
+    let config = ServerConfig {
+        max_body_bytes_in_flight: 2 << 20,
+        max_body_bytes_in_flight_per_principal: 256 << 10,
+        ..ServerConfig::default()
+    };
+    let (addr, stop) =
+        serve_with(Arc::new(MemoryStore::default()), ExtensionRegistry::default(), auth, config).await;
+    let alices = big_task(addr, "alice-token").await;
+    let bobs = big_task(addr, "bob-token").await;
+
+    // A gRPC GetTask from a client whose HTTP/2 flow-control window is 0:
+    // the server can send it nothing of the answer, and holds it all.
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .expect("uri")
+        .initial_stream_window_size(Some(0))
+        .connect()
+        .await
+        .expect("connect");
+    let mut client = pb::a2a_service_client::A2aServiceClient::new(channel);
+    let mut request = tonic::Request::new(pb::GetTaskRequest { id: alices.clone(), ..Default::default() });
+    request.metadata_mut().insert("authorization", "Bearer alice-token".parse().expect("header"));
+    let stalled = tokio::spawn(async move { client.get_task(request).await });
+
+    let get = json!({"id": alices});
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let v = loop {
+        let v = call(addr, "alice-token", "GetTask", get.clone()).await;
+        if refused(&v) || tokio::time::Instant::now() > deadline {
+            break v;
+        }
+        tokio::task::yield_now().await;
+    };
+    assert!(refused(&v), "alice's big answer is refused while her first is unread: {}", &v["error"]);
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("server.max_body_bytes_in_flight_per_principal"), "{message}");
+    let rest = reqwest::Client::new()
+        .get(format!("http://{addr}/a2a/rest/tasks/{alices}"))
+        .bearer_auth("alice-token")
+        .header("a2a-version", "1.0")
+        .send()
+        .await
+        .expect("rest");
+    assert_eq!(rest.status(), 503, "REST refuses it the same way");
+    let params = json!({"message": {"messageId": "small", "role": "ROLE_USER", "parts": [{"text": "hi"}]}});
+    let small = call(addr, "alice-token", "SendMessage", params).await;
+    assert_eq!(
+        small["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "small answers are not counted"
+    );
+    let v = call(addr, "bob-token", "GetTask", json!({"id": bobs})).await;
+    assert_eq!(v["result"]["id"], bobs.as_str(), "bob's answer goes out: {}", &v["error"]);
+
+    // The stalled client goes away: its answer is dropped, the part freed.
+    stalled.abort();
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let v = loop {
+        let v = call(addr, "alice-token", "GetTask", get.clone()).await;
+        if !refused(&v) || tokio::time::Instant::now() > deadline {
+            break v;
+        }
+        tokio::task::yield_now().await;
+    };
+    assert_eq!(v["result"]["id"], alices.as_str(), "{}", &v["error"]);
     stop.cancel();
 }
