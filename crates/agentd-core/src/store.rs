@@ -283,6 +283,16 @@ pub trait Store: Send + Sync + 'static {
         let tasks = batch.tasks.clone();
         (self.commit(batch).await, tasks)
     }
+    /// Commits one step of event retention (a batch of `prune_events`
+    /// alone): whether it removed a whole step of `r.max_removed` seqs, so
+    /// that more may remain. The default reads the log's bounds around the
+    /// commit; a store whose commit can tell says so without those reads.
+    async fn prune_step(&self, r: EventRetention) -> Result<bool, StoreError> {
+        let before = self.event_log_bounds().await?.pruned_through;
+        self.commit(Batch { prune_events: Some(r), ..Batch::default() }).await?;
+        let after = self.event_log_bounds().await?.pruned_through;
+        Ok(after.saturating_sub(before) >= r.max_removed)
+    }
     async fn get_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError>;
     /// [`Store::get_task`] with the Task left as the JSON text it is stored
     /// as: an answer showing the task whole is that text, neither decoded

@@ -271,8 +271,9 @@ impl Engine {
     }
 
     /// Removes the events retention no longer keeps (by count and age), in
-    /// commits of at most [`EVENT_PRUNE_STEP`] events each: the writer
-    /// serves the commits queued meanwhile between two steps.
+    /// commits of at most [`EVENT_PRUNE_STEP`] events each, one after the
+    /// other until retention holds: the store serves the commits queued
+    /// meanwhile between two steps.
     pub(crate) async fn prune_events(&self) -> Result<(), Error> {
         let cfg = &self.inner.config;
         let age = i64::try_from(cfg.events_retain.as_millis()).unwrap_or(i64::MAX);
@@ -281,17 +282,8 @@ impl Engine {
             min_ts_ms: Timestamp::now().millis().saturating_sub(age),
             max_removed: EVENT_PRUNE_STEP,
         };
-        let mut pruned = self.inner.store.event_log_bounds().await?.pruned_through;
-        loop {
-            let batch = Batch { prune_events: Some(retention), ..Batch::default() };
-            self.inner.store.commit(batch).await?;
-            let now = self.inner.store.event_log_bounds().await?.pruned_through;
-            // A step that removed less than it may was the last one.
-            if now.saturating_sub(pruned) < EVENT_PRUNE_STEP {
-                return Ok(());
-            }
-            pruned = now;
-        }
+        while self.inner.store.prune_step(retention).await? {}
+        Ok(())
     }
 
     async fn commit_events(&self, events: Vec<NewEvent>) -> Result<(), Error> {

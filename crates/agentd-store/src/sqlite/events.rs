@@ -49,8 +49,9 @@ pub(crate) fn committed(events: Vec<NewEvent>, first: Option<u64>) -> Vec<EventR
 }
 
 /// Removes the prefix of the log that retention no longer keeps, at most
-/// `max_removed` seqs of it (the next commit takes the next step).
-pub(crate) fn prune(tx: &Connection, r: EventRetention) -> Result<(), StoreError> {
+/// `max_removed` seqs of it (the next commit takes the next step); whether
+/// it removed that many, so that more may remain.
+pub(crate) fn prune(tx: &Connection, r: EventRetention) -> Result<bool, StoreError> {
     let last = last_seq(tx)?;
     let pruned = pruned_through(tx)?;
     let window_end = pruned.saturating_add(r.max_removed).min(last);
@@ -76,13 +77,14 @@ pub(crate) fn prune(tx: &Connection, r: EventRetention) -> Result<(), StoreError
     };
     let cutoff = by_count.max(by_age).min(window_end);
     if cutoff <= pruned {
-        return Ok(());
+        return Ok(false);
     }
+    let whole_step = cutoff - pruned >= r.max_removed;
     let cutoff = seq_param(cutoff)?;
     tx.execute("DELETE FROM events WHERE seq <= ?1", params![cutoff]).map_err(err("prune events"))?;
     tx.execute("UPDATE event_log SET pruned_through = MAX(pruned_through, ?1) WHERE id = 1", params![cutoff])
         .map_err(err("record pruning"))?;
-    Ok(())
+    Ok(whole_step)
 }
 
 fn seq_param(seq: u64) -> Result<i64, StoreError> {

@@ -11,8 +11,8 @@ mod writer;
 
 use crate::event_log::Announcer;
 use agentd_core::{
-    Batch, EventLogBounds, EventRecord, JournalEntry, OutboxItem, PushConfigRow, ReminderRecord, Store,
-    StoreError, TaskPage, TaskQuery, TaskRecord,
+    Batch, EventLogBounds, EventRecord, EventRetention, JournalEntry, OutboxItem, PushConfigRow,
+    ReminderRecord, Store, StoreError, TaskPage, TaskQuery, TaskRecord,
 };
 use agentd_proto::TaskState;
 use async_trait::async_trait;
@@ -55,6 +55,19 @@ impl std::fmt::Debug for SqliteStore {
 }
 
 impl SqliteStore {
+    /// Queues `batch` for the writer and waits for its answer. Refused, the
+    /// batch comes back when the writer never took it.
+    async fn send(&self, batch: Batch) -> Result<writer::Done, (StoreError, Option<Batch>)> {
+        let (reply, outcome) = oneshot::channel();
+        let Some(jobs) = self.jobs.as_ref() else {
+            return Err((StoreError::backend("store is closed"), Some(batch)));
+        };
+        if let Err(refused) = jobs.send(Job { batch, reply }) {
+            return Err((StoreError::backend("store writer stopped"), Some(refused.0.batch)));
+        }
+        outcome.await.map_err(|_| (StoreError::backend("store writer stopped before answering"), None))
+    }
+
     /// Opens (creating if needed) the database at `path` and runs pending
     /// migrations. Blocking; call it at start-up or via `spawn_blocking`.
     pub fn open(path: &Path, options: SqliteOptions) -> Result<SqliteStore, StoreError> {
@@ -106,6 +119,14 @@ impl Store for SqliteStore {
         self.commit_giving_back(batch).await.0
     }
 
+    /// The writer says whether the step was whole: no read, so no reader
+    /// connection or blocking thread for retention alone.
+    async fn prune_step(&self, r: EventRetention) -> Result<bool, StoreError> {
+        let done =
+            self.send(Batch { prune_events: Some(r), ..Batch::default() }).await.map_err(|(e, _)| e)?;
+        done.outcome.map(|()| done.more_to_prune)
+    }
+
     // The span (and the line after the writer answered) run in the
     // caller's task, so they carry the caller's spans: a request's id.
     #[tracing::instrument(name = "store.commit", level = "debug", skip_all, fields(size = batch.size(), tasks = batch.tasks.len()))]
@@ -117,15 +138,9 @@ impl Store for SqliteStore {
             // concurrent with the config's creation: it may go either way.)
             self.push_configs.saw_one();
         }
-        let (reply, outcome) = oneshot::channel();
-        let Some(jobs) = self.jobs.as_ref() else {
-            return (Err(StoreError::backend("store is closed")), batch.tasks);
-        };
-        if let Err(refused) = jobs.send(Job { batch, reply }) {
-            return (Err(StoreError::backend("store writer stopped")), refused.0.batch.tasks);
-        }
-        let Ok(done) = outcome.await else {
-            return (Err(StoreError::backend("store writer stopped before answering")), Vec::new());
+        let done = match self.send(batch).await {
+            Ok(done) => done,
+            Err((e, batch)) => return (Err(e), batch.map(|b| b.tasks).unwrap_or_default()),
         };
         match &done.outcome {
             Ok(()) => tracing::debug!("committed"),

@@ -36,12 +36,14 @@ pub(crate) struct Job {
 pub(crate) struct Done {
     pub outcome: Result<(), StoreError>,
     pub batch: Batch,
+    /// Its event retention removed a whole step: more may remain.
+    pub more_to_prune: bool,
 }
 
 impl Job {
-    fn answer(self, outcome: Result<(), StoreError>) {
+    fn answer(self, outcome: Result<(), StoreError>, more_to_prune: bool) {
         // The caller may have stopped waiting; the write stands.
-        let _ = self.reply.send(Done { outcome, batch: self.batch });
+        let _ = self.reply.send(Done { outcome, batch: self.batch, more_to_prune });
     }
 }
 
@@ -118,26 +120,28 @@ fn write_group(conn: &mut Connection, jobs: Vec<Job>, shared: &Shared) {
             }
             for (mut job, a) in jobs.into_iter().zip(applied) {
                 announce(announcer, &mut job.batch, a.first_seq);
-                job.answer(Ok(()));
+                job.answer(Ok(()), a.more_to_prune);
             }
         }
         Err(e) if jobs.len() == 1 => {
             if let Some(job) = jobs.into_iter().next() {
-                job.answer(Err(e));
+                job.answer(Err(e), false);
             }
         }
         Err(e) => {
             tracing::debug!(error = %e, batches = jobs.len(), "group commit failed; retrying one by one");
             for mut job in jobs {
+                let mut more_to_prune = false;
                 let outcome = apply_in_tx(conn, std::iter::once(&job.batch), seen).map(|one| {
                     for a in one {
                         if a.queued_outbox {
                             announcer.outbox_queued();
                         }
                         announce(announcer, &mut job.batch, a.first_seq);
+                        more_to_prune |= a.more_to_prune;
                     }
                 });
-                job.answer(outcome);
+                job.answer(outcome, more_to_prune);
             }
         }
     }
@@ -159,6 +163,8 @@ struct Applied {
     first_seq: Option<u64>,
     /// Whether it queued outbox rows (for the delivery worker).
     queued_outbox: bool,
+    /// Whether its event retention removed a whole step.
+    more_to_prune: bool,
 }
 
 /// Applies `batches` in order in one IMMEDIATE transaction and commits.
@@ -333,8 +339,9 @@ fn apply(tx: &Connection, batch: &Batch, push_configs: &PushConfigsSeen) -> Resu
             .map_err(err("remove journal"))?;
     }
     let first_seq = super::events::append(tx, &batch.events)?;
-    if let Some(r) = batch.prune_events {
-        super::events::prune(tx, r)?;
-    }
-    Ok(Applied { first_seq, queued_outbox: queued > 0 })
+    let more_to_prune = match batch.prune_events {
+        Some(r) => super::events::prune(tx, r)?,
+        None => false,
+    };
+    Ok(Applied { first_seq, queued_outbox: queued > 0, more_to_prune })
 }
