@@ -127,18 +127,23 @@ pub fn decode_bytes<T: DeserializeOwned>(body: &[u8]) -> Result<T, A2aError> {
     decode(v)
 }
 
-/// REQUIRED members of a client Message (§4.1.4, §5.7).
+/// REQUIRED members of a client Message (§4.1.4, §5.7), and its role.
 pub fn message(prefix: &str, m: &Message, out: &mut Vec<FieldViolation>) {
     for (f, d) in message_problems(m) {
         out.push(FieldViolation { field: format!("{prefix}.{f}"), description: d.to_owned() });
     }
 }
 
-/// The REQUIRED members a client Message lacks: each member's name and why.
+/// The REQUIRED members a client Message lacks, and a role that is not
+/// the client's (§4.1.5: ROLE_USER is client to server): each member's
+/// name and why.
 pub fn message_problems(m: &Message) -> impl Iterator<Item = (&'static str, &'static str)> {
     [
         m.message_id.trim().is_empty().then_some(("messageId", "is required")),
-        (m.role == Role::Unspecified).then_some(("role", "is required (ROLE_USER or ROLE_AGENT)")),
+        (m.role == Role::Unspecified).then_some(("role", "is required (ROLE_USER)")),
+        // ROLE_AGENT is the server's: taken from a client, it would be
+        // stored as the agent's own words and replayed to its model so.
+        (m.role == Role::Agent).then_some(("role", "a client's message has role ROLE_USER")),
         m.parts.is_empty().then_some(("parts", "at least one part is required")),
     ]
     .into_iter()

@@ -12,6 +12,7 @@
 
 mod bridges;
 mod budgets;
+mod client_roles;
 mod duplicate_credentials;
 mod events_feed;
 mod field_names;
