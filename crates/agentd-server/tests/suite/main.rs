@@ -17,6 +17,7 @@ mod duplicate_credentials;
 mod events_feed;
 mod field_names;
 mod fuzz_regressions;
+mod grpc_decode;
 mod grpc_extensions;
 mod grpc_limits;
 mod push_delivery;
