@@ -28,5 +28,8 @@ fn main() -> io::Result<()> {
         .build_client(true)
         .build_transport(false)
         .emit_rerun_if_changed(false)
+        // Undecodable protobuf is the client's fault: INVALID_ARGUMENT
+        // (`src/grpc/codec.rs`), not the INTERNAL of tonic's prost codec.
+        .codec_path("crate::grpc::codec::ProtoCodec")
         .compile_fds(fds)
 }

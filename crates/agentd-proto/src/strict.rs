@@ -99,8 +99,10 @@ macro_rules! forward_visit {
 impl<'de, V: Visitor<'de>> Visitor<'de> for Wrap<V> {
     type Value = V::Value;
 
+    /// A message is a JSON object: what a derived struct would say it
+    /// expected names its Rust type instead.
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.inner.expecting(f)
+        if self.objects_only { f.write_str(EXPECTED) } else { self.inner.expecting(f) }
     }
 
     forward_visit! {

@@ -53,11 +53,25 @@ impl Params<'_> {
     }
 }
 
-/// InvalidParams naming the member a decode failed at.
+/// InvalidParams naming the member a decode failed at; a member the
+/// request lacks is named itself, as required.
 fn invalid<E>(e: &serde_path_to_error::Error<E>, description: String) -> A2aError {
     let path = e.path().to_string();
-    let field = if path == "." || path.is_empty() { "params".to_owned() } else { path };
-    A2aError::invalid_field(&field, description)
+    let root = path == "." || path.is_empty();
+    match missing_member(&description) {
+        Some(member) if root => A2aError::invalid_field(member, REQUIRED),
+        Some(member) => A2aError::invalid_field(&format!("{path}.{member}"), REQUIRED),
+        None if root => A2aError::invalid_field("params", description),
+        None => A2aError::invalid_field(&path, description),
+    }
+}
+
+/// What a violation says of a member the request lacks.
+const REQUIRED: &str = "is required";
+
+/// The member serde's "missing field `x`" names.
+fn missing_member(description: &str) -> Option<&str> {
+    description.strip_prefix("missing field `")?.strip_suffix('`')
 }
 
 /// One step of the path [`decode_at`] reports: a JSON member or a list index.
@@ -79,8 +93,8 @@ pub struct DecodeFailure {
 /// where the value sat.
 pub fn decode_at<T: DeserializeOwned>(value: Value) -> Result<T, DecodeFailure> {
     use serde_path_to_error::Segment;
-    serde_path_to_error::deserialize::<_, T>(ObjectsOnly(value)).map_err(|e| DecodeFailure {
-        path: e
+    serde_path_to_error::deserialize::<_, T>(ObjectsOnly(value)).map_err(|e| {
+        let mut path: Vec<PathStep> = e
             .path()
             .iter()
             .map(|s| match s {
@@ -89,8 +103,13 @@ pub fn decode_at<T: DeserializeOwned>(value: Value) -> Result<T, DecodeFailure> 
                 Segment::Enum { variant } => PathStep::Member(variant.clone()),
                 Segment::Unknown => PathStep::Member("?".into()),
             })
-            .collect(),
-        description: e.inner().to_string(),
+            .collect();
+        let mut description = e.inner().to_string();
+        if let Some(member) = missing_member(&description) {
+            path.push(PathStep::Member(member.to_owned()));
+            description = REQUIRED.to_owned();
+        }
+        DecodeFailure { path, description }
     })
 }
 
@@ -108,18 +127,23 @@ pub fn decode_bytes<T: DeserializeOwned>(body: &[u8]) -> Result<T, A2aError> {
     decode(v)
 }
 
-/// REQUIRED members of a client Message (§4.1.4, §5.7).
+/// REQUIRED members of a client Message (§4.1.4, §5.7), and its role.
 pub fn message(prefix: &str, m: &Message, out: &mut Vec<FieldViolation>) {
     for (f, d) in message_problems(m) {
         out.push(FieldViolation { field: format!("{prefix}.{f}"), description: d.to_owned() });
     }
 }
 
-/// The REQUIRED members a client Message lacks: each member's name and why.
+/// The REQUIRED members a client Message lacks, and a role that is not
+/// the client's (§4.1.5: ROLE_USER is client to server): each member's
+/// name and why.
 pub fn message_problems(m: &Message) -> impl Iterator<Item = (&'static str, &'static str)> {
     [
         m.message_id.trim().is_empty().then_some(("messageId", "is required")),
-        (m.role == Role::Unspecified).then_some(("role", "is required (ROLE_USER or ROLE_AGENT)")),
+        (m.role == Role::Unspecified).then_some(("role", "is required (ROLE_USER)")),
+        // ROLE_AGENT is the server's: taken from a client, it would be
+        // stored as the agent's own words and replayed to its model so.
+        (m.role == Role::Agent).then_some(("role", "a client's message has role ROLE_USER")),
         m.parts.is_empty().then_some(("parts", "at least one part is required")),
     ]
     .into_iter()

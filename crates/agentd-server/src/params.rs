@@ -22,7 +22,14 @@ pub async fn authenticate(
     headers: &HeaderMap,
     peer: Option<&PeerIdentity>,
 ) -> Result<Principal, AuthFailure> {
-    let value = match headers.get(http::header::AUTHORIZATION).map(|v| v.to_str()) {
+    let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
+    let first = values.next();
+    // Two credentials are refused, not chosen between: a proxy in front
+    // may have judged the request by the other one.
+    if values.next().is_some() && state.auth.is_protected() {
+        return Err(AuthFailure::Duplicate);
+    }
+    let value = match first.map(|v| v.to_str()) {
         Some(Ok(v)) => Some(v),
         // Credentials the server cannot read are refused, not taken for
         // none: that would fall back on the connection's client

@@ -72,6 +72,9 @@ pub enum AuthFailure {
     /// An `Authorization` header with bytes outside visible ASCII, which
     /// no bearer token holds (RFC 6750 §2.1).
     NotAscii,
+    /// More than one `Authorization` header: which one counts is where a
+    /// proxy and this server could disagree, so neither does.
+    Duplicate,
     /// A JWT that is well formed but refused, and why (said to the caller:
     /// expired, wrong audience… tell a client what to fix, not a secret).
     Rejected(String),
@@ -89,6 +92,10 @@ impl AuthFailure {
             AuthFailure::Invalid => "the bearer token is not valid".to_owned(),
             AuthFailure::NotAscii => {
                 "the Authorization header is not ASCII text (a bearer token is ASCII); it was refused, not ignored"
+                    .to_owned()
+            }
+            AuthFailure::Duplicate => {
+                "the request carries more than one Authorization header; send exactly one (it was refused, not taken for either)"
                     .to_owned()
             }
             AuthFailure::Rejected(why) => format!("the bearer token is not valid: {why}"),

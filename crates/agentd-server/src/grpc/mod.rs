@@ -3,10 +3,12 @@
 //! `application/grpc` go to the tonic service, everything else to the HTTP
 //! router. Types are generated at build time from `proto/a2a.proto`;
 //! `convert`, `requests` and `card` map them to the data model of
-//! `agentd-proto` field by field, `status` maps errors, `service` is the
-//! adapter around the engine.
+//! `agentd-proto` field by field, `status` maps errors, `codec` refuses
+//! undecodable protobuf as INVALID_ARGUMENT, `service` is the adapter
+//! around the engine.
 
 mod card;
+mod codec;
 mod convert;
 mod limits;
 mod requests;

@@ -12,9 +12,12 @@
 
 mod bridges;
 mod budgets;
+mod client_roles;
+mod duplicate_credentials;
 mod events_feed;
 mod field_names;
 mod fuzz_regressions;
+mod grpc_decode;
 mod grpc_extensions;
 mod grpc_limits;
 mod push_delivery;

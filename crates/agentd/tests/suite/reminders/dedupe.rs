@@ -62,8 +62,13 @@ async fn a_send_message_carrying_a_reminder_is_an_injection() {
         .assert_field("message.taskId");
     m["taskId"] = json!(id);
     m["metadata"] = json!({URI: {"reminder": {"body": "b", "ttlTurns": "two"}}});
-    expect_error(d.op(Binding::JsonRpc, "SendMessage", json!({"message": m})).await, -32602)
+    expect_error(d.op(Binding::JsonRpc, "SendMessage", json!({"message": m.clone()})).await, -32602)
         .assert_field(&format!("message.metadata[\"{URI}\"].reminder.ttlTurns"));
+    m["metadata"] = json!({URI: {"reminder": {}}});
+    let e = expect_error(d.op(Binding::JsonRpc, "SendMessage", json!({"message": m})).await, -32602);
+    let body = format!("message.metadata[\"{URI}\"].reminder.body");
+    assert_eq!(e.fields(), [body.as_str()], "{}", e.error);
+    assert_eq!(e.error["message"], json!(format!("{body}: is required")));
     // The SendMessage around the reminder is checked as any other, and a
     // refused one injects nothing (the model's request below has the two
     // reminders sent above only).

@@ -42,7 +42,7 @@ async fn bad_reminders_unknown_and_ended_tasks_and_strangers_are_refused_on_both
         (params(&id, json!({"body": "b", "id": ""})), "reminder.id"),
         (params(&id, json!({"body": "b", "dedupeKey": ""})), "reminder.dedupeKey"),
         (params(&id, json!({"body": "b", "colour": "red"})), "reminder.colour"),
-        (params(&id, json!({})), "reminder"),
+        (params(&id, json!({})), "reminder.body"),
         (json!({"reminder": {"body": "b"}, "extra": 1}), "extra"),
     ];
     for b in BINDINGS {
@@ -95,6 +95,48 @@ async fn bad_reminders_unknown_and_ended_tasks_and_strangers_are_refused_on_both
     }
     // An id already accepted still answers its original result.
     assert_eq!(alice.ok(Binding::JsonRpc, "InjectTaskReminder", a1).await, mine);
+}
+
+#[tokio::test]
+async fn a_missing_or_mistyped_member_is_named_as_the_core_methods_name_it() {
+    let slow = json!({"text": "late", "deltas": ["late"], "delay_ms": 30000});
+    let s = scripted(json!([slow]), LIMITS, true);
+    let alice = s.alice();
+    let sent = alice
+        .ok(
+            Binding::JsonRpc,
+            "SendMessage",
+            json!({"message": user_msg("m1", "go"), "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+    let id = sent["task"]["id"].as_str().unwrap().to_owned();
+    s.wait_calls(1).await;
+
+    let object = "invalid type: integer `5`, expected a JSON object";
+    let cases: Vec<(Value, &str, String)> = vec![
+        (json!({"taskId": id}), "reminder", "reminder: is required".into()),
+        (params(&id, json!({})), "reminder.body", "reminder.body: is required".into()),
+        (json!({"reminder": {"body": "b"}}), "taskId", "taskId: is required".into()),
+        (params(&id, json!(5)), "reminder", format!("reminder: {object}")),
+    ];
+    for b in BINDINGS {
+        for (p, field, message) in &cases {
+            if b == Binding::Rest && p.get("taskId").is_none() {
+                continue; // the REST path always names the task
+            }
+            let e = expect_error(alice.op(b, "InjectTaskReminder", p.clone()).await, -32602);
+            assert_eq!(e.fields(), [*field], "{b:?} {p}: {}", e.error);
+            assert_eq!(e.error["message"], json!(message), "{b:?} {p}");
+        }
+    }
+    // None was kept: the task's two places for reminders are both free.
+    for body in ["one", "two"] {
+        alice.ok(Binding::JsonRpc, "InjectTaskReminder", params(&id, json!({"body": body}))).await;
+    }
+    expect_error(
+        alice.op(Binding::JsonRpc, "InjectTaskReminder", params(&id, json!({"body": "3"}))).await,
+        -32004,
+    );
 }
 
 #[tokio::test]
