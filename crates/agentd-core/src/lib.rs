@@ -50,4 +50,5 @@ pub use record::{
 pub use reminder::{DeliveredReminder, ReminderEnd, ReminderLimits, ReminderRecord};
 pub use store::{
     Batch, ClosedContext, PushConfigRow, Store, StoreError, TaskMetaRow, TaskPage, TaskQuery, TaskText,
+    prune_step_by_bounds,
 };

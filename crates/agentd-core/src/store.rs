@@ -272,6 +272,18 @@ pub struct TaskPage {
     pub more: bool,
 }
 
+/// [`Store::prune_step`] from the log's bounds read before and after the
+/// commit.
+pub async fn prune_step_by_bounds<S: Store + ?Sized>(
+    store: &S,
+    r: EventRetention,
+) -> Result<bool, StoreError> {
+    let before = store.event_log_bounds().await?.pruned_through;
+    store.commit(Batch { prune_events: Some(r), ..Batch::default() }).await?;
+    let after = store.event_log_bounds().await?.pruned_through;
+    Ok(after.saturating_sub(before) >= r.max_removed)
+}
+
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     async fn commit(&self, batch: Batch) -> Result<(), StoreError>;
@@ -285,14 +297,10 @@ pub trait Store: Send + Sync + 'static {
     }
     /// Commits one step of event retention (a batch of `prune_events`
     /// alone): whether it removed a whole step of `r.max_removed` seqs, so
-    /// that more may remain. The default reads the log's bounds around the
-    /// commit; a store whose commit can tell says so without those reads.
-    async fn prune_step(&self, r: EventRetention) -> Result<bool, StoreError> {
-        let before = self.event_log_bounds().await?.pruned_through;
-        self.commit(Batch { prune_events: Some(r), ..Batch::default() }).await?;
-        let after = self.event_log_bounds().await?.pruned_through;
-        Ok(after.saturating_sub(before) >= r.max_removed)
-    }
+    /// that more may remain. No default, so that a wrapper forwards it:
+    /// [`prune_step_by_bounds`] reads the log's bounds around the commit,
+    /// where a store whose commit can tell says so without those reads.
+    async fn prune_step(&self, r: EventRetention) -> Result<bool, StoreError>;
     async fn get_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError>;
     /// [`Store::get_task`] with the Task left as the JSON text it is stored
     /// as: an answer showing the task whole is that text, neither decoded

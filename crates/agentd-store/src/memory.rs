@@ -408,6 +408,9 @@ impl Store for MemoryStore {
     async fn event_log_bounds(&self) -> Result<EventLogBounds, StoreError> {
         Ok(self.lock()?.bounds)
     }
+    async fn prune_step(&self, r: EventRetention) -> Result<bool, StoreError> {
+        agentd_core::prune_step_by_bounds(self, r).await
+    }
 
     async fn journal(&self, task_id: &str) -> Result<Vec<JournalEntry>, StoreError> {
         let inner = self.lock()?;

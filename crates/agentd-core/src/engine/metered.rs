@@ -33,6 +33,12 @@ impl Store for Metered {
         self.metrics.store.commit(result.is_ok(), started.elapsed().as_secs_f64(), rows);
         (result, tasks)
     }
+    async fn prune_step(&self, r: crate::events::EventRetention) -> Result<bool, StoreError> {
+        let started = std::time::Instant::now();
+        let result = self.inner.prune_step(r).await;
+        self.metrics.store.commit(result.is_ok(), started.elapsed().as_secs_f64(), 1);
+        result
+    }
     async fn get_task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
         self.inner.get_task(id).await
     }

@@ -170,6 +170,9 @@ impl Store for CountingStore {
     async fn read_events(&self, _: u64, _: usize) -> Result<Vec<crate::EventRecord>, StoreError> {
         Ok(Vec::new())
     }
+    async fn prune_step(&self, r: crate::EventRetention) -> Result<bool, StoreError> {
+        crate::prune_step_by_bounds(self, r).await
+    }
     async fn event_log_bounds(&self) -> Result<crate::EventLogBounds, StoreError> {
         Ok(crate::EventLogBounds::default())
     }

@@ -338,6 +338,9 @@ impl Store for PostgresStore {
     async fn event_log_bounds(&self) -> Result<EventLogBounds, StoreError> {
         read::event_log_bounds(&self.client().await?).await
     }
+    async fn prune_step(&self, r: agentd_core::EventRetention) -> Result<bool, StoreError> {
+        agentd_core::prune_step_by_bounds(self, r).await
+    }
 
     fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<std::sync::Arc<EventRecord>> {
         self.announcer.subscribe()

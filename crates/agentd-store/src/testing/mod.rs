@@ -109,6 +109,10 @@ impl Store for FaultyStore {
     async fn event_log_bounds(&self) -> Result<EventLogBounds, StoreError> {
         self.inner.event_log_bounds().await
     }
+    /// Through this store's own commit, so that its rule sees each step.
+    async fn prune_step(&self, r: agentd_core::EventRetention) -> Result<bool, StoreError> {
+        agentd_core::prune_step_by_bounds(self, r).await
+    }
     async fn journal(&self, task_id: &str) -> Result<Vec<JournalEntry>, StoreError> {
         self.inner.journal(task_id).await
     }
