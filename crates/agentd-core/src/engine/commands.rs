@@ -121,6 +121,11 @@ impl Engine {
                 "this agent runs no commands (the command extension is not set up)",
             ));
         };
+        // A command's answer names the message's context: not one of
+        // another principal's conversations.
+        if !msg.context_id.is_empty() {
+            self.refuse_foreign_context(p, &msg.context_id).await?;
+        }
         let prefix = command.prefix();
         let outcome = handler
             .run(p, &command.op, command.args, Runtime::of(self))

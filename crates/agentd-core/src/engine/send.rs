@@ -334,21 +334,22 @@ impl Engine {
     /// other finds the claim, or, once the first task is committed and the
     /// claim released, that task in the store.
     async fn claim_context(&self, p: &Principal, context_id: &str) -> Result<Option<ContextClaim>, Error> {
-        let foreign = || {
-            Error::invalid(
-                FieldPath::of("message.contextId"),
-                "this contextId belongs to a conversation of another principal; omit it to start a new one",
-            )
-        };
         let claim = match self.inner.claims.claim(context_id, &p.id) {
             Ok(claim) => Some(claim),
             Err(_) if p.is_operator() => None,
-            Err(_) => return Err(foreign()),
+            Err(_) => return Err(another_principals_context()),
         };
-        if !p.is_operator() && self.inner.store.context_foreign(context_id, &p.id).await? {
-            return Err(foreign());
-        }
+        self.refuse_foreign_context(p, context_id).await?;
         Ok(claim)
+    }
+
+    /// Refuses `context_id` to `p` when another principal's tasks are in
+    /// it (an operator may use any).
+    pub(super) async fn refuse_foreign_context(&self, p: &Principal, context_id: &str) -> Result<(), Error> {
+        if !p.is_operator() && self.inner.store.context_foreign(context_id, &p.id).await? {
+            return Err(another_principals_context());
+        }
+        Ok(())
     }
 
     /// Starts work on the runtime's behalf: creates and commits a SUBMITTED
@@ -650,4 +651,11 @@ fn media_type_matches(accepted: &str, actual: &str) -> bool {
     let base = |s: &str| s.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     let (a, t) = (base(accepted), base(actual));
     a == "*/*" || a == t || a.strip_suffix("/*").is_some_and(|major| t.split('/').next() == Some(major))
+}
+
+fn another_principals_context() -> Error {
+    Error::invalid(
+        FieldPath::of("message.contextId"),
+        "this contextId belongs to a conversation of another principal; omit it to start a new one",
+    )
 }

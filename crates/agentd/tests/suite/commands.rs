@@ -444,3 +444,26 @@ async fn the_examples_in_docs_commands_md_run() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_command_naming_another_principals_conversation_is_refused() {
+    let s = scripted(json!([{"text": "hello"}]), "", true);
+    let (alice, bob) = (s.alice(), s.bob());
+    let first = alice
+        .op(
+            Binding::JsonRpc,
+            "SendMessage",
+            json!({"message": {"messageId": uid("m"), "role": "ROLE_USER", "parts": [{"text": "hi"}]}}),
+        )
+        .await
+        .expect("alice's turn");
+    let context = first["task"]["contextId"].as_str().expect("context").to_owned();
+    for b in BINDINGS {
+        let mut cmd = command("status", json!({}));
+        cmd["message"]["contextId"] = json!(context);
+        expect_error(bob.op(b, "SendMessage", cmd.clone()).await, -32602).assert_field("message.contextId");
+        // Its owner may.
+        let own = alice.op(b, "SendMessage", cmd).await.expect("alice's command");
+        assert_eq!(own["message"]["contextId"], context.as_str(), "{own}");
+    }
+}
