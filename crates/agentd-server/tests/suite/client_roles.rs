@@ -3,12 +3,11 @@
 //! refused as invalid params naming `message.role` on every binding, and
 //! no task is made.
 
-use crate::support::serve_in_process;
+use crate::support::{grpc_text_message, serve_in_process, violated_fields};
 use crate::wire::send;
 use agentd_server::grpc::pb::{self, a2a_service_client::A2aServiceClient};
 use agentd_server::{ExtensionRegistry, VersionPolicy};
 use serde_json::{Value, json};
-use tonic_types::StatusExt;
 
 const WHY: &str = "message.role: a client's message has role ROLE_USER";
 
@@ -25,21 +24,6 @@ fn violated(details: &Value) -> Vec<Value> {
     let details = details.as_array().cloned().unwrap_or_default();
     let bad = details.iter().find(|d| d["@type"] == "type.googleapis.com/google.rpc.BadRequest");
     bad.map(|d| d["fieldViolations"].as_array().cloned().unwrap_or_default()).unwrap_or_default()
-}
-
-fn grpc_request() -> pb::SendMessageRequest {
-    pb::SendMessageRequest {
-        message: Some(pb::Message {
-            message_id: "m1".into(),
-            role: pb::Role::Agent as i32,
-            parts: vec![pb::Part {
-                content: Some(pb::part::Content::Text("hi".into())),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
 }
 
 #[tokio::test]
@@ -67,20 +51,12 @@ async fn a_message_with_the_agents_role_is_refused_on_every_binding() {
 
     let ch = tonic::transport::Channel::from_shared(format!("http://{addr}")).expect("uri");
     let mut c = A2aServiceClient::new(ch.connect().await.expect("connect"));
-    let unary = c.send_message(grpc_request()).await.expect_err("refused");
-    let stream = c.send_streaming_message(grpc_request()).await.expect_err("refused");
+    let unary = c.send_message(grpc_text_message(pb::Role::Agent)).await.expect_err("refused");
+    let stream = c.send_streaming_message(grpc_text_message(pb::Role::Agent)).await.expect_err("refused");
     for e in [unary, stream] {
         assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
         assert_eq!(e.message(), WHY, "{e:?}");
-        let details = e.get_error_details();
-        let fields: Vec<&str> = details
-            .bad_request()
-            .expect("BadRequest")
-            .field_violations
-            .iter()
-            .map(|v| v.field.as_str())
-            .collect();
-        assert_eq!(fields, ["message.role"]);
+        assert_eq!(violated_fields(&e), ["message.role"]);
     }
 
     let tasks = c.list_tasks(pb::ListTasksRequest::default()).await.expect("list").into_inner();

@@ -2,6 +2,7 @@
 //! `UNAUTHENTICATED` on every binding, and runs as neither caller: a
 //! proxy in front may have judged it by the other header.
 
+use crate::support::grpc_text_message;
 use crate::wire::send;
 use agentd_server::grpc::pb;
 use agentd_server::{ExtensionRegistry, VersionPolicy};
@@ -41,21 +42,6 @@ async fn tasks_of(addr: SocketAddr, token: &[u8]) -> usize {
     v["result"]["tasks"].as_array().map(Vec::len).unwrap_or_else(|| panic!("no tasks: {body}"))
 }
 
-fn grpc_message() -> pb::SendMessageRequest {
-    pb::SendMessageRequest {
-        message: Some(pb::Message {
-            message_id: "m1".into(),
-            role: pb::Role::User.into(),
-            parts: vec![pb::Part {
-                content: Some(pb::part::Content::Text("hi".into())),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
-
 #[tokio::test]
 async fn two_authorization_headers_are_refused_on_every_binding() {
     let (addr, stop) = serve_alice_and_bob().await;
@@ -87,10 +73,10 @@ async fn two_authorization_headers_are_refused_on_every_binding() {
             Ok(req)
         },
     );
-    let e = c.send_message(grpc_message()).await.expect_err("refused");
+    let e = c.send_message(grpc_text_message(pb::Role::User)).await.expect_err("refused");
     assert_eq!(e.code(), tonic::Code::Unauthenticated, "{e:?}");
     assert!(e.message().contains(WHY), "{e:?}");
-    let e = c.send_streaming_message(grpc_message()).await.expect_err("refused");
+    let e = c.send_streaming_message(grpc_text_message(pb::Role::User)).await.expect_err("refused");
     assert_eq!(e.code(), tonic::Code::Unauthenticated, "{e:?}");
 
     // Neither ran it; each alone is served.

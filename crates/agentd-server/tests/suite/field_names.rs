@@ -2,13 +2,12 @@
 //! ProtoJSON (camelCase) name on JSON-RPC, the proto's (snake_case) name in
 //! a gRPC BadRequest. What a client wrote inside data keeps its spelling.
 
-use crate::support::serve_in_process;
+use crate::support::{serve_in_process, violated_fields};
 use agentd_server::grpc::pb::{self, a2a_service_client::A2aServiceClient};
 use agentd_server::{ExtensionRegistry, VersionPolicy};
 use serde_json::{Value, json};
 use tonic::transport::Channel;
 use tonic::{Code, Request};
-use tonic_types::StatusExt;
 
 /// A message with no id, whose one part is a command object without `op`,
 /// with a negative `historyLength`.
@@ -83,15 +82,7 @@ async fn json_names_fields_in_camel_case_and_grpc_in_snake_case() {
     r.metadata_mut().insert("a2a-version", "1.0".parse().expect("ascii"));
     let e = A2aServiceClient::new(ch.clone()).send_message(r).await.expect_err("invalid");
     assert_eq!(e.code(), Code::InvalidArgument);
-    let details = e.get_error_details();
-    let fields: Vec<&str> = details
-        .bad_request()
-        .expect("BadRequest")
-        .field_violations
-        .iter()
-        .map(|v| v.field.as_str())
-        .collect();
-    assert_eq!(fields, ["message.message_id", "configuration.history_length"]);
+    assert_eq!(violated_fields(&e), ["message.message_id", "configuration.history_length"]);
     assert!(e.message().starts_with("message.message_id: is required"), "{}", e.message());
 
     // Below the part's `data` is what the client wrote: named as written.
@@ -100,14 +91,6 @@ async fn json_names_fields_in_camel_case_and_grpc_in_snake_case() {
     let mut r = Request::new(fixed);
     r.metadata_mut().insert("a2a-version", "1.0".parse().expect("ascii"));
     let e = A2aServiceClient::new(ch).send_message(r).await.expect_err("a command without op");
-    let details = e.get_error_details();
-    let fields: Vec<&str> = details
-        .bad_request()
-        .expect("BadRequest")
-        .field_violations
-        .iter()
-        .map(|v| v.field.as_str())
-        .collect();
-    assert_eq!(fields, ["message.parts[0].data.agentd.op"]);
+    assert_eq!(violated_fields(&e), ["message.parts[0].data.agentd.op"]);
     stop.cancel();
 }

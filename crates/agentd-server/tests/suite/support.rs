@@ -92,3 +92,28 @@ pub async fn exchange(addr: std::net::SocketAddr, request: &[u8]) -> (u16, Strin
     let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
     (status, head.to_ascii_lowercase(), body.to_owned())
 }
+
+/// A gRPC SendMessage of one text part, "hi", from `role`.
+pub fn grpc_text_message(role: agentd_server::grpc::pb::Role) -> agentd_server::grpc::pb::SendMessageRequest {
+    use agentd_server::grpc::pb;
+    pb::SendMessageRequest {
+        message: Some(pb::Message {
+            message_id: "m1".into(),
+            role: role.into(),
+            parts: vec![pb::Part {
+                content: Some(pb::part::Content::Text("hi".into())),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The fields a gRPC error's BadRequest detail names, in order.
+pub fn violated_fields(e: &tonic::Status) -> Vec<String> {
+    use tonic_types::StatusExt;
+    let details = e.get_error_details();
+    let bad = details.bad_request().expect("BadRequest");
+    bad.field_violations.iter().map(|v| v.field.clone()).collect()
+}

@@ -12,12 +12,13 @@ fn params(task: &str, reminder: Value) -> Value {
     json!({"taskId": task, "reminder": reminder})
 }
 
-#[tokio::test]
-async fn bad_reminders_unknown_and_ended_tasks_and_strangers_are_refused_on_both_bindings() {
+/// A daemon whose model answers alice's first turn only after 30 s, and
+/// that turn's task id, its model call under way.
+async fn alice_working() -> (Scripted, String) {
     let slow = json!({"text": "late", "deltas": ["late"], "delay_ms": 30000});
     let s = scripted(json!([slow]), LIMITS, true);
-    let (alice, bob, bot, ops) = (s.alice(), s.bob(), s.bot(), s.ops());
-    let sent = alice
+    let sent = s
+        .alice()
         .ok(
             Binding::JsonRpc,
             "SendMessage",
@@ -26,6 +27,13 @@ async fn bad_reminders_unknown_and_ended_tasks_and_strangers_are_refused_on_both
         .await;
     let id = sent["task"]["id"].as_str().unwrap().to_owned();
     s.wait_calls(1).await;
+    (s, id)
+}
+
+#[tokio::test]
+async fn bad_reminders_unknown_and_ended_tasks_and_strangers_are_refused_on_both_bindings() {
+    let (s, id) = alice_working().await;
+    let (alice, bob, bot, ops) = (s.alice(), s.bob(), s.bot(), s.ops());
 
     let cases: Vec<(Value, &str)> = vec![
         (params(&id, json!({"body": ""})), "reminder.body"),
@@ -99,18 +107,8 @@ async fn bad_reminders_unknown_and_ended_tasks_and_strangers_are_refused_on_both
 
 #[tokio::test]
 async fn a_missing_or_mistyped_member_is_named_as_the_core_methods_name_it() {
-    let slow = json!({"text": "late", "deltas": ["late"], "delay_ms": 30000});
-    let s = scripted(json!([slow]), LIMITS, true);
+    let (s, id) = alice_working().await;
     let alice = s.alice();
-    let sent = alice
-        .ok(
-            Binding::JsonRpc,
-            "SendMessage",
-            json!({"message": user_msg("m1", "go"), "configuration": {"returnImmediately": true}}),
-        )
-        .await;
-    let id = sent["task"]["id"].as_str().unwrap().to_owned();
-    s.wait_calls(1).await;
 
     let object = "invalid type: integer `5`, expected a JSON object";
     let cases: Vec<(Value, &str, String)> = vec![
