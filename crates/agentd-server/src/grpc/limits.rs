@@ -166,8 +166,15 @@ pub async fn admit(State(state): State<AppState>, req: Request, next: Next) -> R
                 .max(bytes.saturating_mul(DECODED_BYTES_PER_WIRE_BYTE)),
         )
         .await;
+    // One request message and nothing after it: tonic would decode a
+    // second and drop it, and the call would go on as if it were not there.
+    let mut left = if head.len() == 5 { declared.saturating_add(5) } else { usize::MAX };
     let replay = futures::stream::iter(std::iter::once(Ok(axum::body::Bytes::from(head))).chain(rest));
-    let body = Body::from_stream(replay.chain(stream).map(|r| r.map_err(body_error)));
+    let body = Body::from_stream(replay.chain(stream).map(move |r| {
+        let chunk = r.map_err(body_error)?;
+        left = left.checked_sub(chunk.len()).ok_or_else(more_than_one_message)?;
+        Ok::<_, axum::BoxError>(chunk)
+    }));
     let unary = !STREAMING_PATHS.contains(&parts.uri.path());
     let response = next.run(Request::from_parts(parts, body)).await;
     drop(share);
@@ -205,6 +212,15 @@ fn refused_trailers(e: &agentd_proto::A2aError) -> hyper::body::Frame<axum::body
         }
     }
     hyper::body::Frame::trailers(trailers)
+}
+
+/// What a body carrying more than its one request message is refused with.
+fn more_than_one_message() -> axum::BoxError {
+    let e = agentd_proto::A2aError::new(
+        agentd_proto::ErrorKind::InvalidRequest,
+        "a call carries one request message (A2A has no client-streaming calls); this one carries more",
+    );
+    Box::new(super::status::to_status(&e))
 }
 
 /// A body error as the call reports it. tonic answers an error it cannot

@@ -114,3 +114,26 @@ async fn undecodable_protobuf_is_invalid_argument_with_a_short_message() {
     assert!(tasks.tasks.is_empty(), "nothing was stored: {tasks:?}");
     stop.cancel();
 }
+
+#[tokio::test]
+async fn a_call_carrying_two_request_messages_is_refused_and_does_nothing() {
+    use prost::Message as _;
+    let (addr, stop) = serve_in_process(ExtensionRegistry::default(), VersionPolicy::Lenient).await;
+    let ch = Channel::from_shared(format!("http://{addr}")).expect("uri").connect().await.expect("connect");
+    let message = crate::support::grpc_text_message(pb::Role::User).encode_to_vec();
+    for method in ["/lf.a2a.v1.A2AService/SendMessage", "/lf.a2a.v1.A2AService/SendStreamingMessage"] {
+        let mut grpc = tonic::client::Grpc::new(ch.clone());
+        grpc.ready().await.expect("ready");
+        let two = futures::stream::iter([message.clone(), message.clone()]);
+        let path = PathAndQuery::from_static(method);
+        let e = grpc.client_streaming(tonic::Request::new(two), path, Raw).await.expect_err("refused");
+        assert_eq!(e.code(), Code::InvalidArgument, "{method}: {e:?}");
+        assert!(e.message().starts_with("a call carries one request message"), "{method}: {}", e.message());
+    }
+    // One message is served as ever, and is the one task stored.
+    let mut c = A2aServiceClient::new(ch);
+    c.send_message(crate::support::grpc_text_message(pb::Role::User)).await.expect("one message");
+    let tasks = c.list_tasks(pb::ListTasksRequest::default()).await.expect("list").into_inner();
+    assert_eq!(tasks.tasks.len(), 1, "the refused calls stored nothing: {tasks:?}");
+    stop.cancel();
+}
