@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # agentd side by side with the official Python SDK reference peer (a2a-sdk
 # 1.3.0), the official Rust SDK server (a2a-server-lf 0.5.3, in-memory task
-# store; bench/rustsdk) and the bare-axum floor, on this machine, in one run,
+# store; bench/rustsdk) and a floor (bench/floor: HTTP/1.1, the body parsed
+# as JSON, a fixed answer), on this machine, in one run,
 # alternating servers, a fresh server (and for agentd a fresh data directory)
 # per run. Every load run also states the server's CPU µs per request.
 #
@@ -37,13 +38,14 @@
 #   BENCH_PORT=19400         first port used (each run takes the next pair)
 #   BENCH_OUT=/tmp/agentd-bench/<timestamp>   results, logs, data directories
 #   BENCH_VENV=/tmp/agentd-bench-venv         Python venv for the reference peer
-#   BENCH_TARGET=/tmp/bench-target            cargo target dir for bare-axum, the Rust SDK server
+#   BENCH_TARGET=/tmp/bench-target            cargo target dir for the floor, the Rust SDK server
 #                            and the count-allocs agentd (outside the repo)
-#   BENCH_SHARED=/work/shared/bench           reference peer and bare-axum sources
+#   BENCH_PEER=<file>        the Python SDK reference peer script (`ref`); without it `ref` is
+#                            left out of the run
 #   BENCH_NO_BUILD=1         skip the builds (use what is there)
 #   BENCH_BIN_DIR=target/release  where agentd and agentd-bench are (with BENCH_NO_BUILD=1,
 #                            say target/debug for a quick look; figures then are of debug builds)
-#   BENCH_WRK=auto           cross-check SendMessage with wrk (as in shared/bench/README.md)
+#   BENCH_WRK=auto           cross-check SendMessage with wrk (bench/wrk-post.lua)
 #                            when wrk is installed: auto | 0; concurrency BENCH_WRK_CONCURRENCY="1 64"
 #   BENCH_HOSTILE=1          the hostile-client scenarios (agentd and agentd-base only):
 #                            `conns` (one peer holds idle sockets; another client is served?) with
@@ -61,7 +63,6 @@
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-SHARED=${BENCH_SHARED:-/work/shared/bench}
 SECS=${BENCH_SECS:-20}
 WARMUP=${BENCH_WARMUP:-2}
 REPS=${BENCH_REPS:-2}
@@ -82,6 +83,10 @@ ALLOC_COUNT=${BENCH_ALLOC_COUNT:-5000}
 SERVERS=${BENCH_SERVERS:-"agentd ref rustsdk floor"}
 BASE=${BENCH_BASE:-}
 if [[ -n $BASE && " $SERVERS " != *" agentd-base "* ]]; then SERVERS="$SERVERS agentd-base"; fi
+if [[ " $SERVERS " == *" ref "* && -z ${BENCH_PEER:-} ]]; then
+  echo "bench: BENCH_PEER names no Python SDK reference peer script: ref is left out" >&2
+  SERVERS=$(echo " $SERVERS " | sed 's/ ref / /; s/^ *//; s/ *$//')
+fi
 THREADS=${BENCH_THREADS:-2}
 PORT=${BENCH_PORT:-19400}
 OUT=${BENCH_OUT:-/tmp/agentd-bench/$(date +%Y%m%d-%H%M%S)}
@@ -103,10 +108,10 @@ if [[ $ONLY == hostile ]]; then SERVERS="agentd${BASE:+ agentd-base}"; HOSTILE=1
 BIN_DIR=${BENCH_BIN_DIR:-$REPO/target/release}
 AGENTD=$BIN_DIR/agentd
 BENCH=$BIN_DIR/agentd-bench
-BARE=$BARE_TARGET/release/bare
+BARE=$BARE_TARGET/release/floor
 RUSTSDK=$BARE_TARGET/release/rustsdk-ref
 AGENTD_ALLOCS=$BARE_TARGET/agentd-count-allocs
-PEER=$SHARED/python_sdk_reference_peer.py
+PEER=${BENCH_PEER:-}
 RESULTS=$OUT/results.jsonl
 
 mkdir -p "$OUT/logs" "$OUT/data"
@@ -130,12 +135,11 @@ if [[ "${BENCH_NO_BUILD:-0}" != 1 ]]; then
     || { tail -30 "$OUT/logs/build.log"; exit 1; }
 fi
 if [[ "${BENCH_NO_BUILD:-0}" != 1 && $ONLY != hostile ]]; then
-  log "building the bare-axum floor into $BARE_TARGET (outside the repo)"
-  mkdir -p "$BARE_TARGET/bare-axum-src"
-  cp -r "$SHARED/bare-axum/." "$BARE_TARGET/bare-axum-src/"
-  chmod -R u+w "$BARE_TARGET/bare-axum-src"
+  log "building the floor into $BARE_TARGET (outside the repo)"
+  mkdir -p "$BARE_TARGET/floor-src"
+  cp -r "$REPO/bench/floor/." "$BARE_TARGET/floor-src/"
   # Run from the repo so rustup picks the same toolchain as agentd.
-  (cd "$REPO" && cargo build --release --manifest-path "$BARE_TARGET/bare-axum-src/Cargo.toml" \
+  (cd "$REPO" && cargo build --release --manifest-path "$BARE_TARGET/floor-src/Cargo.toml" \
      --target-dir "$BARE_TARGET") >>"$OUT/logs/build.log" 2>&1 \
     || { tail -30 "$OUT/logs/build.log"; exit 1; }
   if [[ " $SERVERS " == *" rustsdk "* ]]; then
@@ -148,7 +152,7 @@ if [[ "${BENCH_NO_BUILD:-0}" != 1 && $ONLY != hostile ]]; then
       || { tail -30 "$OUT/logs/build.log"; exit 1; }
   fi
 fi
-if [[ $ONLY != hostile ]] && ! "$VENV/bin/python" -c 'import a2a, uvicorn' 2>/dev/null; then
+if [[ " $SERVERS " == *" ref "* ]] && ! "$VENV/bin/python" -c 'import a2a, uvicorn' 2>/dev/null; then
   log "creating the reference peer venv at $VENV (pip, PyPI)"
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q "a2a-sdk[http-server,grpc,sqlite]==1.3.0" uvicorn >"$OUT/logs/pip.log" 2>&1 \
@@ -186,7 +190,7 @@ fsync_ms() {
   echo "agentd: $(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null)$(cd "$REPO" && git diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)')"
   [[ -n $BASE ]] && echo "agentd-base: $BASE"
   echo "rustc: $(cd "$REPO" && rustc --version)"
-  [[ $ONLY == hostile ]] || echo "python: $("$VENV/bin/python" --version) a2a-sdk $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("a2a-sdk"))')"
+  [[ " $SERVERS " != *" ref "* ]] || echo "python: $("$VENV/bin/python" --version) a2a-sdk $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("a2a-sdk"))')"
   echo "settings: SECS=$SECS WARMUP=$WARMUP REPS=$REPS CONCS='$CONCS' COUNT=$COUNT GET_TASKS=$GET_TASKS FAN=$FAN_SUBS x $FAN_ROUNDS FAN_STREAMS=$FAN_STREAMS x $FAN_STREAMS_ROUNDS over $FAN_SOURCES addresses ALLOCS=$ALLOCS x $ALLOC_COUNT THREADS=$THREADS"
   echo "open files (soft limit, inherited by every process): $(ulimit -n)"
 } >"$OUT/machine.txt"
@@ -362,8 +366,8 @@ if [[ $WRK != 0 ]] && command -v wrk >/dev/null; then
         log "wrk c=$c: $s (run $r/$REPS)"
         start_server "$s"
         t=$((c < 2 ? 1 : 2))   # wrk needs connections >= threads
-        wrk -t"$t" -c"$c" -d"${WARMUP}s" -s "$SHARED/wrk/post.lua" "$SRV_URL$(rpc_path "$s")" >/dev/null 2>&1 || true
-        out=$(wrk -t"$t" -c"$c" -d"${SECS}s" --timeout 10s --latency -s "$SHARED/wrk/post.lua" "$SRV_URL$(rpc_path "$s")" 2>&1 || true)
+        wrk -t"$t" -c"$c" -d"${WARMUP}s" -s "$REPO/bench/wrk-post.lua" "$SRV_URL$(rpc_path "$s")" >/dev/null 2>&1 || true
+        out=$(wrk -t"$t" -c"$c" -d"${SECS}s" --timeout 10s --latency -s "$REPO/bench/wrk-post.lua" "$SRV_URL$(rpc_path "$s")" 2>&1 || true)
         echo "$out" >>"$OUT/logs/wrk.log"
         rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
         [[ -n $rps ]] || { log "wrk gave no result (see $OUT/logs/wrk.log)"; echo "$out" >>"$OUT/logs/wrk.log"; stop_server; continue; }

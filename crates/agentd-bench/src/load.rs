@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// The body of /work/shared/bench/wrk/post.lua, byte for byte.
+/// The bench's SendMessage: the body of `bench/wrk-post.lua`, byte for byte.
 pub const SEND_BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"tck-complete-task-bench","role":"ROLE_USER","parts":[{"text":"hi"}]}}}"#;
 
 const COMPLETED: &[u8] = b"TASK_STATE_COMPLETED";

@@ -1,5 +1,5 @@
 //! `agentd-bench`: a bounded load generator for A2A 1.0 JSON-RPC servers
-//! (agentd, the Python SDK reference peer, the bare-axum floor).
+//! (agentd, the Python SDK reference peer, the floor, `bench/floor`).
 //!
 //! Scenarios: `send` (blocking SendMessage that completes at once), `get`
 //! (GetTask on random ids of tasks created first), `fanout` (S concurrent

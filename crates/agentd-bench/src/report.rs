@@ -1,9 +1,9 @@
 //! `report`: reads the JSON lines of any number of runs and prints markdown
 //! tables: medians over repeated runs per (scenario, server, concurrency),
-//! side by side, with agentd/ref and agentd/floor ratios and the targets of
-//! /work/shared/bench/README.md.
+//! side by side, with agentd/ref and agentd/floor ratios and the targets the
+//! reference figures set (docs/benchmarks.md).
 //!
-//! Labels with a meaning here: `floor` (bare-axum), `ref` (Python SDK
+//! Labels with a meaning here: `floor` (`bench/floor`), `ref` (Python SDK
 //! reference peer), `rustsdk` (the official Rust SDK server, in-memory
 //! store), `agentd`, `agentd-normal` (AGENTD_STORE_SYNC=normal) and
 //! `agentd-existing` (cold start on an existing data directory). Runs that
@@ -144,7 +144,7 @@ fn verdict(ok: Option<bool>) -> &'static str {
 
 fn display(label: &str) -> String {
     match label {
-        "floor" => "bare-axum floor".into(),
+        "floor" => "floor (bench/floor)".into(),
         "ref" => "Python SDK ref".into(),
         "rustsdk" => "Rust SDK (a2a-server-lf)".into(),
         "agentd-normal" => "agentd (sync=normal)".into(),
@@ -654,12 +654,12 @@ fn targets(d: &Data, s: &mut String) {
     let hwm = cell("send-count", "agentd", "hwm_mib");
     let idle = cell("coldstart", "agentd", "idle_rss_mib");
     let cold = cell("coldstart", "agentd", "coldstart_ms");
-    let _ = writeln!(s, "### agentd against the targets (shared/bench/README.md)\n");
+    let _ = writeln!(s, "### agentd against the targets of the reference figures (docs/benchmarks.md)\n");
     let _ = writeln!(s, "| target | agentd | verdict |");
     let _ = writeln!(s, "|---|---:|---|");
     let _ = writeln!(
         s,
-        "| c=64 throughput ≥ 35% of bare-axum (same run) | {} | {} |",
+        "| c=64 throughput ≥ 35% of the floor (same run) | {} | {} |",
         share.map_or("–".into(), |x| format!("{:.1}%", 100.0 * x)),
         verdict(share.map(|x| x >= 0.35))
     );
@@ -691,7 +691,7 @@ fn targets(d: &Data, s: &mut String) {
         let x = a / f;
         let _ = writeln!(
             s,
-            "| (wrk) c=64 throughput ≥ 35% of bare-axum | {:.1}% | {} |",
+            "| (wrk) c=64 throughput ≥ 35% of the floor | {:.1}% | {} |",
             100.0 * x,
             verdict(Some(x >= 0.35))
         );
@@ -738,7 +738,7 @@ mod tests {
         assert_eq!(d.med("send", "agentd", 64, "rps"), Some(450.0));
         let out = render(&d, &[1.0, 2.0]);
         assert!(out.contains("| 64 | 1,000 | 45.0 | 450 | 10× | – | 45% |"), "{out}");
-        assert!(out.contains("| c=64 throughput ≥ 35% of bare-axum (same run) | 45.0% | met |"), "{out}");
+        assert!(out.contains("| c=64 throughput ≥ 35% of the floor (same run) | 45.0% | met |"), "{out}");
         assert!(out.contains("| RSS after 20k tasks < 20 MiB | 12.0 MiB | met |"), "{out}");
         assert!(out.contains("load average during the runs: 1.00 – 2.00"), "{out}");
     }

@@ -3,7 +3,7 @@
 //! Categories: `core/` legacy pairs (`NNN.instruction.md` + strict `expected.yaml`),
 //! `refusals/<case>/` (`doc.md` + `refusals.json`), and whole-document cases
 //! `corpus/<case>/` (`doc.md`, `tree.json`, `context.json`, `delivered.txt`). The fixtures are
-//! vendored from `/work/shared/instruction-md/conformance/` (see its NOTICE.md); the last test
+//! vendored from the specification's `conformance/` directory (see its NOTICE.md); the last test
 //! checks the copy against that directory when it sits beside the repository.
 
 use agentd_instruction::{Context, Family, Included, Options, Refusal, deliver_report, load_with, tree_json};
