@@ -163,6 +163,24 @@ pub struct EventRetention {
     pub max_removed: u64,
 }
 
+impl EventRetention {
+    /// The highest seq this step may remove: `max_removed` past what is
+    /// pruned already, never past the last seq.
+    pub fn window_end(&self, b: EventLogBounds) -> u64 {
+        b.pruned_through.saturating_add(self.max_removed).min(b.last)
+    }
+
+    /// Where this step cuts the log, given the highest seq within
+    /// [`EventRetention::window_end`] that age expires (0: none): past the
+    /// count or expired, within the window; `None` when that removes
+    /// nothing.
+    pub fn cutoff(&self, b: EventLogBounds, expired_through: u64) -> Option<u64> {
+        let by_count = b.last.saturating_sub(self.max_count);
+        let cutoff = by_count.max(expired_through).min(self.window_end(b));
+        (cutoff > b.pruned_through).then_some(cutoff)
+    }
+}
+
 /// The `max_removed` the engine's retention uses: about 10 ms of the
 /// SQLite writer's time at the feed's usual event sizes.
 pub const EVENT_PRUNE_STEP: u64 = 1_000;

@@ -95,20 +95,21 @@ impl Inner {
     /// Removes the oldest events past the count, and the prefix older than
     /// the age limit, at most `max_removed` seqs of them.
     fn prune(&mut self, r: EventRetention) {
-        let window_end = self.bounds.pruned_through.saturating_add(r.max_removed).min(self.bounds.last);
-        let by_count = self.bounds.last.saturating_sub(r.max_count);
-        let by_age = self
+        let window_end = r.window_end(self.bounds);
+        let expired = self
             .events
             .iter()
             .take_while(|e| e.seq <= window_end)
             .filter(|e| e.event.ts.millis() < r.min_ts_ms)
             .map(|e| e.seq)
             .max();
-        let cutoff = by_count.max(by_age.unwrap_or(0)).min(window_end);
+        let Some(cutoff) = r.cutoff(self.bounds, expired.unwrap_or(0)) else {
+            return;
+        };
         while self.events.front().is_some_and(|e| e.seq <= cutoff) {
             self.events.pop_front();
         }
-        self.bounds.pruned_through = self.bounds.pruned_through.max(cutoff);
+        self.bounds.pruned_through = cutoff;
     }
 
     /// Refuses the batch unless each task write is at the version after

@@ -8,7 +8,7 @@
 use super::{EVENTS_CHANNEL, OUTBOX_CHANNEL, TASKS_CHANNEL, db};
 use crate::codec::{encode_config, encode_entry, encode_reminder, encode_task, journal_conflict};
 use crate::event_log;
-use agentd_core::{Batch, EventRecord, EventRetention, NewEvent, StoreError, TaskRecord};
+use agentd_core::{Batch, EventLogBounds, EventRecord, EventRetention, NewEvent, StoreError, TaskRecord};
 use agentd_proto::Timestamp;
 use agentd_proto::ext::events::EventKind;
 use deadpool_postgres::Transaction;
@@ -327,14 +327,14 @@ async fn prune(tx: &Transaction<'_>, r: EventRetention) -> Result<(), WriteError
         )
         .await
         .map_err(pg("find expired events"))?;
-    let last = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
-    let pruned = u64::try_from(row.get::<_, i64>(1)).unwrap_or(0);
-    let by_age = row.get::<_, Option<i64>>(2).and_then(|s| u64::try_from(s).ok()).unwrap_or(0);
-    let window_end = pruned.saturating_add(r.max_removed).min(last);
-    let cutoff = last.saturating_sub(r.max_count).max(by_age).min(window_end);
-    if cutoff <= pruned {
+    let bounds = EventLogBounds {
+        last: u64::try_from(row.get::<_, i64>(0)).unwrap_or(0),
+        pruned_through: u64::try_from(row.get::<_, i64>(1)).unwrap_or(0),
+    };
+    let expired = row.get::<_, Option<i64>>(2).and_then(|s| u64::try_from(s).ok()).unwrap_or(0);
+    let Some(cutoff) = r.cutoff(bounds, expired) else {
         return Ok(());
-    }
+    };
     let cutoff = i64::try_from(cutoff).map_err(|e| StoreError::backend(format!("event seq: {e}")))?;
     tx.execute("DELETE FROM events WHERE seq <= $1", &[&cutoff]).await.map_err(pg("prune events"))?;
     tx.execute("UPDATE event_log SET pruned_through = GREATEST(pruned_through, $1) WHERE id = 1", &[&cutoff])

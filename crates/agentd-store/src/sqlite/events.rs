@@ -52,10 +52,8 @@ pub(crate) fn committed(events: Vec<NewEvent>, first: Option<u64>) -> Vec<EventR
 /// `max_removed` seqs of it (the next commit takes the next step); whether
 /// it removed that many, so that more may remain.
 pub(crate) fn prune(tx: &Connection, r: EventRetention) -> Result<bool, StoreError> {
-    let last = last_seq(tx)?;
-    let pruned = pruned_through(tx)?;
-    let window_end = pruned.saturating_add(r.max_removed).min(last);
-    let by_count = last.saturating_sub(r.max_count);
+    let bounds = EventLogBounds { last: last_seq(tx)?, pruned_through: pruned_through(tx)? };
+    let window_end = r.window_end(bounds);
     // The oldest event still young within this step: the log is walked
     // from its start, so this reads the expired rows (about to go) and one
     // more, with no index on `ts_ms` for every commit to update. Events are
@@ -71,15 +69,14 @@ pub(crate) fn prune(tx: &Connection, r: EventRetention) -> Result<bool, StoreErr
         )
         .optional()
         .map_err(err("find expired events"))?;
-    let by_age = match young {
+    let expired = match young {
         Some(seq) => u64::try_from(seq).map_err(err("event seq"))?.saturating_sub(1),
         None => window_end,
     };
-    let cutoff = by_count.max(by_age).min(window_end);
-    if cutoff <= pruned {
+    let Some(cutoff) = r.cutoff(bounds, expired) else {
         return Ok(false);
-    }
-    let whole_step = cutoff - pruned >= r.max_removed;
+    };
+    let whole_step = cutoff - bounds.pruned_through >= r.max_removed;
     let cutoff = seq_param(cutoff)?;
     tx.execute("DELETE FROM events WHERE seq <= ?1", params![cutoff]).map_err(err("prune events"))?;
     tx.execute("UPDATE event_log SET pruned_through = MAX(pruned_through, ?1) WHERE id = 1", params![cutoff])
