@@ -63,6 +63,12 @@ impl Parts {
         Arc::new(Self { by_holder: Mutex::default(), per_holder })
     }
 
+    /// The KiB a share of `bytes` takes: at most a holder's whole part,
+    /// so that one request or answer of any size can go alone.
+    fn kib_of(&self, bytes: usize) -> u32 {
+        u32::try_from(bytes.div_ceil(1024).min(self.per_holder)).unwrap_or(u32::MAX)
+    }
+
     /// An empty share of `holder`'s part, to take units into. Made before
     /// any wait (and the one reference to the part besides the map's): a
     /// caller that goes away while waiting removes the holder's entry if it
@@ -146,8 +152,7 @@ impl Admission {
         if bytes <= UNCOUNTED_BODY_BYTES {
             return BodyShare { _budget: None, _holder: None };
         }
-        let kib = bytes.div_ceil(1024).min(self.body_parts.per_holder);
-        let kib = u32::try_from(kib).unwrap_or(u32::MAX);
+        let kib = self.body_parts.kib_of(bytes);
         let mut share = self.body_parts.share(holder);
         // The semaphores are never closed.
         if let Ok(p) = share.part.acquire_many(kib).await {
@@ -168,8 +173,7 @@ impl Admission {
         if bytes <= UNCOUNTED_BODY_BYTES {
             return Ok(None);
         }
-        let kib = bytes.div_ceil(1024).min(self.answer_parts.per_holder);
-        let kib = u32::try_from(kib).unwrap_or(u32::MAX);
+        let kib = self.answer_parts.kib_of(bytes);
         let mut share = self.answer_parts.share(holder);
         match share.part.try_acquire_many(kib) {
             Ok(p) => {
