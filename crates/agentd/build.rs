@@ -9,6 +9,11 @@
 //!   (`bench/link-order.sh` writes it from a run of the daemon under
 //!   callgrind), and the linker places them together. A name the build no
 //!   longer has is skipped: a stale list costs memory, never correctness.
+//!   Local copies that fat LTO renamed (`name.5373`) get a number that
+//!   moves with unrelated changes elsewhere in the program, so the list
+//!   given to the linker names each of them with its neighbours too
+//!   (`build/link_order.rs`): a start-up function it missed cost 64 KiB or
+//!   more of resident code.
 //! - *Packed relocations.* A position-independent executable carries a
 //!   relocation per pointer in its constant data (1 MiB of them here), all
 //!   read at start-up and resident after; packed (`DT_RELR`, glibc 2.36
@@ -18,6 +23,9 @@
 //! x86_64 Linux (GNU), whose default linker is LLD, with no other linker
 //! configured; packing only with a glibc that reads it.
 //! `AGENTD_LINK_ORDER=off` leaves both out.
+
+#[path = "build/link_order.rs"]
+mod link_order;
 
 use std::env;
 use std::path::Path;
@@ -37,8 +45,11 @@ fn main() {
         return;
     }
     let list = Path::new(&var("CARGO_MANIFEST_DIR")).join("link-order.txt");
-    if list.is_file() {
-        link_arg(&format!("--symbol-ordering-file={}", list.display()));
+    if let Ok(text) = std::fs::read_to_string(&list) {
+        let ordered = Path::new(&var("OUT_DIR")).join("link-order.txt");
+        std::fs::write(&ordered, link_order::with_neighbours(&text, link_order::LTO_SUFFIX_WINDOW))
+            .expect("write the link order");
+        link_arg(&format!("--symbol-ordering-file={}", ordered.display()));
         link_arg("--no-warn-symbol-ordering");
     }
     if glibc_reads_packed_relocations() {

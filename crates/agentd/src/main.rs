@@ -2,7 +2,6 @@
 //! daemon (`agentd send`, `agentd tasks …`). Data goes to stdout,
 //! diagnostics to stderr.
 
-use clap::Parser;
 use std::process::ExitCode;
 
 /// The bench build (`--features count-allocs`): every allocation counted.
@@ -22,8 +21,11 @@ compile_error!("`count-allocs` counts the system allocator's calls: build it wit
 async fn main() -> ExitCode {
     #[cfg(feature = "count-allocs")]
     report_allocations_on_sigusr1();
-    let args = agentd::cli::Cli::parse();
-    match agentd::cli::run(args).await {
+    let args = agentd::cli::parse();
+    // Boxed: the future of a whole daemon's life is large, and on the main
+    // thread's stack each of the moves `block_on` makes of it would stay
+    // resident.
+    match Box::pin(agentd::cli::run(args)).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("agentd: {e:#}");

@@ -66,6 +66,37 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+/// The command line: [`Cli::parse`] as clap reads it, but for `agentd
+/// serve …`, which is read by a parser that knows the `serve` subcommand
+/// alone. clap builds the definition of every argument of every
+/// subcommand before it parses; for a daemon, whose start-up code stays
+/// resident for its life, that was 170 KiB of code and the heap of some
+/// 200 arguments built to be thrown away. `agentd serve --help` and every
+/// error are the same either way (`cli.rs` in the suite compares them
+/// with `agentd help serve`).
+pub fn parse() -> Cli {
+    if std::env::args_os().nth(1).is_some_and(|a| a == "serve") {
+        let ServeOnly { command: ServeCommand::Serve(flags) } = ServeOnly::parse();
+        return Cli { extension_schema: None, command: Some(Command::Serve(flags)) };
+    }
+    Cli::parse()
+}
+
+/// `agentd serve …`: the same command name, version and `serve` subcommand
+/// as [`Cli`], with nothing else.
+#[derive(Parser, Debug)]
+#[command(name = "agentd", version = VERSION)]
+struct ServeOnly {
+    #[command(subcommand)]
+    command: ServeCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum ServeCommand {
+    /// Run the daemon (defaults: 127.0.0.1:7420, data in ./.agentd, the echo agent).
+    Serve(ServeFlags),
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run the daemon (defaults: 127.0.0.1:7420, data in ./.agentd, the echo agent).
@@ -161,18 +192,30 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         anyhow::bail!("give a command (agentd --help lists them)");
     };
     match command {
-        Command::Serve(flags) => {
-            // `agentd init` then `agentd serve` in the same directory would
-            // run the built-in agent, not the one just written: say so.
-            if flags.config.is_none() && std::path::Path::new(init::CONFIG_FILE).is_file() {
-                output::note(&format!(
-                    "agentd: ./{f} is not read without --config: agentd serve --config {f} runs it",
-                    f = init::CONFIG_FILE
-                ));
-            }
-            let cfg = config::load(&flags)?;
-            crate::serve::run(cfg).await
-        }
+        // Each its own boxed future: a daemon's start-up runs none of the
+        // client verbs' code (`client`'s future holds all of them).
+        Command::Serve(flags) => Box::pin(serve(flags)).await,
+        other => Box::pin(client(other)).await,
+    }
+}
+
+async fn serve(flags: ServeFlags) -> anyhow::Result<()> {
+    // `agentd init` then `agentd serve` in the same directory would
+    // run the built-in agent, not the one just written: say so.
+    if flags.config.is_none() && std::path::Path::new(init::CONFIG_FILE).is_file() {
+        output::note(&format!(
+            "agentd: ./{f} is not read without --config: agentd serve --config {f} runs it",
+            f = init::CONFIG_FILE
+        ));
+    }
+    let cfg = config::load(&flags)?;
+    crate::serve::run(cfg).await
+}
+
+/// The client verbs and the local commands.
+async fn client(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Serve(flags) => Box::pin(serve(flags)).await,
         Command::Init(args) => init::run(args),
         Command::Send(args) => send::run(args).await,
         Command::Chat(args) => chat::run(args).await,

@@ -123,6 +123,23 @@ fn the_version_names_the_allocator_the_build_links() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), want);
 }
 
+/// `agentd serve …` is read by a parser of its own (`cli::parse`): what it
+/// prints is what the whole command line's parser prints for `serve`.
+#[test]
+fn serve_is_read_as_the_whole_command_line_reads_it() {
+    let run =
+        |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_agentd")).args(args).output().expect("agentd runs");
+    let own = run(&["serve", "--help"]);
+    let whole = run(&["help", "serve"]);
+    assert!(own.status.success() && whole.status.success(), "{own:?} {whole:?}");
+    assert!(String::from_utf8_lossy(&own.stdout).contains("--listen"), "{own:?}");
+    assert_eq!(String::from_utf8_lossy(&own.stdout), String::from_utf8_lossy(&whole.stdout));
+    let refused = run(&["serve", "--no-such-flag"]);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("'--no-such-flag'") && err.contains("Usage: agentd serve"), "{err}");
+}
+
 #[test]
 fn send_prints_the_reply_and_the_task_on_stderr() {
     let d = Daemon::start(&[]);

@@ -45,6 +45,7 @@ mod grpc;
 mod grpc_annotations;
 mod identity;
 mod instruction;
+mod link_order;
 mod mcp;
 mod mcp_approvals;
 mod metrics;
