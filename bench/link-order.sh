@@ -16,8 +16,8 @@
 # callgrind (every function that runs is recorded, not a sample): the first
 # dump is taken once it has answered its agent card and sat idle a second
 # (what the idle RSS measures), the second when it exits after a round of
-# requests on JSON-RPC and REST, blocking and streaming, and the reads that
-# follow them.
+# requests on JSON-RPC and REST, blocking and streaming, streams following
+# a task until it ends (SubscribeToTask), and the reads that follow them.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -65,6 +65,22 @@ profile() {
     curl "${h[@]}" -N "$url/a2a/jsonrpc" \
       -d "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"SendStreamingMessage\",\"params\":${send/MID/sse-$i}}" >/dev/null
     curl "${h[@]}" -N "$url/a2a/rest/message:stream" -d "${send/MID/rest-sse-$i}" >/dev/null
+    # Streams that follow a waiting task until a continuation ends it
+    # (SubscribeToTask on both bindings: the fan-out's path).
+    task=$(rpc SendMessage "${send/tck-complete-task-MID/tck-input-required-sub-$i}" \
+      | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["task"]["id"])')
+    curl "${h[@]}" -N "$url/a2a/jsonrpc" \
+      -d "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"SubscribeToTask\",\"params\":{\"id\":\"$task\"}}" >"$dir/sub-rpc" &
+    local sub_rpc=$!
+    curl "${h[@]}" -N "$url/a2a/rest/tasks/$task:subscribe" >"$dir/sub-rest" &
+    local sub_rest=$!
+    # Each has its first event (the task) before the continuation is sent.
+    for _ in $(seq 200); do
+      [[ -s $dir/sub-rpc && -s $dir/sub-rest ]] && break
+      sleep 0.05
+    done
+    rpc SendMessage "{\"message\":{\"taskId\":\"$task\",\"messageId\":\"tck-complete-task-sub-$i\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"go\"}]}}" >/dev/null
+    wait "$sub_rpc" "$sub_rest" || true
   done
   rpc ListTasks '{"pageSize":10}' >/dev/null
   curl "${h[@]}" "$url/a2a/rest/tasks?pageSize=10" >/dev/null
