@@ -70,8 +70,8 @@ pub struct Cli {
 /// serve …`, which is read by a parser that knows the `serve` subcommand
 /// alone. clap builds the definition of every argument of every
 /// subcommand before it parses; for a daemon, whose start-up code stays
-/// resident for its life, that was 170 KiB of code and the heap of some
-/// 200 arguments built to be thrown away. `agentd serve --help` and every
+/// resident for its life, that was 170 KiB of code run once to define
+/// arguments it never reads. `agentd serve --help` and every
 /// error are the same either way (`cli.rs` in the suite compares them
 /// with `agentd help serve`).
 pub fn parse() -> Cli {
