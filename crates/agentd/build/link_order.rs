@@ -13,19 +13,19 @@ pub const LTO_SUFFIX_WINDOW: u32 = 64;
 pub fn with_neighbours(list: &str, window: u32) -> String {
     let mut seen = std::collections::HashSet::new();
     let mut out = String::new();
-    let mut add = |name: &str, out: &mut String| {
+    let mut add = |name: &str| {
         if seen.insert(name.to_owned()) {
             out.push_str(name);
             out.push('\n');
         }
     };
     for name in list.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-        add(name, &mut out);
+        add(name);
         let Some((base, n)) = name.rsplit_once('.') else { continue };
         let Ok(n) = n.parse::<u32>() else { continue };
         for d in 1..=window {
             for m in [n.checked_add(d), n.checked_sub(d)].into_iter().flatten() {
-                add(&format!("{base}.{m}"), &mut out);
+                add(&format!("{base}.{m}"));
             }
         }
     }

@@ -82,6 +82,9 @@ pub fn parse() -> Cli {
     Cli::parse()
 }
 
+/// What `agentd serve` is, in both parsers' help.
+const SERVE_ABOUT: &str = "Run the daemon (defaults: 127.0.0.1:7420, data in ./.agentd, the echo agent)";
+
 /// `agentd serve …`: the same command name, version and `serve` subcommand
 /// as [`Cli`], with nothing else.
 #[derive(Parser, Debug)]
@@ -93,13 +96,13 @@ struct ServeOnly {
 
 #[derive(Subcommand, Debug)]
 enum ServeCommand {
-    /// Run the daemon (defaults: 127.0.0.1:7420, data in ./.agentd, the echo agent).
+    #[command(about = SERVE_ABOUT)]
     Serve(ServeFlags),
 }
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Run the daemon (defaults: 127.0.0.1:7420, data in ./.agentd, the echo agent).
+    #[command(about = SERVE_ABOUT)]
     Serve(ServeFlags),
     /// Write a starter instruction document (agent.md) and config (agentd.yaml).
     Init(init::InitArgs),
