@@ -4,6 +4,10 @@
 
 use std::process::ExitCode;
 
+/// pow, exp2 and log defined in the binary: glibc's libm is not loaded.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+use agentd_c_math as _;
+
 /// The bench build (`--features count-allocs`): every allocation counted.
 #[cfg(feature = "count-allocs")]
 #[global_allocator]

@@ -123,6 +123,23 @@ fn the_version_names_the_allocator_the_build_links() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), want);
 }
 
+/// The binary defines the few C math functions it calls (`agentd-c-math`),
+/// so glibc's libm, half a MiB of an idle daemon's memory, is not loaded. A
+/// dependency that starts calling another libm function fails this: that
+/// function belongs in `agentd-c-math` too.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_binary_does_not_load_libm() {
+    // glibc's loader, asked to trace, lists what it loads and exits before main.
+    let out = Command::new(env!("CARGO_BIN_EXE_agentd"))
+        .env("LD_TRACE_LOADED_OBJECTS", "1")
+        .output()
+        .expect("the loader runs");
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && listed.contains("libc.so.6"), "the loader lists the libraries: {out:?}");
+    assert!(!listed.contains("libm.so"), "libm is loaded:\n{listed}");
+}
+
 /// `agentd serve …` is read by a parser of its own (`cli::parse`): what it
 /// prints is what the whole command line's parser prints for `serve`.
 #[test]
