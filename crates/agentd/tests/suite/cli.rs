@@ -123,10 +123,10 @@ fn the_version_names_the_allocator_the_build_links() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), want);
 }
 
-/// The binary defines the few C math functions it calls (`agentd-c-math`),
+/// The binary defines the few C math functions it calls (`agentd-glibc`),
 /// so glibc's libm, half a MiB of an idle daemon's memory, is not loaded. A
 /// dependency that starts calling another libm function fails this: that
-/// function belongs in `agentd-c-math` too.
+/// function belongs in `agentd-glibc` too.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[test]
 fn the_binary_does_not_load_libm() {

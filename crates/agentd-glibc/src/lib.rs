@@ -1,0 +1,13 @@
+//! What the `agentd` binary asks of glibc, and what it does not. Linked by
+//! the binary alone, on Linux with glibc; the library and its tests never
+//! see it.
+//!
+//! - [`math`]: the C math functions the binary's dependencies call, defined
+//!   in the binary so that glibc's `libm.so.6` is not loaded.
+//! - [`trim`]: freed heap pages given back to the kernel once the process
+//!   holds many more than it uses (after a burst of connections).
+
+pub mod math;
+pub mod trim;
+
+pub use trim::{give_back_freed_memory, give_back_freed_memory_every};
