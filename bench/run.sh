@@ -134,6 +134,17 @@ if [[ "${BENCH_NO_BUILD:-0}" != 1 ]]; then
   (cd "$REPO" && cargo build --release -p agentd -p agentd-bench) >>"$OUT/logs/build.log" 2>&1 \
     || { tail -30 "$OUT/logs/build.log"; exit 1; }
 fi
+# A stale link order (crates/agentd/build.rs) costs idle memory, never
+# correctness; it goes stale at once when the agentd crate's dependencies
+# change, since that renames all of the crate's own functions. Said before
+# anything is measured: none of the crate's listed functions in the binary.
+ORDER=$REPO/crates/agentd/link-order.txt
+if command -v nm >/dev/null && [[ -f $AGENTD && -f $ORDER ]]; then
+  own=$(grep -c '^_ZN6agentd' "$ORDER" || true)
+  if [[ $own -gt 0 ]] && ! nm --defined-only "$AGENTD" | awk '{print $3}' | grep -qxF -f <(grep '^_ZN6agentd' "$ORDER"); then
+    log "warning: $AGENTD has none of the $own agentd functions link-order.txt lists: the list is stale (idle RSS will be high); bench/link-order.sh writes it again"
+  fi
+fi
 if [[ "${BENCH_NO_BUILD:-0}" != 1 && $ONLY != hostile ]]; then
   log "building the floor into $BARE_TARGET (outside the repo)"
   mkdir -p "$BARE_TARGET/floor-src"
