@@ -13,21 +13,25 @@
 //! run of free pages, and a page given back costs a fault when it is used
 //! again. So the daemon trims only when its resident memory exceeds what
 //! malloc says is in use by a slack, checked every few seconds: a process
-//! that keeps what it uses never trims.
+//! that keeps what it uses never trims. The slack grows with the heap (a
+//! quarter of what is in use, if that is more than the least slack given),
+//! so a large heap with the ordinary spread of free chunks between live
+//! ones is not trimmed again and again.
 
 use std::time::Duration;
 
 /// Gives freed heap pages back to the kernel if the process's resident
-/// memory exceeds the heap bytes in use by more than `slack`; returns how
-/// many bytes of resident memory that released, or `None` if it did not
-/// trim (or could not read its own resident size).
-pub fn give_back_freed_memory(slack: usize) -> Option<usize> {
+/// memory exceeds the heap bytes in use by more than `least_slack` or a
+/// quarter of those bytes, whichever is more; returns how many bytes of
+/// resident memory that released, or `None` if it did not trim (or could
+/// not read its own resident size).
+pub fn give_back_freed_memory(least_slack: usize) -> Option<usize> {
     let before = resident_bytes()?;
     // SAFETY: mallinfo2 only reads the allocator's statistics.
     let info = unsafe { libc::mallinfo2() };
     // Chunks handed out from the arenas, and those mmapped on their own.
     let in_use = info.uordblks.saturating_add(info.hblkhd);
-    if before <= in_use.saturating_add(slack) {
+    if before <= in_use.saturating_add(least_slack.max(in_use / 4)) {
         return None;
     }
     // SAFETY: malloc_trim(0) releases only pages of free chunks; what is
@@ -40,7 +44,7 @@ pub fn give_back_freed_memory(slack: usize) -> Option<usize> {
 /// [`give_back_freed_memory`] every `period`. A thread rather than a task
 /// on the async runtime: a trim after a large burst walks a large heap,
 /// which a runtime worker should not wait for.
-pub fn give_back_freed_memory_every(period: Duration, slack: usize) -> std::io::Result<()> {
+pub fn give_back_freed_memory_every(period: Duration, least_slack: usize) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("agentd-trim".into())
         // It calls two glibc functions and reads one small file.
@@ -48,7 +52,7 @@ pub fn give_back_freed_memory_every(period: Duration, slack: usize) -> std::io::
         .spawn(move || {
             loop {
                 std::thread::sleep(period);
-                if let Some(released) = give_back_freed_memory(slack) {
+                if let Some(released) = give_back_freed_memory(least_slack) {
                     tracing::debug!(released_bytes = released, "freed heap pages given back to the kernel");
                 }
             }
