@@ -141,7 +141,11 @@ fi
 ORDER=$REPO/crates/agentd/link-order.txt
 if command -v nm >/dev/null && [[ -f $AGENTD && -f $ORDER ]]; then
   own=$(grep -c '^_ZN6agentd' "$ORDER" || true)
-  if [[ $own -gt 0 ]] && ! nm --defined-only "$AGENTD" | awk '{print $3}' | grep -qxF -f <(grep '^_ZN6agentd' "$ORDER"); then
+  # One awk reads the whole symbol table (a `grep -q` would stop early and,
+  # under pipefail, fail the pipeline with nm's SIGPIPE).
+  if [[ $own -gt 0 ]] && ! nm --defined-only "$AGENTD" \
+      | awk 'NR == FNR { listed[$0]; next } $3 in listed { found = 1 } END { exit !found }' \
+        <(grep '^_ZN6agentd' "$ORDER") -; then
     log "warning: $AGENTD has none of the $own agentd functions link-order.txt lists: the list is stale (idle RSS will be high); bench/link-order.sh writes it again"
   fi
 fi

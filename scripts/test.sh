@@ -104,4 +104,9 @@ cargo build --locked -q -p agentd --features jemalloc
 ran=$(_RJEM_MALLOC_CONF=stats_print:true target/debug/agentd --version 2>&1)
 grep -qx "agentd [0-9.]* (allocator: jemalloc)" <<<"$ran"
 grep -q "Begin jemalloc statistics" <<<"$ran"
+# jemalloc's C code links against the binary's own math functions too:
+# glibc's libm stays out of this build as well (cli.rs checks the default one).
+loaded=$(LD_TRACE_LOADED_OBJECTS=1 target/debug/agentd)
+grep -q "libc.so" <<<"$loaded"
+if grep -q "libm.so" <<<"$loaded"; then echo "the jemalloc build loads libm:"; echo "$loaded"; exit 1; fi
 step "done"

@@ -7,7 +7,11 @@
 //! - [`trim`]: freed heap pages given back to the kernel once the process
 //!   holds many more than it uses (after a burst of connections).
 
+// glibc's functions: nothing of this crate exists elsewhere (the binary
+// links it only on Linux with glibc).
+#![cfg(all(target_os = "linux", target_env = "gnu"))]
+
 pub mod math;
 pub mod trim;
 
-pub use trim::{give_back_freed_memory, give_back_freed_memory_every};
+pub use trim::{Trimmer, give_back_freed_memory_every};

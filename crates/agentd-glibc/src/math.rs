@@ -14,9 +14,12 @@
 //! that starts calling another libm function fails it, and the function is
 //! added here.
 //!
-//! The bodies are the `libm` crate's (musl's algorithms, within 1 ULP),
-//! pure Rust: none of them calls back into these symbols. Only the `agentd`
-//! binary links this crate; its test binaries keep glibc's.
+//! The bodies are the `libm` crate's (ports of FreeBSD's msun, within 1
+//! ULP), pure Rust: none of them calls back into these symbols. Unlike
+//! glibc's they never set `errno`; the linker exports them (`-lm` is on its
+//! command line), so a library loaded later with `dlopen` that calls them
+//! gets these too. Only the `agentd` binary links this crate; its test
+//! binaries keep glibc's.
 
 /// `double pow(double, double)`.
 #[unsafe(no_mangle)]

@@ -64,8 +64,8 @@ fn report_allocations_on_sigusr1() {
 }
 
 /// A daemon on glibc's malloc gives freed heap pages back to the kernel
-/// when it holds 16 MiB more than it uses (or a quarter more, if that is
-/// more), checked every 10 s
+/// when its anonymous memory exceeds what it uses by 16 MiB (or a quarter,
+/// if that is more) beyond what the last trim left, checked every 10 s
 /// (`agentd_glibc::trim`): after a burst of connections its memory comes
 /// back down.
 #[cfg(all(target_os = "linux", target_env = "gnu", not(feature = "jemalloc")))]
