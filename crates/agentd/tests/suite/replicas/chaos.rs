@@ -391,7 +391,20 @@ async fn three_replicas_take_300_tasks_through_kill_9s_losing_none_running_none_
     }
     let adopted = epochs.values().filter(|&&n| n > 1).count();
     for ((task, step), by) in &made {
-        let id = ids.get(task.as_str()).unwrap_or_else(|| history.fail(format!("{task} is not listed")));
+        let Some(id) = ids.get(task.as_str()) else {
+            // A blocking send's new task is committed with its run's first
+            // change (ARCHITECTURE.md, the one exception): a process killed
+            // between its first model call and that commit leaves no task,
+            // and no answer. Only that: a first step, by killed processes
+            // alone, for a send nobody acknowledged.
+            let n = task.strip_prefix("chaos task ").and_then(|n| n.parse::<u64>().ok());
+            let acked = sends.iter().any(|s| s["n"].as_u64() == n && s["ack"] == true);
+            let all_killed = by.iter().all(|&(i, g)| killed.contains(&(i as u64, g as u64)));
+            if n.is_none() || acked || !all_killed || *step > 0 {
+                history.fail(format!("{task} is not listed (step {step}, made by {by:?})"));
+            }
+            continue;
+        };
         for &(i, g) in by {
             // One claim, and one more at most after each loss the process
             // logged (a loss can be logged twice: the deadline passing,
