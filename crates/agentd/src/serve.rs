@@ -2,8 +2,9 @@
 //! address until SIGINT or SIGTERM, after which it drains and returns.
 
 use crate::config::Config;
-use crate::daemon::Daemon;
+use crate::daemon::{Daemon, Listeners};
 use crate::telemetry::Tracing;
+use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 pub async fn run(cfg: Config) -> anyhow::Result<()> {
@@ -16,9 +17,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<()> {
 }
 
 async fn serve(cfg: Config) -> anyhow::Result<()> {
-    // Bound first: an address in use leaves no data directory behind.
-    let listener = Daemon::bind(&cfg).await?;
-    let daemon = Daemon::build(cfg).await?;
+    let (listener, daemon) = start_on_a_thread_of_its_own(cfg).await?;
     let shutdown = CancellationToken::new();
     let serve = daemon.serve(listener, shutdown.clone());
     tokio::pin!(serve);
@@ -28,6 +27,28 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     }
     shutdown.cancel();
     serve.await
+}
+
+/// Binds the listeners, then builds the daemon (which opens and recovers
+/// the store), on a thread that ends when they are done. Start-up runs the
+/// deepest stack the daemon ever uses (some 150 KiB: the configuration, the
+/// instruction document, SQLite's open and recovery); on the thread that then
+/// serves, those pages would stay resident for the daemon's whole life,
+/// whereas glibc gives an ended thread's stack back to the kernel.
+async fn start_on_a_thread_of_its_own(cfg: Config) -> anyhow::Result<(Listeners, Daemon)> {
+    let handle = tokio::runtime::Handle::current();
+    let (started, start) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("agentd-start".into())
+        .spawn(move || {
+            let _ = started.send(handle.block_on(async {
+                // Bound first: an address in use leaves no data directory behind.
+                let listeners = Daemon::bind(&cfg).await?;
+                Ok((listeners, Daemon::build(cfg).await?))
+            }));
+        })
+        .context("cannot start the start-up thread")?;
+    start.await.context("the start-up thread ended without an answer")?
 }
 
 /// SIGINT or SIGTERM (SIGINT only where there is no SIGTERM).
