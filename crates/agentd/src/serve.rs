@@ -30,9 +30,9 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
 }
 
 /// Binds the listeners, then builds the daemon (which opens and recovers
-/// the store), on a thread that ends when they are done. Start-up runs the
-/// deepest stack the daemon ever uses (some 150 KiB: the configuration, the
-/// instruction document, SQLite's open and recovery); on the thread that then
+/// the store), on a thread that ends when they are done. This is the
+/// deepest stack of the daemon's life (`Daemon::build`'s own frame is some
+/// 80 KiB, SQLite's open and recovery run below it); on the thread that then
 /// serves, those pages would stay resident for the daemon's whole life,
 /// whereas glibc gives an ended thread's stack back to the kernel.
 async fn start_on_a_thread_of_its_own(cfg: Config) -> anyhow::Result<(Listeners, Daemon)> {
