@@ -30,6 +30,10 @@
 //!   cannot both record a step. `journal` reads them in `seq` order. A
 //!   batch that writes a task in a terminal state removes that task's
 //!   journal (entries of the same batch included): nothing resumes it.
+//!   A task's entries are committed with or after its first version (the
+//!   engine commits a pending creation before the entries of its run), so
+//!   a batch that creates a task and ends it has no journal to remove
+//!   beyond its own entries ([`Batch::ended_with_journal`]).
 //! * A store with [`Store::leases`] commits a batch only if each of its
 //!   `fences` holds (the lease is the holder's at that epoch), else it
 //!   refuses the whole batch with [`StoreError::Fenced`]. A store without
@@ -192,6 +196,17 @@ impl Batch {
         if prune_events.is_some() {
             self.prune_events = prune_events;
         }
+    }
+
+    /// The tasks this batch ends whose journal may hold entries: all of
+    /// them but those it creates without an entry of its own (see the
+    /// contract above). Most turns that end at once journal nothing, and
+    /// their commit runs no removal.
+    pub fn ended_with_journal(&self) -> impl Iterator<Item = &TaskRecord> {
+        self.tasks
+            .iter()
+            .filter(|t| t.state().is_terminal())
+            .filter(|t| t.version != 1 || self.journal.iter().any(|e| e.task_id == t.task.id))
     }
 
     /// The row text of `record`, one of `tasks`, if an event of the batch

@@ -124,4 +124,9 @@ pub async fn journal_removed_when_its_task_ends(store: &dyn Store) {
     commit(store, Batch { journal: vec![started("t1", 2)], ..tasks_batch(vec![task]) }, "completed").await;
     assert!(store.journal("t1").await.unwrap().is_empty(), "a terminal task keeps no journal");
     assert_eq!(store.journal("t2").await.unwrap(), vec![model("t2", 1)]);
+    // Created and ended in one commit with entries of that commit: none stays.
+    let once = record(("t3", "alice", "c", TaskState::Completed, 2_000));
+    commit(store, Batch { journal: vec![model("t3", 1)], ..tasks_batch(vec![once]) }, "created and ended")
+        .await;
+    assert!(store.journal("t3").await.unwrap().is_empty(), "a task created and ended keeps no journal");
 }

@@ -198,7 +198,7 @@ pub(crate) async fn apply(
     }
     // A task that ended never resumes: its journal goes with the commit
     // that ended it.
-    for record in batch.tasks.iter().filter(|t| t.state().is_terminal()) {
+    for record in batch.ended_with_journal() {
         let s = tx
             .prepare_cached("DELETE FROM journal WHERE task_id = $1")
             .await

@@ -6,40 +6,42 @@ use crate::event_log::{self, EventColumns};
 use agentd_core::{EventLogBounds, EventRecord, EventRetention, NewEvent, StoreError};
 use rusqlite::{Connection, OptionalExtension, params};
 
-/// The next seq is one past the newest row; in an emptied log, one past
-/// what retention removed (`MAX(seq)` on the primary key is one B-tree
-/// seek, and the `event_log` row is read only when the log is empty).
+/// An event at the seq the writer assigned: a seq taken already fails the
+/// insert (the primary key) and with it the batch.
 const APPEND: &str = "INSERT INTO events (seq, ts_ms, kind, task_id, owner, data_json, annotations_json)
-    VALUES (COALESCE((SELECT MAX(seq) FROM events),
-                     (SELECT pruned_through FROM event_log WHERE id = 1)) + 1,
-            ?1, ?2, ?3, ?4, ?5, ?6)";
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 
 /// The highest seq ever assigned: the newest row's, or, when retention
 /// emptied the log, the last one it removed.
 const LAST_SEQ: &str = "SELECT MAX(COALESCE((SELECT MAX(seq) FROM events), 0), pruned_through)
     FROM event_log WHERE id = 1";
 
-/// Appends `events` in order; returns the seq of the first (the others
-/// follow it one by one: this one writer assigns every seq), `None` if
-/// there are none.
-pub(crate) fn append(tx: &Connection, events: &[NewEvent]) -> Result<Option<u64>, StoreError> {
+/// Appends `events` in order at the seqs after `last`, the highest seq
+/// assigned before them, and moves `last` to the highest of theirs;
+/// returns the seq of the first, `None` if there are none. The writer
+/// thread, which assigns every seq, keeps `last` across its transactions
+/// (read once with [`last_seq`], moved on by each commit): a seq of its
+/// own instead of one past `MAX(seq)` saves every append a second cursor
+/// and its seek, and an emptied log needs no special case.
+pub(crate) fn append(
+    tx: &Connection,
+    events: &[NewEvent],
+    last: &mut u64,
+) -> Result<Option<u64>, StoreError> {
     if events.is_empty() {
         return Ok(None);
     }
     // One statement for all of them: each `prepare_cached` copies its SQL
     // into a new cache key.
     let mut append = tx.prepare_cached(APPEND).map_err(err("append event"))?;
-    let mut first = None;
-    for (i, e) in (0u64..).zip(events) {
+    let first = *last + 1;
+    for e in events {
+        let seq = seq_param(*last + 1)?;
         let c = event_log::encode(e);
-        append.execute(params![c.0, c.1, c.2, c.3, c.4, c.5]).map_err(err("append event"))?;
-        let seq = u64::try_from(tx.last_insert_rowid()).map_err(err("event seq"))?;
-        let first = *first.get_or_insert(seq);
-        if seq != first + i {
-            return Err(StoreError::backend(format!("event seq {seq} where {} was next", first + i)));
-        }
+        append.execute(params![seq, c.0, c.1, c.2, c.3, c.4, c.5]).map_err(err("append event"))?;
+        *last += 1;
     }
-    Ok(first)
+    Ok(Some(first))
 }
 
 /// The events of a committed batch with their seqs, moved out of it.
@@ -95,7 +97,7 @@ fn pruned_through(conn: &Connection) -> Result<u64, StoreError> {
     Ok(u64::try_from(pruned).unwrap_or(0))
 }
 
-fn last_seq(conn: &Connection) -> Result<u64, StoreError> {
+pub(crate) fn last_seq(conn: &Connection) -> Result<u64, StoreError> {
     let last: i64 = conn.query_row(LAST_SEQ, [], |row| row.get(0)).map_err(err("read last event seq"))?;
     u64::try_from(last).map_err(err("event seq"))
 }

@@ -146,6 +146,16 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     );
     INSERT INTO events SELECT * FROM events_v9;
     DROP TABLE events_v9;",
+    // 11: the two listing indexes in ascending order. A listing walks one
+    // backwards for its newest-first order as it walked the descending one
+    // forwards, but a new task's entry is now appended at the index's right
+    // edge, where a descending index put it at its left edge, and each
+    // commit paid for that (a SendMessage's commit ran 2% more
+    // instructions with the descending pair).
+    "DROP INDEX tasks_updated;
+    DROP INDEX tasks_owner_updated;
+    CREATE INDEX tasks_updated ON tasks (updated_ms, id);
+    CREATE INDEX tasks_owner_updated ON tasks (owner, updated_ms, id);",
 ];
 
 /// Opens the one read-write connection: WAL, busy timeout, foreign keys,

@@ -85,15 +85,23 @@ pub(crate) fn spawn(
     checkpoints: Checkpoints,
 ) -> Result<(Sender<Job>, JoinHandle<()>), StoreError> {
     let (tx, rx) = channel();
+    let last_seq = super::events::last_seq(&conn)?;
     let shared = Shared { announcer, push_configs };
     let handle = std::thread::Builder::new()
         .name("agentd-store-writer".into())
-        .spawn(move || run(conn, rx, &shared, checkpoints))
+        .spawn(move || run(conn, rx, &shared, checkpoints, last_seq))
         .map_err(err("spawn writer thread"))?;
     Ok((tx, handle))
 }
 
-fn run(mut conn: Connection, rx: Receiver<Job>, shared: &Shared, mut checkpoints: Checkpoints) {
+/// `last_seq`: the highest event seq assigned (this thread assigns them).
+fn run(
+    mut conn: Connection,
+    rx: Receiver<Job>,
+    shared: &Shared,
+    mut checkpoints: Checkpoints,
+    mut last_seq: u64,
+) {
     while let Ok(first) = rx.recv() {
         let mut jobs = vec![first];
         while jobs.len() < MAX_GROUP {
@@ -102,7 +110,7 @@ fn run(mut conn: Connection, rx: Receiver<Job>, shared: &Shared, mut checkpoints
                 Err(_) => break,
             }
         }
-        write_group(&mut conn, jobs, shared);
+        write_group(&mut conn, jobs, shared, &mut last_seq);
         checkpoints.after_commit(&conn);
     }
 }
@@ -110,10 +118,10 @@ fn run(mut conn: Connection, rx: Receiver<Job>, shared: &Shared, mut checkpoints
 /// Commits a group; the events of what committed are announced after the
 /// COMMIT and before the callers are answered, in seq order (this one
 /// thread assigns every seq).
-fn write_group(conn: &mut Connection, jobs: Vec<Job>, shared: &Shared) {
+fn write_group(conn: &mut Connection, jobs: Vec<Job>, shared: &Shared, last_seq: &mut u64) {
     let announcer = &shared.announcer;
     let seen = &shared.push_configs;
-    match apply_in_tx(conn, jobs.iter().map(|j| &j.batch), seen) {
+    match apply_in_tx(conn, jobs.iter().map(|j| &j.batch), seen, last_seq) {
         Ok(applied) => {
             if applied.iter().any(|a| a.queued_outbox) {
                 announcer.outbox_queued();
@@ -132,7 +140,7 @@ fn write_group(conn: &mut Connection, jobs: Vec<Job>, shared: &Shared) {
             tracing::debug!(error = %e, batches = jobs.len(), "group commit failed; retrying one by one");
             for mut job in jobs {
                 let mut more_to_prune = false;
-                let outcome = apply_in_tx(conn, std::iter::once(&job.batch), seen).map(|one| {
+                let outcome = apply_in_tx(conn, std::iter::once(&job.batch), seen, last_seq).map(|one| {
                     for a in one {
                         if a.queued_outbox {
                             announcer.outbox_queued();
@@ -169,15 +177,36 @@ struct Applied {
 
 /// Applies `batches` in order in one IMMEDIATE transaction and commits.
 /// Returns what each batch wrote. On any error nothing is written.
+/// `last_seq`, the highest event seq committed, is moved on by a commit
+/// and read again from the log after a failure.
 fn apply_in_tx<'a>(
     conn: &mut Connection,
     batches: impl Iterator<Item = &'a Batch>,
     push_configs: &PushConfigsSeen,
+    last_seq: &mut u64,
+) -> Result<Vec<Applied>, StoreError> {
+    let mut last = *last_seq;
+    let applied = commit_all(conn, batches, push_configs, &mut last);
+    *last_seq = match applied {
+        Ok(_) => last,
+        // A refused batch (a stale version) left the log as it was; a
+        // COMMIT that failed may still have reached the disk, so the log
+        // says where it ends.
+        Err(_) => super::events::last_seq(conn).unwrap_or(*last_seq),
+    };
+    applied
+}
+
+fn commit_all<'a>(
+    conn: &mut Connection,
+    batches: impl Iterator<Item = &'a Batch>,
+    push_configs: &PushConfigsSeen,
+    last: &mut u64,
 ) -> Result<Vec<Applied>, StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err("begin"))?;
     let mut appended = Vec::new();
     for batch in batches {
-        appended.push(apply(&tx, batch, push_configs)?);
+        appended.push(apply(&tx, batch, push_configs, last)?);
     }
     tx.commit().map_err(err("commit"))?;
     Ok(appended)
@@ -264,7 +293,12 @@ fn write_task(tx: &Connection, record: &TaskRecord, task_json: Option<&str>) -> 
 /// deliveries, outbox done, outbox retry, closed conversations, reminders,
 /// journal entries, the journals of tasks that ended, events, pruning. Returns what is announced once
 /// committed.
-fn apply(tx: &Connection, batch: &Batch, push_configs: &PushConfigsSeen) -> Result<Applied, StoreError> {
+fn apply(
+    tx: &Connection,
+    batch: &Batch,
+    push_configs: &PushConfigsSeen,
+    last_seq: &mut u64,
+) -> Result<Applied, StoreError> {
     for record in &batch.tasks {
         write_task(tx, record, batch.task_json_of(record))?;
     }
@@ -333,12 +367,12 @@ fn apply(tx: &Connection, batch: &Batch, push_configs: &PushConfigsSeen) -> Resu
     }
     // A task that ended never resumes: its journal goes with the commit
     // that ended it.
-    for record in batch.tasks.iter().filter(|t| t.state().is_terminal()) {
+    for record in batch.ended_with_journal() {
         tx.prepare_cached("DELETE FROM journal WHERE task_id = ?1")
             .and_then(|mut s| s.execute(params![record.task.id]))
             .map_err(err("remove journal"))?;
     }
-    let first_seq = super::events::append(tx, &batch.events)?;
+    let first_seq = super::events::append(tx, &batch.events, last_seq)?;
     let more_to_prune = match batch.prune_events {
         Some(r) => super::events::prune(tx, r)?,
         None => false,

@@ -170,6 +170,12 @@ async fn stale_batches_fail_alone_in_a_group() {
     assert_eq!((won, lost), (100, 100), "one writer per task wins");
     let events = store.read_events(0, 1_000).await.expect("events");
     assert_eq!(events.len(), 100, "only the winners' events are in the log");
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(
+        seqs,
+        (1..=100).collect::<Vec<_>>(),
+        "the winners' events in seq order, a refused batch took none"
+    );
     let page = store.list_tasks(&TaskQuery { limit: 1_000, ..Default::default() }).await.expect("list");
     assert!(page.tasks.iter().all(|t| t.version == 2), "every task at version 2");
 }
@@ -486,5 +492,69 @@ async fn the_event_log_upgrade_keeps_seqs_and_never_reuses_one() {
         store.commit(one_event(6)).await.expect("append");
         let tail = store.read_events(5, 10).await.expect("tail");
         assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), [6], "the next seq is the next one");
+    }
+}
+
+/// The upgrade that turns the two listing indexes ascending keeps the
+/// listings' order: newest first, ties by id from the highest, page after
+/// page, for one owner and for all. (That a listing walks the index rather
+/// than sorting its matches, the plan tests of `sqlite::read` check.)
+#[tokio::test]
+async fn listings_read_newest_first_across_the_ascending_index_upgrade() {
+    // Six tasks, two owners, two of them updated in the same millisecond.
+    const ROWS: &[(&str, &str, i64)] = &[
+        ("a", "alice", 1_000),
+        ("b", "bob", 2_000),
+        ("c", "alice", 3_000),
+        ("d", "alice", 3_000),
+        ("e", "bob", 4_000),
+        ("f", "alice", 5_000),
+    ];
+    let updated_of = |id: &str| ROWS.iter().find(|r| r.0 == id).map(|r| r.2).expect("a row");
+    let dir = TempDir::new().expect("temp dir");
+    let path = dir.path().join("agentd.db");
+    let migrations = SqliteStore::migrations();
+    let before = migrations.iter().position(|m| m.contains("tasks (updated_ms, id)")).expect("the upgrade");
+    {
+        let conn = rusqlite::Connection::open(&path).expect("raw open");
+        for m in &migrations[..before] {
+            conn.execute_batch(m).expect("older migration");
+        }
+        for &(id, owner, updated) in ROWS {
+            let json =
+                format!(r#"{{"id":"{id}","contextId":"ctx","status":{{"state":"TASK_STATE_COMPLETED"}}}}"#);
+            conn.execute(
+                "INSERT INTO tasks (id, context_id, owner, state, updated_ms, created_ms, task_json, status_history_json)
+                 VALUES (?1, 'ctx', ?2, 3, ?3, ?3, ?4, '[]')",
+                rusqlite::params![id, owner, updated, json],
+            )
+            .expect("an old row");
+        }
+        conn.execute_batch(&format!("PRAGMA user_version = {before};")).expect("mark the old schema");
+    }
+    let store = open(&path);
+    assert_eq!(store.schema_version().await.ok(), Some(SqliteStore::latest_schema_version()));
+    for (owner, expected) in
+        [(Some("alice"), vec!["f", "d", "c", "a"]), (None, vec!["f", "e", "d", "c", "b", "a"])]
+    {
+        let mut seen = Vec::new();
+        let mut after = None;
+        loop {
+            let q = TaskQuery {
+                owner: owner.map(str::to_owned),
+                after: after.take(),
+                limit: 2,
+                ..Default::default()
+            };
+            let page = store.list_tasks(&q).await.expect("list");
+            assert_eq!(page.total, expected.len(), "{owner:?}");
+            let last = page.tasks.last().map(|t| (updated_of(t.id()), t.id().to_owned()));
+            seen.extend(page.tasks.iter().map(|t| t.id().to_owned()));
+            match (page.more, last) {
+                (true, Some(l)) => after = Some(l),
+                _ => break,
+            }
+        }
+        assert_eq!(seen, expected, "{owner:?}");
     }
 }
