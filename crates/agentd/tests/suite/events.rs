@@ -350,6 +350,38 @@ async fn subagents_and_closed_conversations_are_events_and_a_subagent_is_annotat
     assert!(got.iter().any(|e| e["data"]["event"] == "turn" && e["data"]["contextId"] == ctx), "{got:?}");
 }
 
+/// The `task` events of `id` in a replay of the whole log, up to its completion.
+async fn replayed_task_events(d: &Daemon, id: &str) -> Vec<Value> {
+    let mut f = feed(d, json!({"fromSeq": 0, "kinds": ["task"]})).await;
+    f.hello().await;
+    let all = f.until(|e| task_in(e, id, "TASK_STATE_COMPLETED")).await;
+    all.into_iter().filter(|e| e["data"]["id"] == id).collect()
+}
+
+/// A task's earlier `task` events replay as they were committed after the
+/// task moved on, also after kill -9: each shows its own version's state
+/// and history, not the task's newest (the log keeps an event's text by
+/// reference to the task's row until the row changes).
+#[tokio::test]
+async fn earlier_task_events_replay_their_own_version_after_the_task_moved_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut d = Daemon::process_in(dir.path(), &["--agent", "tck"]);
+    let id = send(&d, "tck-input-required").await;
+    d.call("SendMessage", tck_on("tck-complete-task", &id)).await;
+    let before = replayed_task_events(&d, &id).await;
+    let first = &before[0]["data"];
+    assert_eq!(
+        first["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "the creation as committed: {before:?}"
+    );
+    let history = |e: &Value| e["history"].as_array().map_or(0, Vec::len);
+    let last = &before.last().expect("the completion")["data"];
+    assert!(history(first) < history(last), "the first event keeps its shorter history: {before:?}");
+    d.kill9();
+    let d = Daemon::start_in(dir.path(), &["--agent", "tck"]);
+    assert_eq!(replayed_task_events(&d, &id).await, before, "the same events after kill -9");
+}
+
 #[tokio::test]
 async fn acknowledged_changes_have_their_events_after_kill_9() {
     let dir = tempfile::tempdir().expect("tempdir");
