@@ -1,20 +1,9 @@
 //! The event log in SQLite: appends and retention inside the writer's
 //! transaction, and the reads behind the feed's replay.
-//!
-//! A `task` event whose data is its task's whole row text (most are: a
-//! task with no artifacts and a short history) is written by reference:
-//! its `data_json` is empty and the task's row names it (`event_seq`), so
-//! a commit writes that text once, not twice. Before the row moves on to
-//! another version, the commit that moves it gives the event the text it
-//! showed (`KEEP_REFERENCED_TEXT` in `writer.rs`), in the same
-//! transaction; a replay reads a referencing event's text from its row,
-//! and fails loudly, never showing another version, if the row does not
-//! name it.
 
 use crate::codec::err;
 use crate::event_log::{self, EventColumns};
 use agentd_core::{EventLogBounds, EventRecord, EventRetention, NewEvent, StoreError};
-use agentd_proto::ext::events::EventKind;
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// An event at the seq the writer assigned: a seq taken already fails the
@@ -27,14 +16,6 @@ const APPEND: &str = "INSERT INTO events (seq, ts_ms, kind, task_id, owner, data
 const LAST_SEQ: &str = "SELECT MAX(COALESCE((SELECT MAX(seq) FROM events), 0), pruned_through)
     FROM event_log WHERE id = 1";
 
-/// The index in `events` of the `task` event of `task_id` whose data is
-/// `text`, the task's row text: written by reference.
-pub(crate) fn showing_row(events: &[NewEvent], task_id: &str, text: &str) -> Option<usize> {
-    events.iter().position(|e| {
-        e.kind == EventKind::Task && e.task_id.as_deref() == Some(task_id) && e.data.as_str() == text
-    })
-}
-
 /// Appends `events` in order at the seqs after `last`, the highest seq
 /// assigned before them, and moves `last` to the highest of theirs;
 /// returns the seq of the first, `None` if there are none. The writer
@@ -42,12 +23,10 @@ pub(crate) fn showing_row(events: &[NewEvent], task_id: &str, text: &str) -> Opt
 /// (read once with [`last_seq`], moved on by each commit): a seq of its
 /// own instead of one past `MAX(seq)` saves every append a second cursor
 /// and its seek, and an emptied log needs no special case.
-/// Those at the indexes `by_reference` are written by reference.
 pub(crate) fn append(
     tx: &Connection,
     events: &[NewEvent],
     last: &mut u64,
-    by_reference: &[usize],
 ) -> Result<Option<u64>, StoreError> {
     if events.is_empty() {
         return Ok(None);
@@ -56,11 +35,10 @@ pub(crate) fn append(
     // into a new cache key.
     let mut append = tx.prepare_cached(APPEND).map_err(err("append event"))?;
     let first = *last + 1;
-    for (i, e) in events.iter().enumerate() {
+    for e in events {
         let seq = seq_param(*last + 1)?;
         let c = event_log::encode(e);
-        let data = if by_reference.contains(&i) { "" } else { c.4 };
-        append.execute(params![seq, c.0, c.1, c.2, c.3, data, c.5]).map_err(err("append event"))?;
+        append.execute(params![seq, c.0, c.1, c.2, c.3, c.4, c.5]).map_err(err("append event"))?;
         *last += 1;
     }
     Ok(Some(first))
@@ -134,10 +112,8 @@ pub(crate) fn read(conn: &mut Connection, after: u64, limit: usize) -> Result<Ve
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut stmt = conn
         .prepare_cached(
-            "SELECT e.seq, e.ts_ms, e.kind, e.task_id, e.owner,
-                    CASE WHEN e.data_json = '' THEN t.task_json ELSE e.data_json END, e.annotations_json
-             FROM events e LEFT JOIN tasks t ON e.data_json = '' AND t.id = e.task_id AND t.event_seq = e.seq
-             WHERE e.seq > ?1 ORDER BY e.seq LIMIT ?2",
+            "SELECT seq, ts_ms, kind, task_id, owner, data_json, annotations_json FROM events
+             WHERE seq > ?1 ORDER BY seq LIMIT ?2",
         )
         .map_err(err("prepare read events"))?;
     let rows = stmt

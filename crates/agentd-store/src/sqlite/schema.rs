@@ -156,9 +156,6 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     DROP INDEX tasks_owner_updated;
     CREATE INDEX tasks_updated ON tasks (updated_ms, id);
     CREATE INDEX tasks_owner_updated ON tasks (owner, updated_ms, id);",
-    // 12: a `task` event by reference to its task's row (`events.rs`): the
-    // row names the event that shows its version without a copy.
-    "ALTER TABLE tasks ADD COLUMN event_seq INTEGER;",
 ];
 
 /// Opens the one read-write connection: WAL, busy timeout, foreign keys,

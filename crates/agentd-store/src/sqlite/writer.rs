@@ -213,23 +213,15 @@ fn commit_all<'a>(
 }
 
 /// A task's first version: a row that exists already is a conflict.
-/// `event_seq`: the `task` event that shows this version by reference.
 const INSERT_TASK: &str = "INSERT INTO tasks
-    (id, context_id, owner, state, updated_ms, created_ms, task_json, status_history_json, meta_json, version,
-     event_seq)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+    (id, context_id, owner, state, updated_ms, created_ms, task_json, status_history_json, meta_json, version)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
     ON CONFLICT (id) DO NOTHING";
 
 /// A later version: only over the version before it.
 const UPDATE_TASK: &str = "UPDATE tasks SET context_id = ?2, owner = ?3, state = ?4, updated_ms = ?5,
-        created_ms = ?6, task_json = ?7, status_history_json = ?8, meta_json = ?9, version = ?10,
-        event_seq = ?11
+        created_ms = ?6, task_json = ?7, status_history_json = ?8, meta_json = ?9, version = ?10
     WHERE id = ?1 AND version = ?10 - 1";
-
-/// Before a task's row moves on: the `task` event that showed its version
-/// by reference gets that version's text of its own (see `events.rs`).
-const KEEP_REFERENCED_TEXT: &str = "UPDATE events SET data_json = tasks.task_json FROM tasks
-    WHERE tasks.id = ?1 AND events.seq = tasks.event_seq AND events.data_json = ''";
 
 const UPSERT_PUSH: &str = "INSERT INTO push_configs (task_id, id, owner, config_json, created_seq)
     VALUES (?1, ?2, ?3, ?4,
@@ -259,29 +251,17 @@ fn stored_version(tx: &Connection, id: &str) -> Result<u64, StoreError> {
 
 /// Writes one task if it is at the version before the record's (the
 /// statement's guard; the stored version is read only to explain a refusal).
-/// `task_json`: its Task's text when an event of the batch holds it already;
-/// `event_seq`: that event's seq when it is written by reference.
+/// `task_json`: its Task's text when an event of the batch holds it already.
 /// The JSON is dropped once bound, before the insert
 /// runs: SQLite copied it when binding (rusqlite binds text as transient)
 /// and builds its row from that copy, so keeping ours would hold a third
 /// copy of a task that carries a big message.
-fn write_task(
-    tx: &Connection,
-    record: &TaskRecord,
-    task_json: Option<&str>,
-    event_seq: Option<u64>,
-) -> Result<(), StoreError> {
+fn write_task(tx: &Connection, record: &TaskRecord, task_json: Option<&str>) -> Result<(), StoreError> {
     if record.version == 0 {
         // Refused with its explanation before anything is bound.
         StoreError::check_version(record, u64::MAX)?;
     }
     let t = encode_task(record, task_json)?;
-    if record.version != 1 {
-        tx.prepare_cached(KEEP_REFERENCED_TEXT)
-            .and_then(|mut s| s.execute(params![t.id]))
-            .map_err(err("keep an event's task text"))?;
-    }
-    let event_seq = event_seq.map(i64::try_from).transpose().map_err(err("event seq"))?;
     let sql = if record.version == 1 { INSERT_TASK } else { UPDATE_TASK };
     let mut s = tx.prepare_cached(sql).map_err(err("write task"))?;
     let bind = |s: &mut rusqlite::CachedStatement<'_>, i, v: &dyn rusqlite::ToSql| {
@@ -297,7 +277,6 @@ fn write_task(
     bind(&mut s, 8, &t.status_history_json)?;
     bind(&mut s, 9, &t.meta_json)?;
     bind(&mut s, 10, &t.version)?;
-    bind(&mut s, 11, &event_seq)?;
     drop(t);
     match s.raw_execute().map_err(err("write task"))? {
         0 => {
@@ -320,14 +299,8 @@ fn apply(
     push_configs: &PushConfigsSeen,
     last_seq: &mut u64,
 ) -> Result<Applied, StoreError> {
-    // A task's `task` event that shows its row's text is written by
-    // reference to the row (`events.rs`): their indexes among the events.
-    let mut by_reference = Vec::new();
     for record in &batch.tasks {
-        let text = batch.task_json_of(record);
-        let event = text.and_then(|text| super::events::showing_row(&batch.events, record.id(), text));
-        by_reference.extend(event);
-        write_task(tx, record, text, event.map(|i| *last_seq + 1 + i as u64))?;
+        write_task(tx, record, batch.task_json_of(record))?;
     }
     for row in &batch.push_upserts {
         let json = encode_config(&row.config)?;
@@ -399,7 +372,7 @@ fn apply(
             .and_then(|mut s| s.execute(params![record.task.id]))
             .map_err(err("remove journal"))?;
     }
-    let first_seq = super::events::append(tx, &batch.events, last_seq, &by_reference)?;
+    let first_seq = super::events::append(tx, &batch.events, last_seq)?;
     let more_to_prune = match batch.prune_events {
         Some(r) => super::events::prune(tx, r)?,
         None => false,

@@ -360,8 +360,7 @@ async fn replayed_task_events(d: &Daemon, id: &str) -> Vec<Value> {
 
 /// A task's earlier `task` events replay as they were committed after the
 /// task moved on, also after kill -9: each shows its own version's state
-/// and history, not the task's newest (the log keeps an event's text by
-/// reference to the task's row until the row changes).
+/// and history, not the task's newest.
 #[tokio::test]
 async fn earlier_task_events_replay_their_own_version_after_the_task_moved_on() {
     let dir = tempfile::tempdir().expect("tempdir");
