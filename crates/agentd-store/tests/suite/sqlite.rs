@@ -180,18 +180,25 @@ async fn stale_batches_fail_alone_in_a_group() {
     assert!(page.tasks.iter().all(|t| t.version == 2), "every task at version 2");
 }
 
+/// A raw connection to a new file at `path` at the schema before the first
+/// migration whose SQL contains `marker`, and that schema's version.
+fn at_schema_before(path: &Path, marker: &str) -> (rusqlite::Connection, usize) {
+    let migrations = SqliteStore::migrations();
+    let before = migrations.iter().position(|m| m.contains(marker)).expect("the migration");
+    let conn = rusqlite::Connection::open(path).expect("raw open");
+    for m in &migrations[..before] {
+        conn.execute_batch(m).expect("older migration");
+    }
+    (conn, before)
+}
+
 #[tokio::test]
 async fn rows_written_before_versions_read_back_as_version_1() {
     let dir = TempDir::new().expect("temp dir");
     let path = dir.path().join("agentd.db");
     // A file at the schema before task versions, holding a task row.
-    let migrations = SqliteStore::migrations();
-    let before = migrations.iter().position(|m| m.contains("version")).expect("the version column");
     {
-        let conn = rusqlite::Connection::open(&path).expect("raw open");
-        for m in &migrations[..before] {
-            conn.execute_batch(m).expect("older migration");
-        }
+        let (conn, before) = at_schema_before(&path, "version");
         conn.execute_batch(&format!(
             "INSERT INTO tasks (id, context_id, owner, state, updated_ms, created_ms, task_json, status_history_json)
              VALUES ('old', 'ctx', 'alice', 2, 1000, 1000,
@@ -335,12 +342,7 @@ async fn pending_push_rows_survive_the_outbox_rebuild_for_bridges() {
     let path = dir.path().join("agentd.db");
     // A file at the schema before the outbox rebuild (config_id required, no
     // bridge column), holding a pending push delivery as that version left it.
-    let migrations = SqliteStore::migrations();
-    let before = migrations.iter().position(|m| m.contains("bridge_json")).expect("the outbox rebuild");
-    let conn = rusqlite::Connection::open(&path).expect("raw open");
-    for m in &migrations[..before] {
-        conn.execute_batch(m).expect("older migration");
-    }
+    let (conn, before) = at_schema_before(&path, "bridge_json");
     conn.execute_batch(&format!(
         "INSERT INTO push_configs (task_id, id, owner, config_json, created_seq)
             VALUES ('t1', 'p1', 'alice', '{{\"taskId\":\"t1\",\"id\":\"p1\",\"url\":\"https://h.example/x\"}}', 1);
@@ -513,13 +515,8 @@ async fn listings_read_newest_first_across_the_ascending_index_upgrade() {
     let updated_of = |id: &str| ROWS.iter().find(|r| r.0 == id).map(|r| r.2).expect("a row");
     let dir = TempDir::new().expect("temp dir");
     let path = dir.path().join("agentd.db");
-    let migrations = SqliteStore::migrations();
-    let before = migrations.iter().position(|m| m.contains("tasks (updated_ms, id)")).expect("the upgrade");
     {
-        let conn = rusqlite::Connection::open(&path).expect("raw open");
-        for m in &migrations[..before] {
-            conn.execute_batch(m).expect("older migration");
-        }
+        let (conn, before) = at_schema_before(&path, "tasks (updated_ms, id)");
         for &(id, owner, updated) in ROWS {
             let json =
                 format!(r#"{{"id":"{id}","contextId":"ctx","status":{{"state":"TASK_STATE_COMPLETED"}}}}"#);
