@@ -215,6 +215,11 @@ impl PostgresStore {
         schema::MIGRATIONS.len() as i64
     }
 
+    /// The SQL of every migration, in order (upgrade tests build old databases with it).
+    pub fn migrations() -> &'static [&'static str] {
+        schema::MIGRATIONS
+    }
+
     async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
         self.pool.get().await.map_err(pool_error)
     }

@@ -106,6 +106,15 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         id TEXT PRIMARY KEY,
         seen_at TIMESTAMPTZ NOT NULL
     );",
+    // 4: the two listing indexes in ascending order, as SQLite's (its
+    // migration 11): a new task's entry is appended at each index's right
+    // edge, where PostgreSQL inserts without descending from the root, and
+    // a listing scans the index backwards for its newest-first order. The
+    // rebuild holds the tasks table until it commits.
+    "DROP INDEX tasks_updated;
+    DROP INDEX tasks_owner_updated;
+    CREATE INDEX tasks_updated ON tasks (updated_ms, id);
+    CREATE INDEX tasks_owner_updated ON tasks (owner, updated_ms, id);",
 ];
 
 /// The advisory lock key migrations run under (any constant; "agentd" in ASCII).

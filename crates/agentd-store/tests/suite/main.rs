@@ -11,6 +11,7 @@
 )]
 
 mod leases;
+mod listing;
 mod memory;
 mod postgres;
 mod sqlite;

@@ -237,6 +237,43 @@ async fn reopen_sees_everything_and_migrations_are_idempotent() {
     }
 }
 
+/// The upgrade that turns the listing indexes ascending keeps the order
+/// listings read tasks written before it in.
+#[tokio::test]
+async fn listings_read_newest_first_across_the_ascending_index_upgrade() {
+    let Some(options) = postgres::database().await else { return };
+    let migrations = PostgresStore::migrations();
+    let before = migrations.iter().position(|m| m.contains("tasks (updated_ms, id)")).expect("the upgrade");
+    let (client, connection) =
+        options.config().expect("config").connect(tokio_postgres::NoTls).await.expect("connect");
+    let connection = tokio::spawn(connection);
+    for m in &migrations[..before] {
+        client.batch_execute(m).await.expect("older migration");
+    }
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE agentd_schema (version INTEGER NOT NULL); INSERT INTO agentd_schema VALUES ({before});"
+        ))
+        .await
+        .expect("mark the old schema");
+    for &(id, owner, updated) in crate::listing::ROWS {
+        client
+            .execute(
+                "INSERT INTO tasks (id, context_id, owner, state, updated_ms, created_ms, task_json,
+                     status_history_json, meta_json, version)
+                 VALUES ($1, 'ctx', $2, 3, $3, $3, $4, '[]', '{}', 1)",
+                &[&id, &owner, &updated, &crate::listing::task_json(id)],
+            )
+            .await
+            .expect("an old row");
+    }
+    drop(client);
+    let _ = connection.await;
+    let store = open(&options).await;
+    assert_eq!(store.schema_version().await.ok(), Some(PostgresStore::latest_schema_version()));
+    crate::listing::lists_rows_newest_first(&store).await;
+}
+
 /// Stores opened at once on a fresh database apply the migrations once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_opens_migrate_once() {

@@ -503,27 +503,15 @@ async fn the_event_log_upgrade_keeps_seqs_and_never_reuses_one() {
 /// than sorting its matches, the plan tests of `sqlite::read` check.)
 #[tokio::test]
 async fn listings_read_newest_first_across_the_ascending_index_upgrade() {
-    // Six tasks, two owners, two of them updated in the same millisecond.
-    const ROWS: &[(&str, &str, i64)] = &[
-        ("a", "alice", 1_000),
-        ("b", "bob", 2_000),
-        ("c", "alice", 3_000),
-        ("d", "alice", 3_000),
-        ("e", "bob", 4_000),
-        ("f", "alice", 5_000),
-    ];
-    let updated_of = |id: &str| ROWS.iter().find(|r| r.0 == id).map(|r| r.2).expect("a row");
     let dir = TempDir::new().expect("temp dir");
     let path = dir.path().join("agentd.db");
     {
         let (conn, before) = at_schema_before(&path, "tasks (updated_ms, id)");
-        for &(id, owner, updated) in ROWS {
-            let json =
-                format!(r#"{{"id":"{id}","contextId":"ctx","status":{{"state":"TASK_STATE_COMPLETED"}}}}"#);
+        for &(id, owner, updated) in crate::listing::ROWS {
             conn.execute(
                 "INSERT INTO tasks (id, context_id, owner, state, updated_ms, created_ms, task_json, status_history_json)
                  VALUES (?1, 'ctx', ?2, 3, ?3, ?3, ?4, '[]')",
-                rusqlite::params![id, owner, updated, json],
+                rusqlite::params![id, owner, updated, crate::listing::task_json(id)],
             )
             .expect("an old row");
         }
@@ -531,27 +519,5 @@ async fn listings_read_newest_first_across_the_ascending_index_upgrade() {
     }
     let store = open(&path);
     assert_eq!(store.schema_version().await.ok(), Some(SqliteStore::latest_schema_version()));
-    for (owner, expected) in
-        [(Some("alice"), vec!["f", "d", "c", "a"]), (None, vec!["f", "e", "d", "c", "b", "a"])]
-    {
-        let mut seen = Vec::new();
-        let mut after = None;
-        loop {
-            let q = TaskQuery {
-                owner: owner.map(str::to_owned),
-                after: after.take(),
-                limit: 2,
-                ..Default::default()
-            };
-            let page = store.list_tasks(&q).await.expect("list");
-            assert_eq!(page.total, expected.len(), "{owner:?}");
-            let last = page.tasks.last().map(|t| (updated_of(t.id()), t.id().to_owned()));
-            seen.extend(page.tasks.iter().map(|t| t.id().to_owned()));
-            match (page.more, last) {
-                (true, Some(l)) => after = Some(l),
-                _ => break,
-            }
-        }
-        assert_eq!(seen, expected, "{owner:?}");
-    }
+    crate::listing::lists_rows_newest_first(&store).await;
 }
