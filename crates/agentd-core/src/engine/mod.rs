@@ -645,10 +645,20 @@ impl Engine {
 
     /// After a run: a task still active with nothing running it fails.
     async fn finish_run(&self, id: &str, generation: u64) {
-        let Some(slot) = self.inner.slots.get(id) else { return };
+        // A task that ended while its run ran left memory then (its slot
+        // went with the commit that ended it), or was loaded again since
+        // for a read: either way no run of it is left here, and its lease
+        // goes (held, it would be renewed for as long as the process lives).
+        let Some(slot) = self.inner.slots.get(id) else {
+            return self.release_ended_run(id).await;
+        };
         let mut st = slot.state.lock().await;
         if st.run_gen != generation {
-            return; // a newer run took over the task (and its lease)
+            if !st.running {
+                // Under the lock, as below.
+                self.release_ended_run(id).await;
+            }
+            return; // or a newer run took over the task (and its lease)
         }
         let state = st.record.state();
         // After a shutdown stopped the run, the task stays as the
@@ -686,13 +696,19 @@ impl Engine {
         // another replica. (Released after the lock, a message in between
         // found it held by this replica's ending run and ran nowhere.)
         // Halted: the lease goes with the others once the runs ended.
-        if !self.is_halted() {
-            self.release_run(id).await;
-        }
+        self.release_ended_run(id).await;
         st.running = false;
         if !orphaned && !st.detached && slot.followers() == 0 {
             st.detached = true;
             self.inner.slots.remove(id);
+        }
+    }
+
+    /// Gives up the lease of a task whose run here ended (after a halt the
+    /// leases go with the others, once the runs ended).
+    async fn release_ended_run(&self, id: &str) {
+        if !self.is_halted() {
+            self.release_run(id).await;
         }
     }
 

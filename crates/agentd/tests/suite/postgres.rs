@@ -101,3 +101,41 @@ async fn a_bad_store_url_stops_the_daemon_naming_the_key() {
         assert!(!stderr.contains("hunter2"), "{url}: the password is not shown: {stderr}");
     }
 }
+
+/// A run gives its task's lease and its conversation's back when it ends,
+/// whether its task completed within the commit that answered or waits for
+/// input: a replica holds no lease of work it no longer runs (a held lease
+/// is renewed for as long as the process lives, and would be until then).
+#[tokio::test]
+async fn a_run_that_ended_holds_no_lease() {
+    let Some(cluster) = postgres::cluster() else { return };
+    let url = cluster.url(&cluster.create_database().await);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let password_file = dir.path().join("db-password");
+    std::fs::write(&password_file, cluster.password()).expect("write the password file");
+    let config = write_config(
+        dir.path(),
+        &format!("store:\n  url: {url}\n  password: file:{}\n", password_file.display()),
+    );
+    let config = config.to_str().expect("utf-8 path").to_owned();
+    let d = Daemon::start(&["--agent", "tck", "--config", &config]);
+    let done = d.call("SendMessage", send("tck-complete-task", "hello", None)).await;
+    assert_eq!(done["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+    let waiting = d.call("SendMessage", send("tck-input-required", "start", None)).await;
+    assert_eq!(waiting["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{waiting}");
+    // The leases go after the answers: wait for it, with a deadline.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let status = scripted::data(&d.call("SendMessage", scripted::command("status", json!({}))).await);
+        let leases = status["replica"]["leases"].as_array().expect("leases").clone();
+        let held: Vec<&Value> = leases
+            .iter()
+            .filter(|l| l["resource"].as_str().is_some_and(|r| !r.starts_with("outbox")))
+            .collect();
+        if held.is_empty() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "leases still held after the runs ended: {held:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
