@@ -315,6 +315,9 @@ pub async fn outbox_wakes_the_worker(store: &dyn Store) {
     commit(store, event, "a push event").await;
     assert!(woken(store).await, "rows were queued: the worker is woken");
     assert!(!woken(store).await, "once per wake-up");
+    let unconfigured = Batch { push_events: vec![("t2".into(), "e2".into())], ..Default::default() };
+    commit(store, unconfigured, "a push event of a task without configs").await;
+    assert!(!woken(store).await, "a push event that queued no row wakes nobody");
     let bridge = BridgeDelivery {
         task_id: "t1".into(),
         target: BridgeTarget {

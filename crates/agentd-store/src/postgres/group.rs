@@ -8,8 +8,9 @@
 //! COMMIT returned.
 
 use super::feed::{InFlight, Wake};
-use super::{db, pool_error, write};
-use agentd_core::{Batch, EventRecord, StoreError};
+use super::write::{self, Written};
+use super::{db, pool_error};
+use agentd_core::{Batch, StoreError};
 use deadpool_postgres::Pool;
 use tokio::sync::{mpsc, oneshot};
 
@@ -19,10 +20,10 @@ const MAX_GROUP: usize = 64;
 /// How often a transaction aborted by a deadlock is run again.
 const DEADLOCK_RETRIES: usize = 3;
 
-/// One queued commit and where to send its outcome (the events appended).
+/// One queued commit and where to send its outcome.
 pub(crate) struct Job {
     pub batch: Batch,
-    pub reply: oneshot::Sender<Result<Vec<EventRecord>, StoreError>>,
+    pub reply: oneshot::Sender<Result<Written, StoreError>>,
 }
 
 /// The writer: groups and writes queued jobs until every sender is gone.
@@ -52,9 +53,9 @@ impl Writer {
         let batches: Vec<&Batch> = group.iter().map(|j| &j.batch).collect();
         match self.write(&batches).await {
             Ok(appended) => {
-                for (job, events) in group.into_iter().zip(appended) {
+                for (job, written) in group.into_iter().zip(appended) {
                     // The caller may have stopped waiting; the write stands.
-                    let _ = job.reply.send(Ok(events));
+                    let _ = job.reply.send(Ok(written));
                 }
             }
             Err(e) if group.len() == 1 => {
@@ -73,9 +74,9 @@ impl Writer {
         }
     }
 
-    /// Writes `batches` in order in one transaction and commits; the events
-    /// each appended. On any error nothing is written.
-    async fn write(&self, batches: &[&Batch]) -> Result<Vec<Vec<EventRecord>>, StoreError> {
+    /// Writes `batches` in order in one transaction and commits; what each
+    /// wrote. On any error nothing is written.
+    async fn write(&self, batches: &[&Batch]) -> Result<Vec<Written>, StoreError> {
         let mut client = self.pool.get().await.map_err(pool_error)?;
         let mut attempt = 0;
         loop {
@@ -84,7 +85,7 @@ impl Writer {
             let mut failed = None;
             for batch in batches {
                 match write::apply(&tx, batch, &self.instance).await {
-                    Ok(events) => appended.push(events),
+                    Ok(written) => appended.push(written),
                     Err(e) => {
                         failed = Some(e);
                         break;
@@ -93,7 +94,7 @@ impl Writer {
             }
             let Some(failed) = failed else {
                 // Before COMMIT: nobody can know these seqs committed before.
-                let seqs = || appended.iter().flatten().map(|e| e.seq);
+                let seqs = || appended.iter().flat_map(|w| &w.events).map(|e| e.seq);
                 self.in_flight.take(seqs());
                 if let Err(e) = tx.commit().await {
                     self.in_flight.release(seqs());

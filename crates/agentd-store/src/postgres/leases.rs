@@ -132,15 +132,16 @@ impl Leases for PostgresStore {
 
     async fn release(&self, resource: &str, holder: &str, epoch: u64) -> Result<(), StoreError> {
         let epoch = i64::try_from(epoch).unwrap_or(i64::MAX);
-        self.client()
-            .await?
-            .execute(
+        let client = self.client().await?;
+        // Prepared once per connection: every run ends with a release.
+        let s = client
+            .prepare_cached(
                 "UPDATE leases SET holder = '', expires_at = '-infinity'
                  WHERE resource = $1 AND holder = $2 AND epoch = $3",
-                &[&resource, &holder, &epoch],
             )
             .await
-            .map_err(db("release lease"))?;
+            .map_err(db("prepare release"))?;
+        client.execute(&s, &[&resource, &holder, &epoch]).await.map_err(db("release lease"))?;
         Ok(())
     }
 

@@ -240,9 +240,6 @@ impl Store for PostgresStore {
         if batch.is_empty() {
             return Ok(());
         }
-        // Whether it may queue outbox rows (the fan-out's count is not
-        // worth carrying back: a wake-up that finds nothing costs one read).
-        let queues = !batch.push_events.is_empty() || !batch.bridge_deliveries.is_empty();
         let (reply, outcome) = oneshot::channel();
         self.jobs
             .send(group::Job { batch, reply })
@@ -250,8 +247,8 @@ impl Store for PostgresStore {
         let committed = outcome
             .await
             .unwrap_or_else(|_| Err(StoreError::backend("store writer stopped before answering")));
-        let events = match committed {
-            Ok(events) => events,
+        let write::Written { events, queued_outbox } = match committed {
+            Ok(written) => written,
             Err(e) => {
                 tracing::debug!(error = %e, "refused");
                 return Err(e);
@@ -266,7 +263,9 @@ impl Store for PostgresStore {
                 let _ = announced.await;
             }
         }
-        if queues {
+        if queued_outbox {
+            // The worker looks only after a commit queued rows: a push
+            // event of a task without push configs queues none.
             self.announcer.outbox_queued();
         }
         Ok(())

@@ -233,15 +233,17 @@ pub(crate) async fn due_outbox(
 }
 
 pub(crate) async fn outbox_depth(client: &impl GenericClient) -> Result<u64, StoreError> {
-    let row = client.query_one("SELECT COUNT(*) FROM outbox", &[]).await.map_err(db("count outbox rows"))?;
+    let s = client.prepare_cached("SELECT COUNT(*) FROM outbox").await.map_err(db("count outbox rows"))?;
+    let row = client.query_one(&s, &[]).await.map_err(db("count outbox rows"))?;
     Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
 }
 
 pub(crate) async fn next_outbox_due(client: &impl GenericClient) -> Result<Option<i64>, StoreError> {
-    let row = client
-        .query_one("SELECT MIN(not_before_ms) FROM outbox", &[])
+    let s = client
+        .prepare_cached("SELECT MIN(not_before_ms) FROM outbox")
         .await
         .map_err(db("query next outbox due"))?;
+    let row = client.query_one(&s, &[]).await.map_err(db("query next outbox due"))?;
     Ok(row.get(0))
 }
 

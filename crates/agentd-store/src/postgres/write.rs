@@ -99,15 +99,24 @@ const APPEND_EVENTS: &str = "WITH taken AS (
     )
     SELECT last_seq, pg_notify($7, last_seq::TEXT)::TEXT FROM taken";
 
+/// What one batch wrote that its caller acts on.
+#[derive(Default)]
+pub(crate) struct Written {
+    /// The events appended, with their seqs.
+    pub events: Vec<EventRecord>,
+    /// Whether it queued outbox rows (the delivery worker then looks).
+    pub queued_outbox: bool,
+}
+
 /// Writes one batch inside `tx`, after checking its fences, in the SQLite writer's order: tasks, push
 /// upserts, push deletes (their outbox rows go by cascade), push events,
 /// bridge deliveries, outbox done, outbox retry, closed conversations,
-/// reminders, events, pruning. Returns the events appended.
+/// reminders, events, pruning.
 pub(crate) async fn apply(
     tx: &Transaction<'_>,
     batch: &Batch,
     instance: &str,
-) -> Result<Vec<EventRecord>, WriteError> {
+) -> Result<Written, WriteError> {
     // First: a fenced-off holder's batch writes nothing at all.
     super::leases::check_fences(tx, &batch.fences).await?;
     for record in &batch.tasks {
@@ -209,7 +218,7 @@ pub(crate) async fn apply(
     if let Some(r) = batch.prune_events {
         prune(tx, r).await?;
     }
-    Ok(events)
+    Ok(Written { events, queued_outbox: queued > 0 })
 }
 
 const INSERT_JOURNAL: &str =
