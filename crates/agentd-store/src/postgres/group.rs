@@ -81,27 +81,19 @@ impl Writer {
         let mut attempt = 0;
         loop {
             let tx = client.transaction().await.map_err(db("begin"))?;
-            let mut appended = Vec::with_capacity(batches.len());
-            let mut failed = None;
-            for batch in batches {
-                match write::apply(&tx, batch, &self.instance).await {
-                    Ok(written) => appended.push(written),
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
+            let failed = match write::apply(&tx, batches, &self.instance).await {
+                Ok(appended) => {
+                    // Before COMMIT: nobody can know these seqs committed before.
+                    let seqs = || appended.iter().flat_map(|w| &w.events).map(|e| e.seq);
+                    self.in_flight.take(seqs());
+                    if let Err(e) = tx.commit().await {
+                        self.in_flight.release(seqs());
+                        let _ = self.wakes.send(Wake::GaveBack);
+                        return Err(db("commit")(e));
                     }
+                    return Ok(appended);
                 }
-            }
-            let Some(failed) = failed else {
-                // Before COMMIT: nobody can know these seqs committed before.
-                let seqs = || appended.iter().flat_map(|w| &w.events).map(|e| e.seq);
-                self.in_flight.take(seqs());
-                if let Err(e) = tx.commit().await {
-                    self.in_flight.release(seqs());
-                    let _ = self.wakes.send(Wake::GaveBack);
-                    return Err(db("commit")(e));
-                }
-                return Ok(appended);
+                Err(failed) => failed,
             };
             // Dropping the transaction rolls it back.
             drop(tx);

@@ -1,7 +1,7 @@
 //! Leases on PostgreSQL (`agentd_core::lease`): every expiry is computed
 //! by the database's clock (`now()`), never a replica's, so replicas whose
 //! clocks disagree still agree on who holds what. A holder's batch checks
-//! its fences in the batch's transaction (`check_fences`), locking the
+//! its fences in the batch's transaction (`write::CHECK_FENCE`), locking the
 //! lease rows it reads `FOR KEY SHARE`: a claim of an existing row locks
 //! it `FOR UPDATE` first, which that lock excludes, so no claim slips in
 //! between the check and the COMMIT; renewals and releases (updates of
@@ -9,40 +9,14 @@
 //! of many rows and a group checking many fences deadlocked, and each
 //! such deadlock cost PostgreSQL's one-second deadlock timeout.)
 
-use super::write::WriteError;
 use super::{PostgresStore, db, read};
-use agentd_core::{Fence, LeaseRow, Leases, ReplicaRow, StoreError};
+use agentd_core::{LeaseRow, Leases, ReplicaRow, StoreError};
 use agentd_proto::TaskState;
 use async_trait::async_trait;
-use deadpool_postgres::Transaction;
 use std::time::Duration;
 
 fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-/// Refuses the batch unless each fence's lease is its holder's at its epoch.
-pub(crate) async fn check_fences(tx: &Transaction<'_>, fences: &[Fence]) -> Result<(), WriteError> {
-    for f in fences {
-        let s = tx
-            .prepare_cached(
-                "SELECT 1 FROM leases WHERE resource = $1 AND holder = $2 AND epoch = $3 FOR KEY SHARE",
-            )
-            .await
-            .map_err(|e| WriteError::Db("check lease", e))?;
-        let epoch = i64::try_from(f.epoch).unwrap_or(i64::MAX);
-        let held = tx
-            .query_opt(&s, &[&f.resource, &f.holder, &epoch])
-            .await
-            .map_err(|e| WriteError::Db("check lease", e))?;
-        if held.is_none() {
-            return Err(WriteError::Refused(StoreError::Fenced {
-                resource: f.resource.clone(),
-                epoch: f.epoch,
-            }));
-        }
-    }
-    Ok(())
 }
 
 #[async_trait]

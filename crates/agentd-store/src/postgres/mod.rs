@@ -5,16 +5,19 @@
 //! statements prepared once per connection, and migrations that are a list
 //! of SQL strings like SQLite's (sqlx's migrator and compile-time checked
 //! queries would bring a second SQL toolkit beside rusqlite for little).
-//! Commits are grouped by one writer task (`group`) that writes each batch
-//! (`write`); reads are in `read`, the schema in `schema`, the ordered
+//! Commits are grouped by one writer task (`group`) that writes a group's
+//! batches as one pipeline of statements (`write`, `statements`,
+//! `pipeline`); reads are in `read`, the schema in `schema`, the ordered
 //! announcement of committed events in `feed`, the leases of replicas
 //! sharing the database in `leases`.
 
 mod feed;
 mod group;
 mod leases;
+mod pipeline;
 mod read;
 mod schema;
+mod statements;
 mod write;
 
 use crate::event_log::Announcer;

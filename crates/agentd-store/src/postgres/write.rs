@@ -1,17 +1,21 @@
-//! Writing one batch inside a transaction (the group writer, `group.rs`,
-//! puts several in one). The task version guards are the SQLite writer's:
-//! `INSERT … ON CONFLICT DO NOTHING` for a first version, `UPDATE … WHERE
-//! version = v - 1` after. Under READ COMMITTED a second writer of the same
-//! row (another process) waits for the first to commit and then finds the
-//! guard false: a conflict.
+//! Writing a group's batches inside one transaction, pipelined: every
+//! statement of every batch (`statements`) is sent before the first answer
+//! is read (`pipeline`), so a group costs its transaction's round trips,
+//! not one per statement; the answers are then checked in order, and the
+//! first that refuses a batch refuses the group (the group writer then
+//! writes its batches one by one, `group.rs`). The task version guards are
+//! the SQLite writer's: `INSERT … ON CONFLICT DO NOTHING` for a first
+//! version, `UPDATE … WHERE version = v - 1` after. Under READ COMMITTED a
+//! second writer of the same row (another process) waits for the first to
+//! commit and then finds the guard false: a conflict.
 
-use super::{EVENTS_CHANNEL, OUTBOX_CHANNEL, TASKS_CHANNEL, db};
-use crate::codec::{encode_config, encode_entry, encode_reminder, encode_task, journal_conflict};
-use crate::event_log;
+use super::pipeline::{self, Pending};
+use super::statements::{Check, Encoded, Statement};
+use super::{OUTBOX_CHANNEL, db};
+use crate::codec::journal_conflict;
 use agentd_core::{Batch, EventLogBounds, EventRecord, EventRetention, NewEvent, StoreError, TaskRecord};
-use agentd_proto::Timestamp;
-use agentd_proto::ext::events::EventKind;
 use deadpool_postgres::Transaction;
+use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
 
 /// Why a batch was not written: refused (a conflict, a bad record), or a
@@ -46,37 +50,39 @@ fn pg(context: &'static str) -> impl Fn(tokio_postgres::Error) -> WriteError {
     move |e| WriteError::Db(context, e)
 }
 
-const INSERT_TASK: &str = "INSERT INTO tasks
+pub(super) const INSERT_TASK: &str = "INSERT INTO tasks
     (id, context_id, owner, state, updated_ms, created_ms, task_json, status_history_json, meta_json, version)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
     ON CONFLICT (id) DO NOTHING";
 
-const UPDATE_TASK: &str = "UPDATE tasks SET context_id = $2, owner = $3, state = $4, updated_ms = $5,
+pub(super) const UPDATE_TASK: &str =
+    "UPDATE tasks SET context_id = $2, owner = $3, state = $4, updated_ms = $5,
         created_ms = $6, task_json = $7, status_history_json = $8, meta_json = $9, version = $10
     WHERE id = $1 AND version = $10::BIGINT - 1";
 
-const UPSERT_PUSH: &str = "INSERT INTO push_configs (task_id, id, owner, config_json)
+pub(super) const UPSERT_PUSH: &str = "INSERT INTO push_configs (task_id, id, owner, config_json)
     VALUES ($1, $2, $3, $4)
     ON CONFLICT (task_id, id) DO UPDATE SET owner = excluded.owner, config_json = excluded.config_json";
 
 /// Every push event of a batch in one statement: one outbox row per event
 /// and push config the task has, in event order, then config order.
-const FAN_OUT: &str = "INSERT INTO outbox (task_id, config_id, body, attempts, not_before_ms)
+pub(super) const FAN_OUT: &str = "INSERT INTO outbox (task_id, config_id, body, attempts, not_before_ms)
     SELECT p.task_id, p.id, e.body, 0, $3
     FROM UNNEST($1::TEXT[], $2::TEXT[]) WITH ORDINALITY AS e (task_id, body, n)
     JOIN push_configs p ON p.task_id = e.task_id
     ORDER BY e.n, p.created_seq";
 
-const ENQUEUE_BRIDGE: &str = "INSERT INTO outbox (task_id, bridge_json, body, attempts, not_before_ms)
+pub(super) const ENQUEUE_BRIDGE: &str =
+    "INSERT INTO outbox (task_id, bridge_json, body, attempts, not_before_ms)
     VALUES ($1, $2, $3, 0, $4)";
 
 /// Wakes the replica delivering the outbox, in whatever process it runs.
 /// A notification on a channel with a payload: `OUTBOX_CHANNEL` with the
 /// sending instance's name, `TASKS_CHANNEL` (tells the replicas streaming a
 /// task that it changed) with the task's id.
-const NOTIFY: &str = "SELECT pg_notify($1, $2)::TEXT";
+pub(super) const NOTIFY: &str = "SELECT pg_notify($1, $2)::TEXT";
 
-const UPSERT_REMINDER: &str = "INSERT INTO reminders (task_id, id, active, reminder_json)
+pub(super) const UPSERT_REMINDER: &str = "INSERT INTO reminders (task_id, id, active, reminder_json)
     VALUES ($1, $2, $3, $4)
     ON CONFLICT (task_id, id) DO UPDATE SET active = excluded.active, reminder_json = excluded.reminder_json";
 
@@ -89,7 +95,7 @@ const UPSERT_REMINDER: &str = "INSERT INTO reminders (task_id, id, active, remin
 /// values are handed out at once, so a later seq could commit first, and a
 /// rollback leaves a hole.) The NOTIFY carrying the last seq is delivered
 /// only if the transaction commits.
-const APPEND_EVENTS: &str = "WITH taken AS (
+pub(super) const APPEND_EVENTS: &str = "WITH taken AS (
         UPDATE event_log SET last_seq = last_seq + cardinality($1::BIGINT[]) WHERE id = 1 RETURNING last_seq
     ), appended AS (
         INSERT INTO events (seq, ts_ms, kind, task_id, owner, data_json, annotations_json)
@@ -98,6 +104,24 @@ const APPEND_EVENTS: &str = "WITH taken AS (
             WITH ORDINALITY AS e (ts, kind, task_id, owner, data, annotations, n)
     )
     SELECT last_seq, pg_notify($7, last_seq::TEXT)::TEXT FROM taken";
+
+pub(super) const INSERT_JOURNAL: &str =
+    "INSERT INTO journal (task_id, seq, body) VALUES ($1, $2, $3) ON CONFLICT (task_id, seq) DO NOTHING";
+
+pub(super) const REMOVE_JOURNAL: &str = "DELETE FROM journal WHERE task_id = $1";
+
+pub(super) const CHECK_FENCE: &str =
+    "SELECT 1 FROM leases WHERE resource = $1 AND holder = $2 AND epoch = $3 FOR KEY SHARE";
+
+pub(super) const DELETE_PUSH: &str = "DELETE FROM push_configs WHERE task_id = $1 AND id = $2";
+
+pub(super) const REMOVE_OUTBOX_ROW: &str = "DELETE FROM outbox WHERE id = $1";
+
+pub(super) const RESCHEDULE_OUTBOX_ROW: &str =
+    "UPDATE outbox SET not_before_ms = $2, attempts = $3 WHERE id = $1";
+
+pub(super) const CLOSE_CONTEXT: &str = "INSERT INTO closed_contexts (context_id, closed_by, closed_ms)
+    VALUES ($1, $2, $3) ON CONFLICT (context_id) DO NOTHING";
 
 /// What one batch wrote that its caller acts on.
 #[derive(Default)]
@@ -108,217 +132,105 @@ pub(crate) struct Written {
     pub queued_outbox: bool,
 }
 
-/// Writes one batch inside `tx`, after checking its fences, in the SQLite writer's order: tasks, push
-/// upserts, push deletes (their outbox rows go by cascade), push events,
-/// bridge deliveries, outbox done, outbox retry, closed conversations,
-/// reminders, events, pruning.
+/// A statement's answer: a row (or none) for those that return one, the
+/// rows changed for the others.
+enum Answer {
+    Row(Option<Row>),
+    Count(u64),
+}
+
+/// Writes `batches`, in order, inside `tx`: what each wrote, or why the
+/// group is refused (nothing of it may be committed then).
 pub(crate) async fn apply(
     tx: &Transaction<'_>,
-    batch: &Batch,
+    batches: &[&Batch],
     instance: &str,
-) -> Result<Written, WriteError> {
-    // First: a fenced-off holder's batch writes nothing at all.
-    super::leases::check_fences(tx, &batch.fences).await?;
-    for record in &batch.tasks {
-        write_task(tx, record, batch.task_json_of(record)).await?;
-        // A `task` event wakes the replicas following the task already.
-        let id = record.id();
-        let has_event =
-            batch.events.iter().any(|e| e.kind == EventKind::Task && e.task_id.as_deref() == Some(id));
-        if !has_event {
-            let s = tx.prepare_cached(NOTIFY).await.map_err(pg("notify task"))?;
-            tx.execute(&s, &[&TASKS_CHANNEL, &id]).await.map_err(pg("notify task"))?;
+) -> Result<Vec<Written>, WriteError> {
+    let encoded = batches.iter().map(|b| Encoded::of(b)).collect::<Result<Vec<_>, _>>()?;
+    let mut statements = Vec::new();
+    for (i, e) in encoded.iter().enumerate() {
+        e.statements(i, &mut statements);
+    }
+    // Prepared once per connection: after the first group, no round trip.
+    let mut pending: Vec<Pending<'_, Result<Answer, tokio_postgres::Error>>> =
+        Vec::with_capacity(statements.len());
+    for st in &statements {
+        let prepared = tx.prepare_cached(st.sql).await.map_err(pg(st.context))?;
+        pending.push(Box::pin(answer(tx, prepared, st)));
+    }
+    let answers = pipeline::in_order(pending).await;
+    let mut written: Vec<Written> = batches.iter().map(|_| Written::default()).collect();
+    for (st, answer) in statements.iter().zip(answers) {
+        // The first failure is the cause; the statements after it failed
+        // only because the transaction was aborted.
+        let answer = answer.map_err(pg(st.context))?;
+        let w = &mut written[st.batch];
+        match (&st.check, answer) {
+            (Check::Fence(f), Answer::Row(None)) => {
+                return Err(WriteError::Refused(StoreError::Fenced {
+                    resource: f.resource.clone(),
+                    epoch: f.epoch,
+                }));
+            }
+            (Check::Task(record), Answer::Count(n)) if n != 1 => return Err(refused_task(tx, record).await),
+            (Check::Journal(e), Answer::Count(0)) => return Err(journal_conflict(e).into()),
+            (Check::Queued, Answer::Count(n)) => w.queued_outbox |= n > 0,
+            (Check::Append, Answer::Row(row)) => w.events = numbered(row, &batches[st.batch].events)?,
+            _ => {}
         }
     }
-    for row in &batch.push_upserts {
-        let json = encode_config(&row.config)?;
-        let c = &row.config;
-        let s = tx.prepare_cached(UPSERT_PUSH).await.map_err(pg("write push config"))?;
-        tx.execute(&s, &[&c.task_id, &c.id, &row.owner, &json]).await.map_err(pg("write push config"))?;
-    }
-    for (task_id, id) in &batch.push_deletes {
-        let s = tx
-            .prepare_cached("DELETE FROM push_configs WHERE task_id = $1 AND id = $2")
-            .await
-            .map_err(pg("delete push config"))?;
-        tx.execute(&s, &[task_id, id]).await.map_err(pg("delete push config"))?;
-    }
-    let now = Timestamp::now().millis();
-    let mut queued = 0;
-    if !batch.push_events.is_empty() {
-        let (tasks, bodies): (Vec<&str>, Vec<&str>) =
-            batch.push_events.iter().map(|(t, b)| (t.as_str(), b.as_str())).unzip();
-        let s = tx.prepare_cached(FAN_OUT).await.map_err(pg("fan out push events"))?;
-        queued += tx.execute(&s, &[&tasks, &bodies, &now]).await.map_err(pg("fan out push events"))?;
-    }
-    for d in &batch.bridge_deliveries {
-        let target = serde_json::to_string(&d.target)
-            .map_err(|e| StoreError::backend(format!("encode bridge target: {e}")))?;
-        let s = tx.prepare_cached(ENQUEUE_BRIDGE).await.map_err(pg("enqueue bridge delivery"))?;
-        queued += tx
-            .execute(&s, &[&d.task_id, &target, &d.body, &now])
-            .await
-            .map_err(pg("enqueue bridge delivery"))?;
-    }
-    if queued > 0 {
-        // Delivered only if this transaction commits; several in one
-        // transaction are folded into one by PostgreSQL.
+    if written.iter().any(|w| w.queued_outbox) {
+        // Wakes the replica delivering the outbox, in whatever process it
+        // runs; delivered only if this transaction commits.
         let s = tx.prepare_cached(NOTIFY).await.map_err(pg("notify outbox"))?;
         tx.execute(&s, &[&OUTBOX_CHANNEL, &instance]).await.map_err(pg("notify outbox"))?;
     }
-    for id in &batch.outbox_done {
-        let s =
-            tx.prepare_cached("DELETE FROM outbox WHERE id = $1").await.map_err(pg("remove outbox row"))?;
-        tx.execute(&s, &[id]).await.map_err(pg("remove outbox row"))?;
-    }
-    for (id, not_before_ms, attempts) in &batch.outbox_retry {
-        let attempts = i32::try_from(*attempts).unwrap_or(i32::MAX);
-        let s = tx
-            .prepare_cached("UPDATE outbox SET not_before_ms = $2, attempts = $3 WHERE id = $1")
-            .await
-            .map_err(pg("reschedule outbox row"))?;
-        tx.execute(&s, &[id, not_before_ms, &attempts]).await.map_err(pg("reschedule outbox row"))?;
-    }
-    for c in &batch.closed_contexts {
-        let s = tx
-            .prepare_cached(
-                "INSERT INTO closed_contexts (context_id, closed_by, closed_ms) VALUES ($1, $2, $3)
-                 ON CONFLICT (context_id) DO NOTHING",
-            )
-            .await
-            .map_err(pg("close conversation"))?;
-        tx.execute(&s, &[&c.context_id, &c.closed_by, &c.closed_ms])
-            .await
-            .map_err(pg("close conversation"))?;
-    }
-    for r in &batch.reminders {
-        let json = encode_reminder(r)?;
-        let s = tx.prepare_cached(UPSERT_REMINDER).await.map_err(pg("write reminder"))?;
-        tx.execute(&s, &[&r.task_id, &r.id, &r.is_active(), &json]).await.map_err(pg("write reminder"))?;
-    }
-    for e in &batch.journal {
-        let ((task_id, seq), body) = encode_entry(e)?;
-        let s = tx.prepare_cached(INSERT_JOURNAL).await.map_err(pg("write journal entry"))?;
-        let added =
-            tx.execute(&s, &[&task_id, &i64::from(seq), &body]).await.map_err(pg("write journal entry"))?;
-        if added == 0 {
-            return Err(journal_conflict(e).into());
-        }
-    }
-    // A task that ended never resumes: its journal goes with the commit
-    // that ended it.
-    for record in batch.ended_with_journal() {
-        let s = tx
-            .prepare_cached("DELETE FROM journal WHERE task_id = $1")
-            .await
-            .map_err(pg("remove journal"))?;
-        tx.execute(&s, &[&record.task.id]).await.map_err(pg("remove journal"))?;
-    }
-    let events = append_events(tx, &batch.events).await?;
-    if let Some(r) = batch.prune_events {
+    for r in batches.iter().filter_map(|b| b.prune_events) {
         prune(tx, r).await?;
     }
-    Ok(Written { events, queued_outbox: queued > 0 })
+    Ok(written)
 }
 
-const INSERT_JOURNAL: &str =
-    "INSERT INTO journal (task_id, seq, body) VALUES ($1, $2, $3) ON CONFLICT (task_id, seq) DO NOTHING";
-
-/// Writes one task if it is at the version before the record's; the stored
-/// version is read only to explain a refusal. `task_json`: its Task's text
-/// when an event of the batch holds it already.
-async fn write_task(
+/// Runs one statement (sent when first polled).
+async fn answer(
     tx: &Transaction<'_>,
-    record: &TaskRecord,
-    task_json: Option<&str>,
-) -> Result<(), WriteError> {
-    if record.version == 0 {
-        StoreError::check_version(record, u64::MAX)?;
+    prepared: tokio_postgres::Statement,
+    st: &Statement<'_>,
+) -> Result<Answer, tokio_postgres::Error> {
+    if st.row {
+        tx.query_opt(&prepared, &st.params).await.map(Answer::Row)
+    } else {
+        tx.execute(&prepared, &st.params).await.map(Answer::Count)
     }
-    let t = encode_task(record, task_json)?;
-    let state = i32::try_from(t.state).map_err(|e| StoreError::backend(format!("encode task state: {e}")))?;
-    let sql = if record.version == 1 { INSERT_TASK } else { UPDATE_TASK };
-    let s = tx.prepare_cached(sql).await.map_err(pg("write task"))?;
-    let written = tx
-        .execute(
-            &s,
-            &[
-                &t.id,
-                &t.context_id,
-                &t.owner,
-                &state,
-                &t.updated_ms,
-                &t.created_ms,
-                &t.task_json.as_ref(),
-                &t.status_history_json,
-                &t.meta_json,
-                &t.version,
-            ],
-        )
-        .await
-        .map_err(pg("write task"))?;
-    if written == 1 {
-        return Ok(());
-    }
-    let s = tx
-        .prepare_cached("SELECT version FROM tasks WHERE id = $1")
-        .await
-        .map_err(pg("read task version"))?;
-    let found = tx.query_opt(&s, &[&t.id]).await.map_err(pg("read task version"))?;
-    let found = found.map_or(0, |row| u64::try_from(row.get::<_, i64>(0)).unwrap_or(0));
-    StoreError::check_version(record, found)?;
-    Err(StoreError::backend(format!("task {:?}: the write changed no row", record.id())).into())
 }
 
-/// Appends `events` with the next seqs (the last write of a batch but
-/// pruning, so the counter row's lock is held briefly).
-async fn append_events(tx: &Transaction<'_>, events: &[NewEvent]) -> Result<Vec<EventRecord>, WriteError> {
-    if events.is_empty() {
-        return Ok(Vec::new());
+/// Why a task's write changed no row: the stored version (read only to
+/// explain the refusal) is not the one before the record's.
+async fn refused_task(tx: &Transaction<'_>, record: &TaskRecord) -> WriteError {
+    let found = async {
+        let s = tx.prepare_cached("SELECT version FROM tasks WHERE id = $1").await?;
+        tx.query_opt(&s, &[&record.task.id]).await
+    };
+    let found = match found.await {
+        Ok(row) => row.map_or(0, |row| u64::try_from(row.get::<_, i64>(0)).unwrap_or(0)),
+        Err(e) => return pg("read task version")(e),
+    };
+    match StoreError::check_version(record, found) {
+        Err(e) => WriteError::Refused(e),
+        Ok(()) => StoreError::backend(format!("task {:?}: the write changed no row", record.id())).into(),
     }
-    let mut cols = EventArrays::default();
-    for e in events {
-        let (ts, kind, task_id, owner, data, annotations) = event_log::encode(e);
-        cols.ts.push(ts);
-        cols.kind.push(kind);
-        cols.task_id.push(task_id);
-        cols.owner.push(owner);
-        cols.data.push(data);
-        cols.annotations.push(annotations);
-    }
-    let s = tx.prepare_cached(APPEND_EVENTS).await.map_err(pg("append events"))?;
-    let row = tx
-        .query_one(
-            &s,
-            &[
-                &cols.ts,
-                &cols.kind,
-                &cols.task_id,
-                &cols.owner,
-                &cols.data,
-                &cols.annotations,
-                &EVENTS_CHANNEL,
-            ],
-        )
-        .await
-        .map_err(pg("append events"))?;
+}
+
+/// The events of one append with their seqs, from the last seq it took.
+fn numbered(row: Option<Row>, events: &[NewEvent]) -> Result<Vec<EventRecord>, WriteError> {
+    let Some(row) = row else {
+        return Err(StoreError::backend("the event log has no counter row").into());
+    };
     let last = row.get::<_, i64>(0);
     let first = u64::try_from(last + 1 - events.len() as i64).map_err(|_| {
         StoreError::backend(format!("event log counter at {last} after {} appends", events.len()))
     })?;
-    let last = first + events.len() as u64 - 1;
-    Ok((first..=last).zip(events).map(|(seq, e)| EventRecord { seq, event: e.clone() }).collect())
-}
-
-/// The events of one append as columns, bound as arrays (one statement).
-#[derive(Default)]
-struct EventArrays<'a> {
-    ts: Vec<i64>,
-    kind: Vec<&'static str>,
-    task_id: Vec<Option<&'a str>>,
-    owner: Vec<Option<&'a str>>,
-    data: Vec<&'a str>,
-    annotations: Vec<Option<&'a str>>,
+    Ok((first..).zip(events).map(|(seq, e)| EventRecord { seq, event: e.clone() }).collect())
 }
 
 /// Removes the prefix of the log that retention no longer keeps (the

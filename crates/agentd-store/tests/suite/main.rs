@@ -10,6 +10,7 @@
     reason = "tests spawn their own clients and servers; the rule is for the daemon"
 )]
 
+mod groups;
 mod leases;
 mod listing;
 mod memory;

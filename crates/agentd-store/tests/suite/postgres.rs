@@ -358,6 +358,15 @@ async fn a_bad_batch_fails_alone_in_a_group() {
     assert_eq!(seqs, (1..=199).collect::<Vec<u64>>(), "the poisoned batch's seq was given back: no gap");
 }
 
+/// Writers racing on the same tasks, committed in groups: each stale
+/// batch is refused alone (`groups.rs`), its statements sent in the same
+/// pipeline as the batches that commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stale_batches_fail_alone_in_a_group() {
+    let Some(options) = postgres::database().await else { return };
+    crate::groups::stale_batches_fail_alone(Arc::new(open(&options).await)).await;
+}
+
 /// A bridge announcement of task t1, queued in the outbox.
 fn bridge_row() -> agentd_core::BridgeDelivery {
     agentd_core::BridgeDelivery {
