@@ -69,6 +69,8 @@ pub trait Leases: Send + Sync {
     /// Gives a lease up at once (the work ended here): anyone may claim it
     /// next.
     async fn release(&self, resource: &str, holder: &str, epoch: u64) -> Result<(), StoreError>;
+    /// `release` for each of `held` (resource, epoch), in one statement.
+    async fn release_many(&self, holder: &str, held: &[(String, u64)]) -> Result<(), StoreError>;
     /// Ends a lease at once, for work left unfinished (a graceful stop):
     /// it counts as expired, so another replica adopts the work now.
     async fn expire(&self, resource: &str, holder: &str, epoch: u64) -> Result<(), StoreError>;

@@ -1,6 +1,7 @@
 //! Which replica runs a task, when several share a database
 //! (`docs/scaling.md`). A run claims its task's lease before it does
-//! anything and releases it when it ends; while it runs, every commit of
+//! anything and releases it when it ends (within a few milliseconds, with
+//! the others that ended then, when its task ended); while it runs, every commit of
 //! the task carries the lease as a [`Fence`], so a replica that lost the
 //! lease (it stalled past the expiry and another adopted the work) has its
 //! late writes refused by the store. A renewal loop extends the held
@@ -77,7 +78,16 @@ pub(super) struct Leasing {
     pub(super) outbox: std::sync::Mutex<Option<Held>>,
     /// Other work held by resource name (a gate's deadlines: `gate:<id>`).
     others: DashMap<String, Held>,
+    /// Leases of tasks that ended while this replica ran them, no longer
+    /// held, to be given up together (`release_soon`).
+    ended: std::sync::Mutex<Vec<(String, u64)>>,
+    /// Wakes the renewal loop to give up `ended`.
+    ended_wake: tokio::sync::Notify,
 }
+
+/// How long the leases of ended tasks wait to be given up together: at a
+/// few thousand turns a second, a statement for dozens of them.
+const ENDED_WINDOW: Duration = Duration::from_millis(20);
 
 /// The lease resource of delivering the outbox.
 const OUTBOX: &str = "outbox";
@@ -85,6 +95,11 @@ const OUTBOX: &str = "outbox";
 impl Leasing {
     pub(super) fn outbox(&self) -> std::sync::MutexGuard<'_, Option<Held>> {
         self.outbox.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Takes the leases of ended tasks not given up yet.
+    fn take_ended(&self) -> Vec<(String, u64)> {
+        std::mem::take(&mut *self.ended.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 }
 
@@ -148,6 +163,36 @@ impl Engine {
         }
     }
 
+    /// Gives up the lease of task `id`, whose run here ended with the task,
+    /// within `ENDED_WINDOW`: nobody claims an ended task's lease (no run of
+    /// it can start again, and adoption takes only running tasks), so it is
+    /// no longer held or renewed from now, and one statement gives up every
+    /// lease that ended in the window (a statement each cost a transaction
+    /// per turn).
+    pub(super) fn release_soon(&self, id: &str) {
+        if self.leases().is_none() {
+            return;
+        }
+        if let Some((_, held)) = self.inner.leasing.held.remove(id) {
+            let mut ended =
+                self.inner.leasing.ended.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            ended.push((task_resource(id), held.epoch));
+            self.inner.leasing.ended_wake.notify_one();
+        }
+    }
+
+    /// Gives up the leases of the tasks that ended since the last call.
+    async fn release_ended(&self, leases: &dyn Leases) {
+        let ended = self.inner.leasing.take_ended();
+        if ended.is_empty() {
+            return;
+        }
+        if let Err(e) = leases.release_many(&self.replica().id, &ended).await {
+            // They expire on their own; nobody claims them meanwhile.
+            tracing::warn!(leases = ended.len(), error = %e, "could not release the leases of ended tasks");
+        }
+    }
+
     /// Whether the run of task `id` may still act: its lease cannot have
     /// expired yet. Always true without leases.
     pub(crate) fn may_act(&self, id: &str) -> Result<(), Error> {
@@ -175,6 +220,9 @@ impl Engine {
     /// Releases every lease held (a graceful stop: another replica picks
     /// the work up at once rather than after the expiry).
     pub(super) async fn release_all(&self) {
+        if let Some(leases) = self.leases() {
+            self.release_ended(leases).await;
+        }
         let ids: Vec<String> = self.inner.leasing.held.iter().map(|e| e.key().clone()).collect();
         for id in ids {
             let (Some(leases), Some((_, held))) = (self.leases(), self.inner.leasing.held.remove(&id)) else {
@@ -404,7 +452,19 @@ impl Engine {
             let mut next_renewal = Instant::now();
             loop {
                 let wake = engine.earliest_deadline().map_or(next_renewal, |d| d.min(next_renewal));
-                tokio::time::sleep_until(wake.into()).await;
+                tokio::select! {
+                    // A renewal or deadline due goes first: ends may not starve it.
+                    biased;
+                    () = tokio::time::sleep_until(wake.into()) => {}
+                    () = engine.inner.leasing.ended_wake.notified() => {
+                        // The others that end meanwhile go in the same statement.
+                        tokio::time::sleep(ENDED_WINDOW).await;
+                        if let Some(leases) = engine.leases() {
+                            engine.release_ended(leases).await;
+                        }
+                        continue;
+                    }
+                }
                 engine.drop_lapsed().await;
                 if Instant::now() >= next_renewal {
                     if let Some(leases) = engine.leases() {

@@ -650,13 +650,13 @@ impl Engine {
         // for a read: either way no run of it is left here, and its lease
         // goes (held, it would be renewed for as long as the process lives).
         let Some(slot) = self.inner.slots.get(id) else {
-            return self.release_ended_run(id).await;
+            return self.release_after_run(id, true).await;
         };
         let mut st = slot.state.lock().await;
         if st.run_gen != generation {
             if !st.running {
                 // Under the lock, as below.
-                self.release_ended_run(id).await;
+                self.release_after_run(id, st.record.state().is_terminal()).await;
             }
             return; // or a newer run took over the task (and its lease)
         }
@@ -696,7 +696,7 @@ impl Engine {
         // another replica. (Released after the lock, a message in between
         // found it held by this replica's ending run and ran nowhere.)
         // Halted: the lease goes with the others once the runs ended.
-        self.release_ended_run(id).await;
+        self.release_after_run(id, st.record.state().is_terminal()).await;
         st.running = false;
         if !orphaned && !st.detached && slot.followers() == 0 {
             st.detached = true;
@@ -704,10 +704,18 @@ impl Engine {
         }
     }
 
-    /// Gives up the lease of a task whose run here ended (after a halt the
-    /// leases go with the others, once the runs ended).
-    async fn release_ended_run(&self, id: &str) {
-        if !self.is_halted() {
+    /// Gives up the lease of task `id`, whose run here ended: at once while
+    /// the task may run again (its next message may go to another
+    /// replica), within milliseconds with the others that end then once it
+    /// `ended`. After a halt the leases go with the others, once the runs
+    /// ended.
+    async fn release_after_run(&self, id: &str, ended: bool) {
+        if self.is_halted() {
+            return;
+        }
+        if ended {
+            self.release_soon(id);
+        } else {
             self.release_run(id).await;
         }
     }

@@ -119,6 +119,25 @@ impl Leases for PostgresStore {
         Ok(())
     }
 
+    async fn release_many(&self, holder: &str, held: &[(String, u64)]) -> Result<(), StoreError> {
+        if held.is_empty() {
+            return Ok(());
+        }
+        let resources: Vec<&str> = held.iter().map(|(r, _)| r.as_str()).collect();
+        let epochs: Vec<i64> = held.iter().map(|(_, e)| i64::try_from(*e).unwrap_or(i64::MAX)).collect();
+        self.client()
+            .await?
+            .execute(
+                "UPDATE leases l SET holder = '', expires_at = '-infinity'
+                 FROM UNNEST($2::TEXT[], $3::BIGINT[]) AS h (resource, epoch)
+                 WHERE l.resource = h.resource AND l.epoch = h.epoch AND l.holder = $1",
+                &[&holder, &resources, &epochs],
+            )
+            .await
+            .map_err(db("release leases"))?;
+        Ok(())
+    }
+
     async fn expire(&self, resource: &str, holder: &str, epoch: u64) -> Result<(), StoreError> {
         let epoch = i64::try_from(epoch).unwrap_or(i64::MAX);
         self.client()

@@ -145,3 +145,31 @@ async fn running_tasks_nobody_holds_are_found() {
     found.sort();
     assert_eq!(found, ["expired", "handed-over", "never-leased", "released"]);
 }
+
+/// Several leases given up in one statement: each is free at once for the
+/// other replica (epoch raised), and one whose epoch moved on since, or
+/// that another holder took, stays as it is.
+#[tokio::test]
+async fn leases_released_together_are_free_at_once_and_only_the_holders_epochs_go() {
+    let Some((r1, r2)) = two_replicas().await else { return };
+    let ttl = Duration::from_secs(60);
+    let mut held = Vec::new();
+    for resource in ["task:a", "task:b", "context:c"] {
+        let epoch = leases(&r1).claim(resource, "r1", ttl).await.expect("claim").expect("free");
+        held.push((resource.to_owned(), epoch));
+    }
+    let other = leases(&r2).claim("task:d", "r2", ttl).await.expect("claim").expect("free");
+    // r1 names d too (not its own) and a with a stale epoch alongside.
+    let mut asked = held.clone();
+    asked.push(("task:d".to_owned(), other));
+    asked[0].1 += 1;
+    leases(&r1).release_many("r1", &asked).await.expect("release");
+    let live: Vec<String> =
+        leases(&r1).list_leases().await.expect("list").into_iter().map(|l| l.resource).collect();
+    assert_eq!(live, ["task:a", "task:d"], "b and c released; a (stale epoch) and r2's d kept");
+    for resource in ["task:b", "context:c"] {
+        let epoch = leases(&r2).claim(resource, "r2", ttl).await.expect("claim");
+        assert_eq!(epoch, Some(2), "{resource} is free at once, at the next epoch");
+    }
+    leases(&r1).release_many("r1", &[]).await.expect("nothing to release");
+}

@@ -104,8 +104,9 @@ async fn a_bad_store_url_stops_the_daemon_naming_the_key() {
 
 /// A run gives its task's lease and its conversation's back when it ends,
 /// whether its task completed within the commit that answered or waits for
-/// input: a replica holds no lease of work it no longer runs (a held lease
-/// is renewed for as long as the process lives, and would be until then).
+/// input: a replica holds no lease of work it no longer runs. Given back,
+/// not left to lapse: the deadline is shorter than the ttl (a held lease
+/// is renewed for as long as the process lives).
 #[tokio::test]
 async fn a_run_that_ended_holds_no_lease() {
     let Some(cluster) = postgres::cluster() else { return };
@@ -115,7 +116,10 @@ async fn a_run_that_ended_holds_no_lease() {
     std::fs::write(&password_file, cluster.password()).expect("write the password file");
     let config = write_config(
         dir.path(),
-        &format!("store:\n  url: {url}\n  password: file:{}\n", password_file.display()),
+        &format!(
+            "store:\n  url: {url}\n  password: file:{}\nreplicas:\n  lease_ttl_ms: 30000\n",
+            password_file.display()
+        ),
     );
     let config = config.to_str().expect("utf-8 path").to_owned();
     let d = Daemon::start(&["--agent", "tck", "--config", &config]);
@@ -124,7 +128,7 @@ async fn a_run_that_ended_holds_no_lease() {
     let waiting = d.call("SendMessage", send("tck-input-required", "start", None)).await;
     assert_eq!(waiting["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{waiting}");
     // The leases go after the answers: wait for it, with a deadline.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         let status = scripted::data(&d.call("SendMessage", scripted::command("status", json!({}))).await);
         let leases = status["replica"]["leases"].as_array().expect("leases").clone();
