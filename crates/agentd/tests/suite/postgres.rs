@@ -68,17 +68,26 @@ async fn the_daemon_serves_from_postgres_and_a_restart_finds_its_tasks() {
 /// once, in order.
 #[tokio::test]
 async fn the_events_feed_on_postgres_has_no_gap_and_no_duplicate() {
-    let Some(cluster) = postgres::cluster() else { return };
+    let Some((d, _dir)) = tck_on_a_new_database("").await else { return };
+    crate::events::replay_then_live_on(d).await;
+}
+
+/// A daemon in this process (`--agent tck`) on a new database of the
+/// cluster, its store in the config file with `extra` after it, and the
+/// directory holding the config and the password file; `None` without a
+/// cluster.
+async fn tck_on_a_new_database(extra: &str) -> Option<(Daemon, tempfile::TempDir)> {
+    let cluster = postgres::cluster()?;
     let url = cluster.url(&cluster.create_database().await);
     let dir = tempfile::tempdir().expect("tempdir");
     let password_file = dir.path().join("db-password");
     std::fs::write(&password_file, cluster.password()).expect("write the password file");
     let config = write_config(
         dir.path(),
-        &format!("store:\n  url: {url}\n  password: file:{}\n", password_file.display()),
+        &format!("store:\n  url: {url}\n  password: file:{}\n{extra}", password_file.display()),
     );
     let config = config.to_str().expect("utf-8 path").to_owned();
-    crate::events::replay_then_live_on(Daemon::start(&["--agent", "tck", "--config", &config])).await;
+    Some((Daemon::start(&["--agent", "tck", "--config", &config]), dir))
 }
 
 /// A store URL agentd does not know, or one holding a password, stops the
@@ -109,20 +118,7 @@ async fn a_bad_store_url_stops_the_daemon_naming_the_key() {
 /// is renewed for as long as the process lives).
 #[tokio::test]
 async fn a_run_that_ended_holds_no_lease() {
-    let Some(cluster) = postgres::cluster() else { return };
-    let url = cluster.url(&cluster.create_database().await);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let password_file = dir.path().join("db-password");
-    std::fs::write(&password_file, cluster.password()).expect("write the password file");
-    let config = write_config(
-        dir.path(),
-        &format!(
-            "store:\n  url: {url}\n  password: file:{}\nreplicas:\n  lease_ttl_ms: 30000\n",
-            password_file.display()
-        ),
-    );
-    let config = config.to_str().expect("utf-8 path").to_owned();
-    let d = Daemon::start(&["--agent", "tck", "--config", &config]);
+    let Some((d, _dir)) = tck_on_a_new_database("replicas:\n  lease_ttl_ms: 30000\n").await else { return };
     let done = d.call("SendMessage", send("tck-complete-task", "hello", None)).await;
     assert_eq!(done["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
     let waiting = d.call("SendMessage", send("tck-input-required", "start", None)).await;
