@@ -1,10 +1,10 @@
 //! Which replica runs a task, when several share a database
 //! (`docs/scaling.md`). A run claims its task's lease before it does
 //! anything and releases it when it ends (within a few milliseconds, with
-//! the others that ended then, when its task ended); while it runs, every commit of
-//! the task carries the lease as a [`Fence`], so a replica that lost the
-//! lease (it stalled past the expiry and another adopted the work) has its
-//! late writes refused by the store. A renewal loop extends the held
+//! the others that ended then, when its task ended); while it runs, every
+//! commit of the task carries the lease as a [`Fence`], so a replica that
+//! lost the lease (it stalled past the expiry and another adopted the
+//! work) has its late writes refused by the store. A renewal loop extends the held
 //! leases every ttl/3; a lease that could not be renewed in time is given
 //! up locally before it can have expired in the database (self-fencing on
 //! a monotonic deadline): its run is stopped and makes no model call. An
@@ -81,7 +81,7 @@ pub(super) struct Leasing {
     /// Leases of tasks that ended while this replica ran them, no longer
     /// held, to be given up together (`release_soon`).
     ended: std::sync::Mutex<Vec<(String, u64)>>,
-    /// Wakes the renewal loop to give up `ended`.
+    /// Wakes the loop that gives up `ended`.
     ended_wake: tokio::sync::Notify,
 }
 
@@ -452,25 +452,26 @@ impl Engine {
             let mut next_renewal = Instant::now();
             loop {
                 let wake = engine.earliest_deadline().map_or(next_renewal, |d| d.min(next_renewal));
-                tokio::select! {
-                    // A renewal or deadline due goes first: ends may not starve it.
-                    biased;
-                    () = tokio::time::sleep_until(wake.into()) => {}
-                    () = engine.inner.leasing.ended_wake.notified() => {
-                        // The others that end meanwhile go in the same statement.
-                        tokio::time::sleep(ENDED_WINDOW).await;
-                        if let Some(leases) = engine.leases() {
-                            engine.release_ended(leases).await;
-                        }
-                        continue;
-                    }
-                }
+                tokio::time::sleep_until(wake.into()).await;
                 engine.drop_lapsed().await;
                 if Instant::now() >= next_renewal {
                     if let Some(leases) = engine.leases() {
                         engine.renew_once(leases).await;
                     }
                     next_renewal = Instant::now() + renew_every;
+                }
+            }
+        });
+        // The leases of ended tasks are given up by a loop of their own: a
+        // slow database there must not hold a renewal past a deadline.
+        let engine = self.clone();
+        self.inner.background.spawn_until_shutdown(async move {
+            loop {
+                engine.inner.leasing.ended_wake.notified().await;
+                // The others that end meanwhile go in the same statement.
+                tokio::time::sleep(ENDED_WINDOW).await;
+                if let Some(leases) = engine.leases() {
+                    engine.release_ended(leases).await;
                 }
             }
         });

@@ -3,7 +3,8 @@
 //! cascade), push events, bridge deliveries, outbox done, outbox retry,
 //! closed conversations, reminders, journal, its removal for a task that
 //! ended, events. Each statement says what its answer must be ([`Check`]);
-//! `write` sends a whole group's before it reads the first answer.
+//! `write` sends a whole group's fence checks, then, once they all hold,
+//! a whole group's writes, each time before it reads the first answer.
 
 use super::write::{
     APPEND_EVENTS, CHECK_FENCE, CLOSE_CONTEXT, DELETE_PUSH, ENQUEUE_BRIDGE, FAN_OUT, INSERT_JOURNAL,
@@ -134,16 +135,29 @@ impl<'b> Encoded<'b> {
         })
     }
 
-    /// Appends the batch's statements (it is batch `i` of its group).
-    pub(super) fn statements<'a>(&'a self, i: usize, out: &mut Vec<Statement<'a>>) {
+    /// Appends the checks of the batch's fences (it is batch `i` of its
+    /// group): each lease row, locked `FOR KEY SHARE`.
+    pub(super) fn fences<'a>(&'a self, i: usize, out: &mut Vec<Statement<'a>>) {
+        for (f, epoch) in self.batch.fences.iter().zip(&self.fence_epochs) {
+            let params: Vec<&'a (dyn ToSql + Sync)> = vec![&f.resource, &f.holder, epoch];
+            let check = Check::Fence(f);
+            out.push(Statement {
+                batch: i,
+                sql: CHECK_FENCE,
+                context: "check lease",
+                params,
+                row: true,
+                check,
+            });
+        }
+    }
+
+    /// Appends the batch's writes (it is batch `i` of its group).
+    pub(super) fn writes<'a>(&'a self, i: usize, out: &mut Vec<Statement<'a>>) {
         let b = self.batch;
         let mut push = |sql, context, params: Vec<&'a (dyn ToSql + Sync)>, row, check| {
             out.push(Statement { batch: i, sql, context, params, row, check });
         };
-        // First: a fenced-off holder's batch writes nothing at all.
-        for (f, epoch) in b.fences.iter().zip(&self.fence_epochs) {
-            push(CHECK_FENCE, "check lease", vec![&f.resource, &f.holder, epoch], true, Check::Fence(f));
-        }
         for (record, (t, state)) in b.tasks.iter().zip(&self.tasks) {
             let sql = if record.version == 1 { INSERT_TASK } else { UPDATE_TASK };
             let params: Vec<&'a (dyn ToSql + Sync)> = vec![

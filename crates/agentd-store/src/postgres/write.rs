@@ -1,9 +1,10 @@
 //! Writing a group's batches inside one transaction, pipelined: every
-//! statement of every batch (`statements`) is sent before the first answer
-//! is read (`pipeline`), so a group costs its transaction's round trips,
-//! not one per statement; the answers are then checked in order, and the
-//! first that refuses a batch refuses the group (the group writer then
-//! writes its batches one by one, `group.rs`). The task version guards are
+//! fence check of the group, then every write of it (`statements`), is
+//! sent before the first answer is read (`pipeline`), so a group costs two
+//! round trips besides BEGIN and COMMIT, not one per statement. The
+//! answers are then checked in order: the first that refuses a batch (or
+//! the first error, which aborted the transaction) fails the group, and
+//! the group writer writes its batches one by one (`group.rs`). The task version guards are
 //! the SQLite writer's: `INSERT … ON CONFLICT DO NOTHING` for a first
 //! version, `UPDATE … WHERE version = v - 1` after. Under READ COMMITTED a
 //! second writer of the same row (another process) waits for the first to
@@ -147,23 +148,56 @@ pub(crate) async fn apply(
     instance: &str,
 ) -> Result<Vec<Written>, WriteError> {
     let encoded = batches.iter().map(|b| Encoded::of(b)).collect::<Result<Vec<_>, _>>()?;
-    let mut statements = Vec::new();
+    let (mut fences, mut writes) = (Vec::new(), Vec::new());
     for (i, e) in encoded.iter().enumerate() {
-        e.statements(i, &mut statements);
+        e.fences(i, &mut fences);
+        e.writes(i, &mut writes);
     }
+    let mut written: Vec<Written> = batches.iter().map(|_| Written::default()).collect();
+    // The fences first, answered before any write is sent: a fenced-off
+    // holder's batch writes nothing at all (one of its writes could wait
+    // for the new holder's lock on the task's row).
+    run(tx, &fences, batches, &mut written).await?;
+    run(tx, &writes, batches, &mut written).await?;
+    if written.iter().any(|w| w.queued_outbox) {
+        // Wakes the replica delivering the outbox, in whatever process it
+        // runs; delivered only if this transaction commits.
+        let s = tx.prepare_cached(NOTIFY).await.map_err(pg("notify outbox"))?;
+        tx.execute(&s, &[&OUTBOX_CHANNEL, &instance]).await.map_err(pg("notify outbox"))?;
+    }
+    for r in batches.iter().filter_map(|b| b.prune_events) {
+        prune(tx, r).await?;
+    }
+    Ok(written)
+}
+
+/// Sends `statements` as one pipeline, then checks their answers in
+/// order, noting what each batch wrote in `written`. An error aborted the
+/// transaction (every statement after it failed for that): the first is
+/// why the group failed, whatever was refused before it (a deadlock is
+/// then run again). Else the first refusal, in order, refuses the group.
+async fn run(
+    tx: &Transaction<'_>,
+    statements: &[Statement<'_>],
+    batches: &[&Batch],
+    written: &mut [Written],
+) -> Result<(), WriteError> {
     // Prepared once per connection: after the first group, no round trip.
     let mut pending: Vec<Pending<'_, Result<Answer, tokio_postgres::Error>>> =
         Vec::with_capacity(statements.len());
-    for st in &statements {
+    for st in statements {
         let prepared = tx.prepare_cached(st.sql).await.map_err(pg(st.context))?;
         pending.push(Box::pin(answer(tx, prepared, st)));
     }
-    let answers = pipeline::in_order(pending).await;
-    let mut written: Vec<Written> = batches.iter().map(|_| Written::default()).collect();
-    for (st, answer) in statements.iter().zip(answers) {
-        // The first failure is the cause; the statements after it failed
-        // only because the transaction was aborted.
-        let answer = answer.map_err(pg(st.context))?;
+    let mut answers = pipeline::in_order(pending).await;
+    if let Some(first) = answers.iter().position(Result::is_err) {
+        let failed = answers.swap_remove(first);
+        return Err(failed.err().map_or_else(
+            || StoreError::backend("a statement failed").into(),
+            pg(statements[first].context),
+        ));
+    }
+    for (st, answer) in statements.iter().zip(answers.into_iter().flatten()) {
         let w = &mut written[st.batch];
         match (&st.check, answer) {
             (Check::Fence(f), Answer::Row(None)) => {
@@ -179,16 +213,7 @@ pub(crate) async fn apply(
             _ => {}
         }
     }
-    if written.iter().any(|w| w.queued_outbox) {
-        // Wakes the replica delivering the outbox, in whatever process it
-        // runs; delivered only if this transaction commits.
-        let s = tx.prepare_cached(NOTIFY).await.map_err(pg("notify outbox"))?;
-        tx.execute(&s, &[&OUTBOX_CHANNEL, &instance]).await.map_err(pg("notify outbox"))?;
-    }
-    for r in batches.iter().filter_map(|b| b.prune_events) {
-        prune(tx, r).await?;
-    }
-    Ok(written)
+    Ok(())
 }
 
 /// Runs one statement (sent when first polled).
