@@ -29,18 +29,6 @@ pub struct Fence {
     pub epoch: u64,
 }
 
-/// A lease a batch creates, held by `holder` for `ttl` from its commit at
-/// epoch 1: a new task's run, a new conversation's turns. Nobody can claim
-/// it before the batch commits (nobody knows the resource yet), so the
-/// holder acts on it from the start; the store refuses the batch whole if
-/// the resource is leased already.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Grant {
-    pub resource: String,
-    pub holder: String,
-    pub ttl: std::time::Duration,
-}
-
 /// A lease as stored, for operators (`status`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaseRow {

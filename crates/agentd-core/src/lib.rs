@@ -41,7 +41,7 @@ pub use gate::{GateAnnouncement, GateBridge, GateKeeper};
 pub use journal::{
     JournalEntry, JournalToolCall, ModelInput, ModelStep, StepRecord, ToolOutcome, ToolProgress, ToolStart,
 };
-pub use lease::{Fence, Grant, LeaseRow, Leases, ReplicaRow, task_resource};
+pub use lease::{Fence, LeaseRow, Leases, ReplicaRow, task_resource};
 pub use principal::{Principal, PrincipalRole};
 pub use record::{
     BridgeDelivery, BridgeTarget, LinkKind, OpenGate, OutboxItem, OutboxTarget, StatusEntry, TaskLink,

@@ -41,7 +41,7 @@
 
 use crate::events::{EventLogBounds, EventRecord, EventRetention, NewEvent, WholeTask};
 use crate::journal::JournalEntry;
-use crate::lease::{Fence, Grant, Leases};
+use crate::lease::{Fence, Leases};
 use crate::record::{BridgeDelivery, OutboxItem, TaskMeta, TaskRecord};
 use crate::reminder::ReminderRecord;
 use agentd_proto::{TaskPushNotificationConfig, TaskState};
@@ -140,9 +140,6 @@ pub struct Batch {
     pub journal: Vec<JournalEntry>,
     /// Leases the writer must still hold for the batch to commit.
     pub fences: Vec<Fence>,
-    /// Leases created with the batch, before its fences are checked (a
-    /// store without leases writes none).
-    pub grants: Vec<Grant>,
     /// The row text of a record in `tasks`, by task id, when one of the
     /// batch's events holds it already. The store writes it instead of
     /// serializing the task again (see [`Batch::task_json_of`]).
@@ -177,7 +174,6 @@ impl Batch {
             prune_events,
             journal,
             fences,
-            grants,
             task_json,
         } = later;
         self.tasks.extend(tasks);
@@ -192,7 +188,6 @@ impl Batch {
         self.events.extend(events);
         self.journal.extend(journal);
         self.task_json.extend(task_json);
-        self.grants.extend(grants);
         for f in fences {
             if !self.fences.contains(&f) {
                 self.fences.push(f);
@@ -246,7 +241,6 @@ impl Batch {
             + self.reminders.len()
             + self.closed_contexts.len()
             + self.journal.len()
-            + self.grants.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -262,7 +256,6 @@ impl Batch {
             && self.events.is_empty()
             && self.prune_events.is_none()
             && self.journal.is_empty()
-            && self.grants.is_empty()
     }
 }
 

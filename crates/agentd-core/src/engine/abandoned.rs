@@ -93,11 +93,7 @@ impl Engine {
         st.commit_in_doubt = false;
         let owed = st.owed_input.take();
         let Some(stored) = stored else {
-            // A creation that did not go in: it is still pending, and so are
-            // the leases it creates.
-            if let Some(pending) = &st.pending {
-                self.grants_unsent(&pending.batch.grants);
-            }
+            // A creation that did not go in: it is still pending.
             if let Some(owed) = owed {
                 st.running = owed.was_running;
             }

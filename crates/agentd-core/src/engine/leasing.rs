@@ -17,7 +17,7 @@
 
 use super::{Engine, Runtime};
 use crate::error::Error;
-use crate::lease::{Fence, Grant, Leases, task_resource};
+use crate::lease::{Fence, Leases, task_resource};
 use agentd_proto::{Message, TaskState};
 use dashmap::DashMap;
 use std::time::{Duration, Instant};
@@ -68,10 +68,6 @@ pub(super) struct Held {
     /// The run was refused an action on this lease (its deadline had
     /// passed) and stopped, even if a late renewal kept the lease.
     refused: bool,
-    /// Created by a batch not sent to the store yet (a [`Grant`] of a
-    /// deferred creation): no row to renew, and no deadline, as nobody
-    /// else can claim it before that batch commits.
-    granted: bool,
 }
 
 /// The leases this replica holds: task runs by task id, and the outbox's.
@@ -95,11 +91,6 @@ const ENDED_WINDOW: Duration = Duration::from_millis(20);
 
 /// The lease resource of delivering the outbox.
 const OUTBOX: &str = "outbox";
-
-/// A deadline that does not come: an unsent grant's (a year away).
-fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(365 * 24 * 3600)
-}
 
 impl Leasing {
     pub(super) fn outbox(&self) -> std::sync::MutexGuard<'_, Option<Held>> {
@@ -141,10 +132,7 @@ impl Engine {
         match leases.claim(&task_resource(id), &cfg.id, cfg.lease_ttl).await {
             Ok(Some(epoch)) => {
                 let act_until = asked + cfg.lease_ttl - cfg.margin();
-                self.inner
-                    .leasing
-                    .held
-                    .insert(id.to_owned(), Held { epoch, act_until, refused: false, granted: false });
+                self.inner.leasing.held.insert(id.to_owned(), Held { epoch, act_until, refused: false });
                 tracing::debug!(task = id, epoch, "lease claimed");
                 true
             }
@@ -156,74 +144,6 @@ impl Engine {
                 tracing::warn!(task = id, error = %e, "could not claim the task's lease; not running it here");
                 false
             }
-        }
-    }
-
-    /// The leases a new task's creation batch creates, held from now: its
-    /// run's, and its conversation's when the conversation is new too
-    /// (`new_context`). Nothing to claim, then, when the run starts:
-    /// nobody could claim either before the creation commits. None on a
-    /// store without leases.
-    pub(super) fn grants_for_creation(&self, id: &str, new_context: Option<&str>) -> Vec<Grant> {
-        if self.leases().is_none() {
-            return Vec::new();
-        }
-        let cfg = self.replica();
-        // No deadline before the batch is sent (`grants_sent` sets it).
-        let unsent = Held { epoch: 1, act_until: far_future(), refused: false, granted: true };
-        self.inner.leasing.held.insert(id.to_owned(), unsent);
-        tracing::debug!(task = id, epoch = 1, "lease claimed with the task's creation");
-        let mut resources = vec![task_resource(id)];
-        if let Some(context_id) = new_context {
-            let resource = super::serial::context_resource(context_id);
-            self.inner.leasing.others.insert(resource.clone(), unsent);
-            resources.push(resource);
-        }
-        resources
-            .into_iter()
-            .map(|resource| Grant { resource, holder: cfg.id.clone(), ttl: cfg.lease_ttl })
-            .collect()
-    }
-
-    /// `grants` are about to be committed: from now their leases expire a
-    /// ttl after the commit, and are renewed (if the commit fails they are
-    /// found lost, and their work stops).
-    pub(super) fn grants_sent(&self, grants: &[Grant]) {
-        let cfg = self.replica();
-        let act_until = Instant::now() + cfg.lease_ttl - cfg.margin();
-        self.each_grant(grants, |h| {
-            h.granted = false;
-            h.act_until = act_until;
-        });
-    }
-
-    /// `grants` were not committed after all (the commit failed): unsent
-    /// again, for the creation's next attempt.
-    pub(super) fn grants_unsent(&self, grants: &[Grant]) {
-        self.each_grant(grants, |h| {
-            h.granted = true;
-            h.act_until = far_future();
-        });
-    }
-
-    /// `grants` were not committed and will not be (the creation failed):
-    /// nothing holds them.
-    pub(super) fn drop_grants(&self, grants: &[Grant]) {
-        for g in grants {
-            match g.resource.strip_prefix("task:") {
-                Some(id) => self.inner.leasing.held.remove(id),
-                None => self.inner.leasing.others.remove(&g.resource),
-            };
-        }
-    }
-
-    /// Applies `f` to the held lease of each of `grants`.
-    fn each_grant(&self, grants: &[Grant], mut f: impl FnMut(&mut Held)) {
-        for g in grants {
-            match g.resource.strip_prefix("task:") {
-                Some(id) => self.inner.leasing.held.get_mut(id).map(|mut h| f(&mut h)),
-                None => self.inner.leasing.others.get_mut(&g.resource).map(|mut h| f(&mut h)),
-            };
         }
     }
 
@@ -346,12 +266,7 @@ impl Engine {
                     }
                 };
                 tracing::debug!(epoch, "outbox lease claimed: this replica delivers");
-                let h = Held {
-                    epoch,
-                    act_until: asked + cfg.lease_ttl - cfg.margin(),
-                    refused: false,
-                    granted: false,
-                };
+                let h = Held { epoch, act_until: asked + cfg.lease_ttl - cfg.margin(), refused: false };
                 *self.inner.leasing.outbox() = Some(h);
                 h
             }
@@ -375,25 +290,12 @@ impl Engine {
     /// local deadline.
     async fn renew_once(&self, leases: &dyn Leases) {
         let cfg = self.replica();
-        let unsent = |h: &Held| h.granted;
-        let mut held: Vec<(String, u64)> = self
-            .inner
-            .leasing
-            .held
-            .iter()
-            .filter(|e| !unsent(e.value()))
-            .map(|e| (task_resource(e.key()), e.value().epoch))
-            .collect();
+        let mut held: Vec<(String, u64)> =
+            self.inner.leasing.held.iter().map(|e| (task_resource(e.key()), e.value().epoch)).collect();
         let outbox = *self.inner.leasing.outbox();
         held.extend(outbox.map(|h| (OUTBOX.to_owned(), h.epoch)));
-        let others: Vec<(String, u64)> = self
-            .inner
-            .leasing
-            .others
-            .iter()
-            .filter(|e| !unsent(e.value()))
-            .map(|e| (e.key().clone(), e.value().epoch))
-            .collect();
+        let others: Vec<(String, u64)> =
+            self.inner.leasing.others.iter().map(|e| (e.key().clone(), e.value().epoch)).collect();
         held.extend(others.iter().cloned());
         let asked = Instant::now();
         // Bounded: an unreachable database must not hold the loop past a
@@ -639,12 +541,7 @@ impl Runtime {
         let asked = Instant::now();
         match leases.claim(resource, &cfg.id, cfg.lease_ttl).await {
             Ok(Some(epoch)) => {
-                let held = Held {
-                    epoch,
-                    act_until: asked + cfg.lease_ttl - cfg.margin(),
-                    refused: false,
-                    granted: false,
-                };
+                let held = Held { epoch, act_until: asked + cfg.lease_ttl - cfg.margin(), refused: false };
                 engine.inner.leasing.others.insert(resource.to_owned(), held);
                 true
             }

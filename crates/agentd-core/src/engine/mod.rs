@@ -518,17 +518,11 @@ impl Engine {
         };
         let id = rec.id();
         let whole = batch.task_json.iter().rev().find(|(of, _)| of == id).map(|(_, whole)| whole.clone());
-        let grants = batch.grants.clone();
-        self.grants_sent(&grants);
         st.commit_in_doubt = true;
         let in_doubt = abandoned::InDoubtGuard::new(self, slot);
         let outcome = self.commit_record(rec, events, batch).await;
         in_doubt.disarm();
         st.commit_in_doubt = false;
-        if outcome.is_err() {
-            // Not created: the creation, pending still, carries them again.
-            self.grants_unsent(&grants);
-        }
         outcome?;
         st.whole_task = whole.map(|whole| (rec.version, whole));
         self.count_commit((!creating).then_some(&st.record), rec);
@@ -617,16 +611,14 @@ impl Engine {
                 () = admission.wait_turn() => {}
                 () = control.cancel.cancelled() => {}
             }
-            let context_id = control.context_id.clone();
             if !control.cancel.is_cancelled() {
                 // Across replicas too: the context's previous turn ended.
+                let context_id = control.context_id.clone();
                 if engine.take_context_turn(&context_id, &control.cancel).await {
                     agent.run(Turn { input, control, resumed }).await;
                 }
+                engine.end_context_turn(&context_id).await;
             }
-            // Also when canceled before its turn: a new conversation's lease
-            // is held from the task's creation.
-            engine.end_context_turn(&context_id).await;
             engine.inner.conversations.release(admission);
             engine.finish_run(&id, generation).await;
         }));

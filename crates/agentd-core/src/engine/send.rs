@@ -306,16 +306,16 @@ impl Engine {
             ))
             .with_meta("contextId", &msg.context_id));
         }
+        let context_id = if msg.context_id.is_empty() { new_id() } else { msg.context_id.clone() };
         if let Some(mut reply) = self.inner.agent.direct_reply(&msg) {
-            reply.context_id = if msg.context_id.is_empty() { new_id() } else { msg.context_id.clone() };
+            reply.context_id = context_id;
             return Ok(SendOutcome::Message(reply));
         }
         let id = new_id();
         let start = StartTask {
             owner: p.id.clone(),
             id: Some(id.clone()),
-            // None: a new conversation, named with the task (`create_task`).
-            context_id: (!msg.context_id.is_empty()).then(|| msg.context_id.clone()),
+            context_id: Some(context_id),
             input: msg,
             meta: TaskMeta { link: Some(TaskLink::new(LinkKind::Turn, &id)), ..TaskMeta::default() },
             agent: None,
@@ -383,9 +383,7 @@ impl Engine {
         then: impl FnOnce(&TaskRecord) -> R,
     ) -> Result<(R, Option<TaskEvents>), Error> {
         let id = start.id.unwrap_or_else(new_id);
-        let given_context = start.context_id.filter(|c| !c.is_empty());
-        let new_context = given_context.is_none();
-        let context_id = given_context.unwrap_or_else(new_id);
+        let context_id = start.context_id.filter(|c| !c.is_empty()).unwrap_or_else(new_id);
         let now = Timestamp::now();
         let mut input = start.input;
         input.task_id.clone_from(&id);
@@ -414,9 +412,6 @@ impl Engine {
         if let Some(parent) = &rec.meta.parent {
             batch.reminders.extend(self.inherited_reminders(parent, &id).await);
         }
-        // The run's lease, and a new conversation's, are created with the
-        // task: nobody can claim them before it commits.
-        batch.grants = self.grants_for_creation(&id, new_context.then_some(&rec.task.context_id));
         let answered_when_settled = ANSWER_WHEN_SETTLED.try_with(|_| ()).is_ok();
         // The record lives in the slot from here on: nothing copies it.
         let slot = Slot::new(rec, self.inner.config.stream_capacity);
@@ -434,12 +429,7 @@ impl Engine {
             st.claim = claim;
         } else {
             super::emit::on_create(&st.record, &mut batch);
-            let grants = batch.grants.clone();
-            self.grants_sent(&grants);
-            if let Err(e) = self.commit_record(&mut st.record, &[], batch).await {
-                self.drop_grants(&grants);
-                return Err(e);
-            }
+            self.commit_record(&mut st.record, &[], batch).await?;
             self.count_commit(None, &st.record);
             drop(claim);
         }

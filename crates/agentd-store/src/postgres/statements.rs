@@ -7,14 +7,14 @@
 //! a whole group's writes, each time before it reads the first answer.
 
 use super::write::{
-    APPEND_EVENTS, CHECK_FENCE, CLOSE_CONTEXT, DELETE_PUSH, ENQUEUE_BRIDGE, FAN_OUT, GRANT_LEASE,
-    INSERT_JOURNAL, INSERT_TASK, NOTIFY, REMOVE_JOURNAL, REMOVE_OUTBOX_ROW, RESCHEDULE_OUTBOX_ROW,
-    UPDATE_TASK, UPSERT_PUSH, UPSERT_REMINDER,
+    APPEND_EVENTS, CHECK_FENCE, CLOSE_CONTEXT, DELETE_PUSH, ENQUEUE_BRIDGE, FAN_OUT, INSERT_JOURNAL,
+    INSERT_TASK, NOTIFY, REMOVE_JOURNAL, REMOVE_OUTBOX_ROW, RESCHEDULE_OUTBOX_ROW, UPDATE_TASK, UPSERT_PUSH,
+    UPSERT_REMINDER,
 };
 use super::{EVENTS_CHANNEL, TASKS_CHANNEL};
 use crate::codec::{EncodedTask, encode_config, encode_entry, encode_reminder, encode_task};
 use crate::event_log;
-use agentd_core::{Batch, Fence, Grant, JournalEntry, StoreError, TaskRecord};
+use agentd_core::{Batch, Fence, JournalEntry, StoreError, TaskRecord};
 use agentd_proto::Timestamp;
 use agentd_proto::ext::events::EventKind;
 use tokio_postgres::types::ToSql;
@@ -23,8 +23,6 @@ use tokio_postgres::types::ToSql;
 pub(super) enum Check<'a> {
     /// Nothing: it cannot refuse.
     None,
-    /// The lease row is created: nobody leased the resource before.
-    Grant(&'a Grant),
     /// The fence's lease row is found.
     Fence(&'a Fence),
     /// One row written: the task was at the version before the record's.
@@ -64,7 +62,6 @@ struct EventArrays<'a> {
 /// What a batch's statements bind that the batch does not hold as it is.
 pub(super) struct Encoded<'b> {
     batch: &'b Batch,
-    grant_ttls_ms: Vec<f64>,
     fence_epochs: Vec<i64>,
     tasks: Vec<(EncodedTask<'b>, i32)>,
     configs: Vec<String>,
@@ -108,7 +105,6 @@ impl<'b> Encoded<'b> {
             .map_err(|e| StoreError::backend(format!("encode bridge target: {e}")))?;
         Ok(Self {
             batch,
-            grant_ttls_ms: batch.grants.iter().map(|g| g.ttl.as_secs_f64() * 1000.0).collect(),
             fence_epochs: batch.fences.iter().map(|f| i64::try_from(f.epoch).unwrap_or(i64::MAX)).collect(),
             tasks,
             configs: batch
@@ -139,22 +135,9 @@ impl<'b> Encoded<'b> {
         })
     }
 
-    /// Appends the leases the batch creates, then the checks of its fences
-    /// (it is batch `i` of its group): each lease row, locked `FOR KEY
-    /// SHARE`. A fence may be on a lease the batch creates.
+    /// Appends the checks of the batch's fences (it is batch `i` of its
+    /// group): each lease row, locked `FOR KEY SHARE`.
     pub(super) fn fences<'a>(&'a self, i: usize, out: &mut Vec<Statement<'a>>) {
-        for (g, ttl_ms) in self.batch.grants.iter().zip(&self.grant_ttls_ms) {
-            let params: Vec<&'a (dyn ToSql + Sync)> = vec![&g.resource, &g.holder, ttl_ms];
-            let check = Check::Grant(g);
-            out.push(Statement {
-                batch: i,
-                sql: GRANT_LEASE,
-                context: "create lease",
-                params,
-                row: false,
-                check,
-            });
-        }
         for (f, epoch) in self.batch.fences.iter().zip(&self.fence_epochs) {
             let params: Vec<&'a (dyn ToSql + Sync)> = vec![&f.resource, &f.holder, epoch];
             let check = Check::Fence(f);

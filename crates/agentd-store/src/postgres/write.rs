@@ -111,11 +111,6 @@ pub(super) const INSERT_JOURNAL: &str =
 
 pub(super) const REMOVE_JOURNAL: &str = "DELETE FROM journal WHERE task_id = $1";
 
-/// A lease created with its batch, at epoch 1 (`Grant`); a row there
-/// already means the resource is leased, and the batch is refused.
-pub(super) const GRANT_LEASE: &str = "INSERT INTO leases (resource, holder, epoch, expires_at)
-    VALUES ($1, $2, 1, now() + $3 * interval '1 millisecond') ON CONFLICT (resource) DO NOTHING";
-
 pub(super) const CHECK_FENCE: &str =
     "SELECT 1 FROM leases WHERE resource = $1 AND holder = $2 AND epoch = $3 FOR KEY SHARE";
 
@@ -209,12 +204,6 @@ async fn run(
                 return Err(WriteError::Refused(StoreError::Fenced {
                     resource: f.resource.clone(),
                     epoch: f.epoch,
-                }));
-            }
-            (Check::Grant(g), Answer::Count(0)) => {
-                return Err(WriteError::Refused(StoreError::Fenced {
-                    resource: g.resource.clone(),
-                    epoch: 1,
                 }));
             }
             (Check::Task(record), Answer::Count(n)) if n != 1 => return Err(refused_task(tx, record).await),

@@ -5,7 +5,7 @@
 //! lease is lost, a release frees the lease at once, racing claimers get it
 //! once, and the tasks nobody holds are found.
 
-use agentd_core::{Batch, Fence, Grant, Leases, Store, StoreError, task_resource};
+use agentd_core::{Batch, Fence, Leases, Store, StoreError, task_resource};
 use agentd_proto::TaskState::{Completed, Working};
 use agentd_store::conformance::build::{record, tasks_batch};
 use agentd_store::testing::postgres;
@@ -172,37 +172,4 @@ async fn leases_released_together_are_free_at_once_and_only_the_holders_epochs_g
         assert_eq!(epoch, Some(2), "{resource} is free at once, at the next epoch");
     }
     leases(&r1).release_many("r1", &[]).await.expect("nothing to release");
-}
-
-/// A new task's lease created with the batch that creates the task: held
-/// at epoch 1 once it commits, a fence of the same batch on it holds, the
-/// other replica cannot claim it; a batch granting a lease someone holds
-/// is refused whole and writes nothing.
-#[tokio::test]
-async fn a_lease_granted_with_its_batch_is_held_from_its_commit_and_a_taken_one_refuses_the_batch() {
-    let Some((r1, r2)) = two_replicas().await else { return };
-    let ttl = Duration::from_secs(30);
-    let grant =
-        |resource: &str, holder: &str| Grant { resource: resource.into(), holder: holder.into(), ttl };
-    let created = record(("t1", "alice", "c1", Working, 1_000));
-    let batch = Batch {
-        grants: vec![grant("task:t1", "r1"), grant("context:c1", "r1")],
-        fences: vec![Fence { resource: "task:t1".into(), holder: "r1".into(), epoch: 1 }],
-        ..tasks_batch(vec![created.clone()])
-    };
-    r1.commit(batch).await.expect("the creation and its leases");
-    let listed = leases(&r2).list_leases().await.expect("list");
-    let held: Vec<(&str, &str, u64)> =
-        listed.iter().map(|l| (l.resource.as_str(), l.holder.as_str(), l.epoch)).collect();
-    assert_eq!(held, [("context:c1", "r1", 1), ("task:t1", "r1", 1)], "{listed:?}");
-    assert!(listed.iter().all(|l| l.expires_in_ms > 20_000), "a ttl from the commit: {listed:?}");
-    assert_eq!(leases(&r2).claim("task:t1", "r2", ttl).await.expect("claim"), None, "r1 holds it");
-
-    let again = Batch {
-        grants: vec![grant("context:c1", "r2")],
-        ..tasks_batch(vec![record(("t2", "bob", "c1", Working, 2_000))])
-    };
-    let refused = r2.commit(again).await;
-    assert_eq!(refused, Err(StoreError::Fenced { resource: "context:c1".into(), epoch: 1 }));
-    assert!(r1.get_task("t2").await.expect("read").is_none(), "the refused batch wrote nothing");
 }
