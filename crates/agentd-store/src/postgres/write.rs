@@ -190,12 +190,10 @@ async fn run(
         pending.push(Box::pin(answer(tx, prepared, st)));
     }
     let mut answers = pipeline::in_order(pending).await;
-    if let Some(first) = answers.iter().position(Result::is_err) {
-        let failed = answers.swap_remove(first);
-        return Err(failed.err().map_or_else(
-            || StoreError::backend("a statement failed").into(),
-            pg(statements[first].context),
-        ));
+    if let Some(first) = answers.iter().position(Result::is_err)
+        && let Err(e) = answers.swap_remove(first)
+    {
+        return Err(pg(statements[first].context)(e));
     }
     for (st, answer) in statements.iter().zip(answers.into_iter().flatten()) {
         let w = &mut written[st.batch];
