@@ -14,4 +14,4 @@
 pub mod math;
 pub mod trim;
 
-pub use trim::{Trimmer, give_back_freed_memory_every};
+pub use trim::{Trimmer, give_back_freed_memory_every, give_back_freed_memory_soon};

@@ -21,7 +21,8 @@
 //! free chunks between live ones is left alone.
 
 use std::io::Read;
-use std::time::Duration;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// Decides when to trim, and trims.
 #[derive(Debug)]
@@ -59,10 +60,16 @@ impl Trimmer {
 }
 
 /// Starts a thread of its own (`agentd-trim`) that runs a [`Trimmer`] every
-/// `period`. A thread rather than a task on the async runtime, so the
-/// runtime's timers and queues do not carry it; while it walks an arena,
-/// threads allocating from that arena wait for the lock either way.
-pub fn give_back_freed_memory_every(period: Duration, least_slack: usize) -> std::io::Result<()> {
+/// `period`, and `settle` after [`give_back_freed_memory_soon`] was called
+/// (at most once per `settle`). A thread rather than a task on the async
+/// runtime, so the runtime's timers and queues do not carry it; while it
+/// walks an arena, threads allocating from that arena wait for the lock
+/// either way.
+pub fn give_back_freed_memory_every(
+    period: Duration,
+    settle: Duration,
+    least_slack: usize,
+) -> std::io::Result<()> {
     let mut trimmer = Trimmer::new(least_slack);
     std::thread::Builder::new()
         .name("agentd-trim".into())
@@ -70,13 +77,79 @@ pub fn give_back_freed_memory_every(period: Duration, least_slack: usize) -> std
         .stack_size(64 * 1024)
         .spawn(move || {
             loop {
-                std::thread::sleep(period);
+                let cause = SOON.wait(Instant::now() + period);
+                if cause == Cause::Asked {
+                    // Let the burst that asked finish freeing.
+                    std::thread::sleep(settle);
+                }
                 if let Some(released) = trimmer.give_back_freed_memory().filter(|&n| n > 0) {
-                    tracing::debug!(released_bytes = released, "freed heap pages given back to the kernel");
+                    tracing::debug!(
+                        released_bytes = released,
+                        cause = cause.as_str(),
+                        "freed heap pages given back to the kernel"
+                    );
                 }
             }
         })
         .map(drop)
+}
+
+/// Asks the thread [`give_back_freed_memory_every`] started to check now
+/// rather than at its next period: much was just freed (a burst of
+/// connections closed). Cheap, and safe to call from any thread at any
+/// rate: asks made before the thread looks are one ask.
+pub fn give_back_freed_memory_soon() {
+    SOON.ask();
+}
+
+static SOON: Asks = Asks::new();
+
+/// Why the trim thread checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cause {
+    Period,
+    Asked,
+}
+
+impl Cause {
+    fn as_str(self) -> &'static str {
+        match self {
+            Cause::Period => "period",
+            Cause::Asked => "asked",
+        }
+    }
+}
+
+/// Asks to check, kept until the thread waits for them.
+struct Asks {
+    asked: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl Asks {
+    const fn new() -> Self {
+        Asks { asked: Mutex::new(false), wake: Condvar::new() }
+    }
+
+    fn ask(&self) {
+        *self.asked.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.wake.notify_one();
+    }
+
+    /// Waits for an ask or for `until`, whichever is first; an ask made
+    /// since the last wait returns at once.
+    fn wait(&self, until: Instant) -> Cause {
+        let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if std::mem::take(&mut *asked) {
+                return Cause::Asked;
+            }
+            let Some(left) = until.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) else {
+                return Cause::Period;
+            };
+            asked = self.wake.wait_timeout(asked, left).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
 }
 
 /// This process's anonymous resident memory in bytes: resident pages less
@@ -107,6 +180,22 @@ mod tests {
     /// A burst of 64 MiB allocated, written and freed behind a chunk still
     /// in use stays resident until trimmed; trimmed, it is given back, and
     /// the next check finds nothing worth a trim.
+    #[test]
+    fn an_ask_wakes_the_wait_once_and_without_one_it_lasts_its_period() {
+        let asks = Asks::new();
+        let far = Instant::now() + Duration::from_secs(3600);
+        asks.ask();
+        asks.ask();
+        assert_eq!(asks.wait(far), Cause::Asked, "an ask made before the wait");
+        let soon = Instant::now() + Duration::from_millis(20);
+        assert_eq!(asks.wait(soon), Cause::Period, "two asks were one");
+        assert!(Instant::now() >= soon, "the period was waited out");
+        std::thread::scope(|s| {
+            s.spawn(|| asks.ask());
+            assert_eq!(asks.wait(far), Cause::Asked, "an ask from another thread wakes the wait");
+        });
+    }
+
     #[test]
     fn memory_freed_behind_a_live_chunk_is_given_back_once() {
         let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

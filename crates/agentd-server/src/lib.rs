@@ -39,4 +39,6 @@ pub use readiness::Readiness;
 pub use routes::app;
 pub use state::{Admission, AppState, ConnectionLimits, ServerConfig, VersionPolicy};
 
-pub use listen::{CertName, ClientIdentityRule, Tls, TlsSettings, serve, serve_metrics};
+pub use listen::{
+    CertName, ClientIdentityRule, Tls, TlsSettings, serve, serve_metrics, when_connections_close_in_bulk,
+};

@@ -2,7 +2,11 @@
 //! one peer: an IPv4 address, or an IPv6 /64. A connection over either cap
 //! is answered with a 503 and closed at once; accepting goes on for
 //! everyone else.
+//!
+//! The caps also count the connections that close, for
+//! [`super::bulk`].
 
+use super::bulk::BulkCloses;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::{Arc, Mutex};
@@ -13,6 +17,7 @@ pub struct ConnectionCaps {
     max_total: usize,
     per_peer: Mutex<HashMap<IpAddr, usize>>,
     max_per_peer: usize,
+    closes: BulkCloses,
 }
 
 /// Which cap refused a connection.
@@ -36,6 +41,7 @@ impl ConnectionCaps {
             max_total,
             per_peer: Mutex::new(HashMap::new()),
             max_per_peer,
+            closes: BulkCloses::default(),
         })
     }
 
@@ -54,6 +60,7 @@ impl ConnectionCaps {
             return Err(Refused::Peer);
         }
         *n += 1;
+        self.closes.opened();
         Ok(Admitted { _total: total, caps: self.clone(), peer })
     }
 
@@ -84,6 +91,8 @@ impl Drop for Admitted {
                 map.remove(&self.peer);
             }
         }
+        drop(map);
+        self.caps.closes.closed();
     }
 }
 

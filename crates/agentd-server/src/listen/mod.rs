@@ -4,7 +4,9 @@
 //! stops every other client.
 
 mod body;
+mod bulk;
 mod caps;
+pub use bulk::when_connections_close_in_bulk;
 pub(crate) use caps::peer_of;
 mod conn;
 mod tls;

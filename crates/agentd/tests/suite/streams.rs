@@ -479,6 +479,57 @@ async fn open_subscription(addr: &str, from: std::net::Ipv4Addr, task_id: &str) 
     }
 }
 
+/// When a burst of clients goes away (3,200 streams, each on its own
+/// connection), the daemon gives the freed memory back to the kernel at
+/// once (after each 1,024 closes), not at its next periodic check 10 s on: the next burst then starts
+/// on fresh pages, resident only where written, instead of reusing these
+/// fully resident (10,000 streams in rounds of new connections peaked at
+/// 217 MiB that way, against 166 MiB). glibc's malloc only: the jemalloc
+/// build gives pages back by itself.
+#[cfg(all(target_os = "linux", target_env = "gnu", not(feature = "jemalloc")))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_memory_of_a_burst_of_connections_is_given_back_once_they_close() {
+    const PEERS: u64 = 8;
+    const PER_PEER: u64 = 400;
+    let env = [
+        ("AGENTD_LOG", "info,agentd_glibc=debug"),
+        ("AGENTD_SERVER_MAX_STREAMS", "4096"),
+        ("AGENTD_SERVER_MAX_STREAMS_PER_PRINCIPAL", "512"),
+        ("AGENTD_SERVER_MAX_CONNECTIONS", "4096"),
+        ("AGENTD_SERVER_MAX_CONNECTIONS_PER_PEER", "512"),
+    ];
+    let d = Daemon::in_fresh_dir(|dir| Daemon::start_with_env(dir, TCK, &env));
+    let id = waiting_task(&d).await;
+    let addr = d.url.strip_prefix("http://").expect("http url").to_owned();
+    let before = rss(d.pid());
+    let mut opening = tokio::task::JoinSet::new();
+    for i in 0..PEERS * PER_PEER {
+        let (addr, id) = (addr.clone(), id.clone());
+        let from = std::net::Ipv4Addr::new(127, 0, 0, 2 + (i % PEERS) as u8);
+        opening.spawn(async move { open_subscription(&addr, from, &id).await });
+    }
+    let streams = opening.join_all().await;
+    let open = rss(d.pid());
+    assert!(open > before + 32 * 1024 * 1024, "the streams hold memory: {before} → {open} bytes");
+    drop(streams);
+    // A quarter at least of what the streams held comes back, and the
+    // daemon asked for it, rather than found it at its periodic check.
+    // (The release build gives back nearly all; this unoptimised one, whose
+    // allocations differ, keeps up to half among live chunks.)
+    let given_back =
+        |log: &str| log.lines().any(|l| l.contains("freed heap pages given back") && l.contains("asked"));
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while rss(d.pid()) > open - (open - before) / 4 || !given_back(&d.log()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "resident {before} bytes before the streams, {open} with them open, {} 5 s after they closed; log:\n{}",
+            rss(d.pid()),
+            d.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// An open stream costs the daemon its connection's HTTP buffers (8 KiB
 /// to read, 8 KiB to write, hyper's) and little more: at 28 KiB each, the
 /// 10,000 streams of the fan-out benchmark held 400 MiB.

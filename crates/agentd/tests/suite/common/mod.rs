@@ -46,7 +46,7 @@ impl Daemon {
     }
 
     /// A daemon `start` gives on a fresh data directory it owns.
-    fn in_fresh_dir(start: impl FnOnce(&Path) -> Daemon) -> Daemon {
+    pub fn in_fresh_dir(start: impl FnOnce(&Path) -> Daemon) -> Daemon {
         let tmp = tempfile::tempdir().expect("tempdir");
         let mut d = start(tmp.path());
         d._tmp = Some(tmp);
