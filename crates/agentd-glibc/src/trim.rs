@@ -19,6 +19,12 @@
 //! slack grows with the heap (a quarter of what is in use, if that is more
 //! than the least slack given), so a large heap with the ordinary spread of
 //! free chunks between live ones is left alone.
+//!
+//! The thread checks every period, and soon after it is asked to
+//! ([`give_back_freed_memory_soon`]: the binary asks when many connections
+//! have closed at once), at most once per settling time: an ask costs one
+//! check (a small file read and malloc's statistics), never a trim by
+//! itself.
 
 use std::io::Read;
 use std::sync::{Condvar, Mutex};
@@ -177,9 +183,6 @@ mod tests {
     /// The tests read the whole process's memory: one at a time.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-    /// A burst of 64 MiB allocated, written and freed behind a chunk still
-    /// in use stays resident until trimmed; trimmed, it is given back, and
-    /// the next check finds nothing worth a trim.
     #[test]
     fn an_ask_wakes_the_wait_once_and_without_one_it_lasts_its_period() {
         let asks = Asks::new();
@@ -196,6 +199,9 @@ mod tests {
         });
     }
 
+    /// A burst of 64 MiB allocated, written and freed behind a chunk still
+    /// in use stays resident until trimmed; trimmed, it is given back, and
+    /// the next check finds nothing worth a trim.
     #[test]
     fn memory_freed_behind_a_live_chunk_is_given_back_once() {
         let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
