@@ -34,8 +34,11 @@ impl Conversations {
     }
 
     /// Ends a run: wakes the next one and forgets the context when no run
-    /// follows.
-    pub fn release(&self, mut a: Admission) {
+    /// follows. A run released before its turn came (cancelled while it
+    /// waited, or run by another replica) waits here for the run before it
+    /// first: the next one must not start while that one still runs.
+    pub async fn release(&self, mut a: Admission) {
+        a.wait_turn().await;
         if let Some(done) = a.done.take() {
             let _ = done.send(());
         }
@@ -60,11 +63,14 @@ impl Conversations {
 
 impl Admission {
     /// Waits until the previous run of the conversation has ended.
+    /// Cancel-safe: a wait given up (a `select!` that the run's
+    /// cancellation won) leaves the turn still to be waited for.
     pub async fn wait_turn(&mut self) {
-        if let Some(prev) = self.previous.take() {
+        if let Some(prev) = self.previous.as_mut() {
             // An error means the previous run's admission was dropped: its
             // run is over either way.
             let _ = prev.await;
+            self.previous = None;
         }
     }
 }
@@ -89,7 +95,7 @@ mod tests {
                 tokio::time::sleep(std::time::Duration::from_millis(50 - i * 10)).await;
                 a.wait_turn().await;
                 log.lock().unwrap().push(i);
-                conv.release(a);
+                conv.release(a).await;
             }));
         }
         for h in handles {
@@ -105,7 +111,53 @@ mod tests {
         let _held = conv.admit("a");
         let mut b = conv.admit("b");
         tokio::time::timeout(std::time::Duration::from_secs(1), b.wait_turn()).await.unwrap();
-        conv.release(b);
+        conv.release(b).await;
         assert_eq!(conv.len(), 1);
+    }
+
+    /// With the clock paused, a timeout fires only once nothing else can
+    /// run: a wait that times out is one that nothing would end.
+    async fn still_waits(a: &mut Admission) -> bool {
+        tokio::time::timeout(std::time::Duration::from_secs(1), a.wait_turn()).await.is_err()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_run_released_before_its_turn_keeps_the_next_one_waiting_for_the_one_before() {
+        let conv = Arc::new(Conversations::default());
+        let first = conv.admit("c");
+        let second = conv.admit("c");
+        let mut third = conv.admit("c");
+        // The second is cancelled while it waits: its release waits for the first.
+        let gone = tokio::spawn({
+            let conv = conv.clone();
+            async move { conv.release(second).await }
+        });
+        assert!(still_waits(&mut third).await, "the third run started while the first still ran");
+        assert!(still_waits(&mut third).await, "a wait given up keeps the turn to wait for");
+        conv.release(first).await;
+        assert!(!still_waits(&mut third).await, "the third run's turn comes once the first ended");
+        gone.await.unwrap();
+        conv.release(third).await;
+        assert!(conv.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_context_whose_last_admission_was_released_before_its_turn_is_not_idle_yet() {
+        let conv = Arc::new(Conversations::default());
+        let first = conv.admit("c");
+        let second = conv.admit("c");
+        let gone = tokio::spawn({
+            let conv = conv.clone();
+            async move { conv.release(second).await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!conv.is_idle("c"), "a run admitted now would start beside the first");
+        let mut next = conv.admit("c");
+        assert!(still_waits(&mut next).await, "a run admitted later started while the first still ran");
+        conv.release(first).await;
+        assert!(!still_waits(&mut next).await);
+        gone.await.unwrap();
+        conv.release(next).await;
+        assert!(conv.is_empty());
     }
 }

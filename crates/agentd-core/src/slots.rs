@@ -57,7 +57,9 @@ pub struct SlotState {
     pub running: bool,
     /// Which run owns the slot: a resume starts a new run while the
     /// previous one may still be finishing, and only the newest may clear
-    /// `running`.
+    /// `running`. Generations are the engine's, unique in the process (0:
+    /// no run yet), so a run whose slot was replaced never matches the
+    /// new slot's.
     pub run_gen: u64,
     /// Cancels the current run (replaced for each run).
     pub cancel: CancellationToken,

@@ -70,6 +70,7 @@ impl EngineBuilder {
             children: Default::default(),
             background: crate::Background::new(),
             runs: tokio_util::task::TaskTracker::new(),
+            run_gens: Default::default(),
             stopping: Default::default(),
             halted: Default::default(),
             leasing: Default::default(),

@@ -133,6 +133,10 @@ struct Inner {
     background: crate::Background,
     /// The runs of turns, also on `background`: a shutdown waits for them.
     runs: tokio_util::task::TaskTracker,
+    /// The last run generation given out: a run's generation is unique in
+    /// the process, so a run that outlived its task's slot never takes a
+    /// newer slot's run for its own.
+    run_gens: std::sync::atomic::AtomicU64,
     /// Set when the daemon stops taking new work (shutdown began).
     stopping: std::sync::atomic::AtomicBool,
     /// Set when the runs left after the grace were stopped: a run that
@@ -577,8 +581,8 @@ impl Engine {
     /// Starts an agent run for a task whose slot lock the caller holds.
     fn start_run(&self, st: &mut SlotState, input: Message, resumed: bool) {
         st.running = true;
-        st.run_gen += 1;
-        let generation = st.run_gen;
+        let generation = self.inner.run_gens.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        st.run_gen = generation;
         st.cancel = tokio_util::sync::CancellationToken::new();
         let control = TaskControl {
             runtime: Runtime::new(self.annotating(false)),
@@ -603,23 +607,29 @@ impl Engine {
             let id = control.task_id.clone();
             if !engine.claim_run(&id).await {
                 // Another replica runs it; this one only committed the input.
-                engine.inner.conversations.release(admission);
                 engine.not_running_here(&id, generation).await;
+                // The next turn here still waits for the one before this.
+                engine.inner.conversations.release(admission).await;
                 return;
             }
             tokio::select! {
                 () = admission.wait_turn() => {}
                 () = control.cancel.cancelled() => {}
             }
-            if !control.cancel.is_cancelled() {
-                // Across replicas too: the context's previous turn ended.
-                let context_id = control.context_id.clone();
-                if engine.take_context_turn(&context_id, &control.cancel).await {
-                    agent.run(Turn { input, control, resumed }).await;
-                }
-                engine.end_context_turn(&context_id).await;
+            if control.cancel.is_cancelled() {
+                // Cancelled before its turn: the task is done with, and the
+                // turn passes on only once the run before this one ended.
+                engine.finish_run(&id, generation).await;
+                engine.inner.conversations.release(admission).await;
+                return;
             }
-            engine.inner.conversations.release(admission);
+            // Across replicas too: the context's previous turn ended.
+            let context_id = control.context_id.clone();
+            if engine.take_context_turn(&context_id, &control.cancel).await {
+                agent.run(Turn { input, control, resumed }).await;
+            }
+            engine.end_context_turn(&context_id).await;
+            engine.inner.conversations.release(admission).await;
             engine.finish_run(&id, generation).await;
         }));
         // In the span of what started it (a request's, with its id): the

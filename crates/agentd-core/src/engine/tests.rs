@@ -5,7 +5,9 @@ use super::*;
 use crate::record::{OutboxItem, TaskRecord};
 use crate::store::{PushConfigRow, StoreError, TaskPage, TaskQuery};
 use crate::{PrincipalRole, Turn};
-use agentd_proto::{Part, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task};
+use agentd_proto::{
+    CancelTaskRequest, Part, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task,
+};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use tokio::sync::Notify;
@@ -580,4 +582,57 @@ fn a_view_moved_out_of_a_record_equals_the_view_cloned_from_it() {
             }
         }
     }
+}
+
+/// Says when each of its runs starts, then completes its task once `go`
+/// lets it.
+struct SaysWhenItStarts {
+    go: Arc<Notify>,
+    started: tokio::sync::mpsc::UnboundedSender<String>,
+}
+
+#[async_trait]
+impl Agent for SaysWhenItStarts {
+    async fn run(&self, turn: Turn) {
+        let _ = self.started.send(turn.control.task_id().to_owned());
+        self.go.notified().await;
+        let _ = turn.control.complete(Some(Message::agent_text("done"))).await;
+    }
+}
+
+fn turn_of_conversation(message_id: &str) -> SendMessageRequest {
+    let mut r = in_context(request(true), "one-at-a-time");
+    r.message.as_mut().expect("message").message_id = message_id.into();
+    r
+}
+
+/// The next run that starts. With the clock paused, the timeout fires only
+/// once nothing else can run: a run not started by then would not start.
+async fn next_start(starts: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> Option<String> {
+    tokio::time::timeout(std::time::Duration::from_secs(60), starts.recv()).await.ok().flatten()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_cancelled_while_it_waits_does_not_let_the_next_start_beside_the_running_one() {
+    let go = Arc::new(Notify::new());
+    let (started, mut starts) = tokio::sync::mpsc::unbounded_channel();
+    let (engine, _store) = engine(SaysWhenItStarts { go: go.clone(), started });
+    let first = task_of(engine.send_message(&user(), turn_of_conversation("m-first")).await.unwrap());
+    assert_eq!(next_start(&mut starts).await.as_deref(), Some(first.id.as_str()));
+    let second = task_of(engine.send_message(&user(), turn_of_conversation("m-second")).await.unwrap());
+    let cancel = CancelTaskRequest { id: second.id.clone(), ..Default::default() };
+    let cancelled = engine.cancel_task(&user(), cancel).await.unwrap();
+    assert_eq!(cancelled.status.state, TaskState::Canceled);
+    let third = task_of(engine.send_message(&user(), turn_of_conversation("m-third")).await.unwrap());
+    assert_eq!(next_start(&mut starts).await, None, "a turn started while the first still ran");
+
+    go.notify_one();
+    assert_eq!(
+        next_start(&mut starts).await.as_deref(),
+        Some(third.id.as_str()),
+        "the third turn follows the first"
+    );
+    go.notify_one();
+    let done = tokio::time::timeout(std::time::Duration::from_secs(60), engine.settled(&third.id)).await;
+    assert_eq!(done.expect("the third turn ends").unwrap().state(), TaskState::Completed);
 }
