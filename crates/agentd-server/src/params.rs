@@ -8,6 +8,7 @@ use crate::state::{AppState, VersionPolicy};
 use agentd_core::Principal;
 use agentd_proto::{A2aError, ErrorKind};
 use http::HeaderMap;
+use std::fmt::Write as _;
 
 /// Who is calling and what the request activated.
 pub struct RequestContext {
@@ -52,7 +53,12 @@ pub fn budget_holder(state: &AppState, principal: &Principal, peer: Option<&Peer
 
 fn peer_holder(peer: Option<std::net::IpAddr>) -> String {
     match peer {
-        Some(ip) => format!("peer:{}", crate::listen::peer_of(ip)),
+        Some(ip) => {
+            // Sized for the longest address: `format!` grew it twice.
+            let mut holder = String::with_capacity("peer:".len() + 39);
+            let _ = write!(holder, "peer:{}", crate::listen::peer_of(ip));
+            holder
+        }
         None => "peer:unknown".to_owned(),
     }
 }

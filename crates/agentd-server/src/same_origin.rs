@@ -51,25 +51,29 @@ pub fn refusal(state: &AppState, req: &Request) -> Option<Response> {
     if !(grpc || jsonrpc || path.starts_with(crate::card::REST_PATH)) {
         return None;
     }
+    // Borrowed, compared without regard to case: every request to an
+    // endpoint passes here.
     let host = req
         .uri()
         .authority()
-        .map(|a| a.as_str().to_owned())
-        .or_else(|| req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_owned))
-        .map(|h| h.to_ascii_lowercase());
+        .map(http::uri::Authority::as_str)
+        .or_else(|| req.headers().get(header::HOST).and_then(|h| h.to_str().ok()));
     let public = state.config.public_url.as_deref().and_then(authority_of);
     if let Some(origin) = req.headers().get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
         let from = authority_of(origin);
-        let own = from.as_ref().is_some_and(|a| Some(a) == host.as_ref() || Some(a) == public.as_ref());
+        let own = from
+            .as_deref()
+            .is_some_and(|a| host.is_some_and(|h| h.eq_ignore_ascii_case(a)) || public.as_deref() == Some(a));
         if !own {
             let e = A2aError::new(
                 ErrorKind::PermissionDenied,
                 format!(
                     "a page of another origin ({origin}) may not call this agent: a request with an Origin \
                      header must come from the agent's own origin ({}{})",
-                    host.as_deref()
-                        .map_or("the host it is reached at".to_owned(), |h| format!("http(s)://{h}")),
+                    host.map_or("the host it is reached at".to_owned(), |h| {
+                        format!("http(s)://{}", h.to_ascii_lowercase())
+                    }),
                     public.as_deref().map_or(String::new(), |p| format!(" or public_url's {p}")),
                 ),
             )
@@ -79,9 +83,10 @@ pub fn refusal(state: &AppState, req: &Request) -> Option<Response> {
         }
     }
     if !state.auth.is_protected()
-        && let Some(h) = &host
+        && let Some(h) = host
         && !local_host(h, public.as_deref())
     {
+        let h = h.to_ascii_lowercase();
         let e = A2aError::new(
             ErrorKind::PermissionDenied,
             format!(
@@ -132,9 +137,9 @@ fn host_of(authority: &str) -> &str {
 /// A loopback address, `localhost`, or the host of `public_url`.
 fn local_host(authority: &str, public: Option<&str>) -> bool {
     let host = host_of(authority).trim_end_matches('.');
-    host == "localhost"
+    host.eq_ignore_ascii_case("localhost")
         || host.parse::<IpAddr>().is_ok_and(|ip| ip.to_canonical().is_loopback())
-        || public.is_some_and(|p| host_of(p) == host)
+        || public.is_some_and(|p| host_of(p).eq_ignore_ascii_case(host))
 }
 
 #[cfg(test)]
@@ -153,6 +158,9 @@ mod tests {
             "[::1]:7601",
             "localhost.",
             "[::ffff:127.0.0.1]:1",
+            // The Host header's case is the client's: the check ignores it.
+            "LocalHost:7601",
+            "[::FFFF:127.0.0.1]:1",
         ] {
             assert!(local_host(ok, None), "{ok}");
         }
@@ -167,5 +175,7 @@ mod tests {
         }
         assert!(local_host("agent.example.com", Some("agent.example.com:443")));
         assert!(local_host("agent.example.com:8443", Some("agent.example.com")));
+        assert!(local_host("Agent.Example.COM", Some("agent.example.com")));
+        assert!(!local_host("LOCALHOST.Evil.example", None));
     }
 }

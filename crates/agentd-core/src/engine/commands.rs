@@ -12,6 +12,7 @@ use crate::record::TaskRecord;
 use agentd_proto::{Message, Part, PartContent, Role, SendMessageConfiguration, TaskState, new_id};
 use async_trait::async_trait;
 use serde_json::Value;
+use std::sync::Arc;
 
 /// The key of the command object inside a DataPart.
 pub const COMMAND_KEY: &str = "agentd";
@@ -44,10 +45,16 @@ pub trait CommandHandler: Send + Sync + 'static {
     ) -> Result<CommandOutcome, Error>;
 }
 
-/// Told after a task's terminal state was committed (off the task's lock,
-/// in a spawned task, so it may call back into the engine).
+/// Told after a task's terminal state was committed.
 #[async_trait]
 pub trait TaskObserver: Send + Sync + 'static {
+    /// At once, under the task's lock: only what needs no await and does
+    /// not call the engine. Whether [`TaskObserver::task_ended`] is wanted
+    /// for this end: most ends want nothing more, and then no task is
+    /// spawned for them.
+    fn end_committed(&self, task_id: &str, state: TaskState) -> bool;
+    /// Off the task's lock, in a spawned task, so it may call back into the
+    /// engine; only when [`TaskObserver::end_committed`] asked for it.
     async fn task_ended(&self, runtime: &Runtime, task_id: &str, state: TaskState);
 }
 
@@ -186,17 +193,20 @@ impl Engine {
         }
     }
 
-    /// Tells the observers that a task ended (spawned: the caller holds the
-    /// task's lock).
+    /// Tells the observers that a task ended: at once, then in a spawned
+    /// task those that asked for more (the caller holds the task's lock).
     pub(super) fn notify_ended(&self, id: &str, state: TaskState) {
-        if self.installed().observers.is_empty() {
+        let observers = &self.installed().observers;
+        let wanted: Vec<Arc<dyn TaskObserver>> =
+            observers.iter().filter(|o| o.end_committed(id, state)).cloned().collect();
+        if wanted.is_empty() {
             return;
         }
         let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
         let (runtime, id) = (Runtime::new(self.annotating(false)), id.to_owned());
         self.inner.background.spawn_on(
             async move {
-                for o in &runtime.installed().observers {
+                for o in &wanted {
                     o.task_ended(&runtime, &id, state).await;
                 }
             },

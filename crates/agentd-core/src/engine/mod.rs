@@ -570,6 +570,9 @@ impl Engine {
                 batch.push_events.push((rec.task.id.clone(), push_body(e)));
             }
         }
+        // Room for this one record: a first push would make room for four
+        // (a record is near 1 KiB), past the allocator's per-thread cache.
+        batch.tasks.reserve_exact(1);
         batch.tasks.push(take_record(rec));
         let (outcome, mut tasks) = self.inner.store.commit_giving_back(batch).await;
         if let Some(back) = tasks.pop() {

@@ -636,3 +636,45 @@ async fn a_turn_cancelled_while_it_waits_does_not_let_the_next_start_beside_the_
     let done = tokio::time::timeout(std::time::Duration::from_secs(60), engine.settled(&third.id)).await;
     assert_eq!(done.expect("the third turn ends").unwrap().state(), TaskState::Completed);
 }
+
+/// Counts what it is told of ends; asks for `task_ended` only when `wants`.
+struct Observer {
+    wants: bool,
+    committed: Mutex<Vec<(String, TaskState)>>,
+    ended: tokio::sync::mpsc::UnboundedSender<String>,
+}
+
+#[async_trait]
+impl TaskObserver for Observer {
+    fn end_committed(&self, task_id: &str, state: TaskState) -> bool {
+        self.committed.lock().unwrap().push((task_id.to_owned(), state));
+        self.wants
+    }
+    async fn task_ended(&self, _: &Runtime, task_id: &str, _: TaskState) {
+        self.ended.send(task_id.to_owned()).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn an_observer_is_told_of_an_end_at_once_and_later_only_if_it_asked() {
+    let (quiet_tx, mut quiet_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (asks_tx, mut asks_rx) = tokio::sync::mpsc::unbounded_channel();
+    let quiet = Arc::new(Observer { wants: false, committed: Mutex::default(), ended: quiet_tx });
+    let asks = Arc::new(Observer { wants: true, committed: Mutex::default(), ended: asks_tx });
+    let store = Arc::new(CountingStore::default());
+    let agent = Completes { go: None, reads_conversation: false };
+    let engine = EngineBuilder::new(store, Arc::new(agent), Arc::new(AnyUrl), EngineConfig::default())
+        .observer(quiet.clone())
+        .observer(asks.clone())
+        .build()
+        .engine()
+        .clone();
+    let task = task_of(engine.send_message(&user(), request(false)).await.unwrap());
+    // The later call goes to the observers in order, and only to the one that asked.
+    assert_eq!(asks_rx.recv().await.as_deref(), Some(task.id.as_str()));
+    assert!(quiet_rx.try_recv().is_err(), "the observer that did not ask was called");
+    // Each was told of the end once, before that.
+    for o in [&quiet, &asks] {
+        assert_eq!(*o.committed.lock().unwrap(), [(task.id.clone(), TaskState::Completed)]);
+    }
+}

@@ -22,7 +22,7 @@ const MAX_COMPARED_KEYS: usize = 32;
 /// malformed, over a limit, or just have an escaped or repeated key.
 pub fn plain_within(bytes: &[u8], limits: JsonLimits) -> bool {
     let state = State::new(limits);
-    let scan = Scan { state, keys: RefCell::new(Vec::new()), plain: Cell::new(true) };
+    let scan = Scan { state, keys: RefCell::new(Vec::with_capacity(16)), plain: Cell::new(true) };
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let read = Seed { scan: &scan, depth: 0 }.deserialize(&mut de).and_then(|()| de.end());
     read.is_ok() && scan.plain.get() && scan.state.exceeded.get().is_none()

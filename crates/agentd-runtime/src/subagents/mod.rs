@@ -382,19 +382,20 @@ impl Agent for SubagentManager {
 
 #[async_trait]
 impl TaskObserver for SubagentManager {
-    async fn task_ended(&self, engine: &Runtime, task_id: &str, state: TaskState) {
+    fn end_committed(&self, task_id: &str, state: TaskState) -> bool {
         self.ended(task_id);
         // A parent that was canceled or failed has nobody left to report to.
+        matches!(state, TaskState::Canceled | TaskState::Failed)
+    }
+
+    async fn task_ended(&self, engine: &Runtime, task_id: &str, state: TaskState) {
         let ended = match state {
             TaskState::Canceled => "was canceled",
             TaskState::Failed => "failed",
             _ => return,
         };
         let why = format!("canceled because its parent task {task_id} {ended}");
-        // Boxed on its own: every task's end allocates this method's future
-        // (`async_trait`), which would otherwise hold the cancellation's
-        // large one, though a task that completed never runs it.
-        Box::pin(self.cancel_below(engine, task_id, &why)).await;
+        self.cancel_below(engine, task_id, &why).await;
     }
 }
 

@@ -191,10 +191,11 @@ impl Agent for Workflows {
 /// other events so it is never ahead of them.
 #[async_trait]
 impl agentd_core::TaskObserver for Workflows {
-    async fn task_ended(&self, engine: &Runtime, task_id: &str, state: TaskState) {
-        if state != TaskState::Canceled {
-            return;
-        }
+    fn end_committed(&self, _: &str, state: TaskState) -> bool {
+        state == TaskState::Canceled
+    }
+
+    async fn task_ended(&self, engine: &Runtime, task_id: &str, _: TaskState) {
         let Ok(Some(rec)) = engine.record(task_id).await else { return };
         let Some(link) = rec.meta.link.as_ref().filter(|l| l.kind == agentd_core::LinkKind::Run) else {
             return;
